@@ -1,0 +1,1 @@
+"""A deterministic, rule-based triage: the example package's application."""

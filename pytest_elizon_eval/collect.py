@@ -1,0 +1,270 @@
+"""pytest nodes for Elizon files: the manifest, the suite file and the case.
+
+Which node collects a suite (SPEC §1.3 — one node id per case, however the
+suite is reached, never twice):
+
+* A suite file is collected where it lives, by pytest's own directory walk
+  (``pytest pkg/``, ``pytest pkg/eval/``, ``pytest pkg/eval/suite.yaml::case``),
+  with the package of the ``elizon.yaml`` above it that names it.
+* ``elizon.yaml`` is validated wherever it is reached, and collects only the
+  suites the walk will not reach itself (``pytest pkg/elizon.yaml``, or a
+  suite outside the package folder or in an ignored folder).
+
+Either way a case's node id is ``<suite file path>::<case id>``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from . import _pytest_compat as compat
+from . import errors
+from .binding import BoundEntry, Candidate, bind_entry
+from .calling import ErrorInfo
+from .errors import ElizonError
+from .model import Case
+from .options import SETTINGS
+from .outcomes import ERROR, FAILED, PASSED, REPORT_ATTR, TIMEOUT, CaseResult, SuiteInfo
+from .outcomes import failure_message as render_failure
+from .packages import MANIFEST_NAME, Package, SuiteSpec, load_manifest, load_suite, standalone
+from .running import run_case
+
+__all__ = ["CaseItem", "ManifestCollector", "SuiteFile", "annotate_report", "collect_file"]
+
+ENTRY_FIXTURE = "elizon_entry"
+_PACKAGES = pytest.StashKey[dict[Path, "Package | ElizonError"]]()
+
+
+def display_path(config: pytest.Config, path: Path) -> str:
+    """``path`` as node ids and messages show it: relative to the rootdir, with ``/``."""
+    try:
+        return path.relative_to(config.rootpath).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def _package(config: pytest.Config, manifest: Path) -> Package:
+    """The package of ``manifest``, read once per session (errors are remembered too)."""
+    cache = config.stash.setdefault(_PACKAGES, {})
+    if manifest not in cache:
+        try:
+            cache[manifest] = load_manifest(manifest, display_path(config, manifest))
+        except ElizonError as exc:
+            cache[manifest] = exc
+    found = cache[manifest]
+    if isinstance(found, ElizonError):
+        raise found
+    return found
+
+
+def _owner(config: pytest.Config, suite: Path) -> tuple[Package, SuiteSpec] | None:
+    """The package whose ``elizon.yaml`` (in a folder above ``suite``) names it."""
+    resolved = suite.resolve()
+    for folder in resolved.parents:
+        manifest = folder / MANIFEST_NAME
+        if manifest.is_file():
+            try:
+                package = _package(config, manifest)
+            except ElizonError:
+                continue  # reported by the manifest's own collector
+            for spec in package.suites:
+                if spec.path == resolved:
+                    return package, spec
+        if folder == config.rootpath:
+            break
+    return None
+
+
+def _matches(path: Path, globs: tuple[str, ...]) -> bool:
+    return any(fnmatch.fnmatch(path.as_posix() if "/" in g else path.name, g) for g in globs)
+
+
+def collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    """``pytest_collect_file``: a manifest, a suite named by one, or a stand-alone suite."""
+    config = parent.config
+    if file_path.name == MANIFEST_NAME:
+        return ManifestCollector.from_parent(
+            parent, name=file_path.name, path=file_path, nodeid=display_path(config, file_path))
+    if file_path.suffix not in (".yaml", ".yml"):
+        return None
+    owner = _owner(config, file_path)
+    if owner is not None:
+        return SuiteFile.from_parent(parent, path=file_path, package=owner[0], spec=owner[1])
+    if _matches(file_path, config.stash[SETTINGS].suite_globs):
+        package = standalone(file_path)
+        return SuiteFile.from_parent(parent, path=file_path, package=package,
+                                     spec=package.suites[0])
+    return None
+
+
+class ManifestCollector(pytest.Collector):
+    """``elizon.yaml``: validates the manifest and that its suites exist.
+
+    Not a ``pytest.File`` on purpose: ``--lf`` skips files without failures,
+    and the failures of a package live in its suite files, not here.
+    """
+
+    def collect(self) -> Iterator[pytest.Collector]:
+        package = _package(self.config, self.path)
+        missing = [s for s in package.suites if not s.path.is_file()]
+        if missing:
+            manifest = display_path(self.config, self.path)
+            raise ElizonError(errors.EVALUATION_SUITE_MISSING, [
+                f"{display_path(self.config, s.path)} (named in {manifest}:{s.declared_at})"
+                for s in missing])
+        for spec in package.suites:
+            if not self._walk_reaches(spec.path):
+                yield SuiteFile.from_parent(self, path=spec.path, package=package, spec=spec)
+
+    def _walk_reaches(self, path: Path) -> bool:
+        """Whether pytest's directory walk of this session will reach ``path`` itself."""
+        chain = [path, *path.parents]
+        for depth, candidate in enumerate(chain):
+            if self.session.isinitpath(candidate):
+                return not any(
+                    self.ihook.pytest_ignore_collect(collection_path=p, config=self.config)
+                    for p in chain[:depth])
+        return False
+
+    def repr_failure(  # type: ignore[override]
+        self, excinfo: pytest.ExceptionInfo[BaseException]
+    ) -> str | Any:
+        if isinstance(excinfo.value, ElizonError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+
+class SuiteFile(pytest.File):
+    """A suite file: validated as a whole, then one :class:`CaseItem` per case."""
+
+    def __init__(self, *, package: Package, spec: SuiteSpec, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.package = package
+        self.spec = spec
+        # Every case requests the entry fixture; the plugin's default returns None.
+        self.add_marker(pytest.mark.usefixtures(ENTRY_FIXTURE))
+        self.fixture_info: compat.FuncFixtureInfo | None = None
+
+    def collect(self) -> Iterator[CaseItem]:
+        display = display_path(self.config, self.path)
+        loaded = load_suite(self.path, display)
+        gate = self.spec.gate
+        info = SuiteInfo(
+            path=display, package=self.package.name, gate=gate,
+            advisory=gate == "advisory" and not self.config.stash[SETTINGS].strict,
+            baseline=self.spec.baseline, sha256=loaded.sha256)
+        for case, line in zip(loaded.cases, loaded.lines, strict=True):
+            yield CaseItem.from_parent(self, name=case.id, case=case, line=line, suite_info=info)
+
+    def repr_failure(  # type: ignore[override]
+        self, excinfo: pytest.ExceptionInfo[BaseException]
+    ) -> str | Any:
+        if isinstance(excinfo.value, ElizonError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+
+class CaseNotPassed(Exception):
+    """Raised by :meth:`CaseItem.runtest` so pytest records a failure or a timeout."""
+
+    def __init__(self, result: CaseResult) -> None:
+        super().__init__(result.outcome)
+        self.result = result
+
+
+class CaseItem(pytest.Item):
+    """One case of a suite: binds the entry point in setup, runs and grades it."""
+
+    parent: SuiteFile
+
+    def __init__(self, *, case: Case, line: int, suite_info: SuiteInfo, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.case = case
+        self.line = line
+        self.suite_info = suite_info
+        self.entry: BoundEntry | None = None
+        self.result: CaseResult | None = None
+        suite = self.parent
+        if suite.fixture_info is None:  # the same for every case of a file: compute once
+            suite.fixture_info = compat.fixture_info(self)
+        self._initrequest()
+
+    def _initrequest(self) -> None:  # called again by pytest when an item is re-run
+        assert self.parent.fixture_info is not None
+        compat.init_request(self, self.parent.fixture_info)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, self.line - 1, f"case {self.name}"
+
+    def base_result(self) -> CaseResult:
+        """This case's identity and limits, before it has run."""
+        settings = self.config.stash[SETTINGS]
+        return CaseResult(
+            nodeid=self.nodeid, case_id=self.name, line=self.line, suite=self.suite_info,
+            outcome=PASSED, timeout_s=settings.timeout_s,
+            timeout_source=settings.timeout_source,
+            entry=self.entry.description if self.entry else "")
+
+    def setup(self) -> None:
+        self.result = None
+        compat.fill_fixtures(self)
+        self.entry = self._bind_entry()
+
+    def _bind_entry(self) -> BoundEntry:
+        settings = self.config.stash[SETTINGS]
+        package = self.parent.package
+        fixture_value = self.funcargs[ENTRY_FIXTURE]  # type: ignore[attr-defined]
+        fixture_source = f"the {ENTRY_FIXTURE} fixture"
+        if fixture_value is not None and settings.cli_entry is None:
+            fixture_source += f" ({compat.fixture_location(self, ENTRY_FIXTURE)})"
+        manifest_source = (f"entry: in {display_path(self.config, package.manifest)}:"
+                           f"{package.entry_line}" if package.manifest else "entry: in elizon.yaml")
+        return bind_entry([
+            Candidate(settings.cli_entry, "--elizon-entry"),
+            Candidate(fixture_value, fixture_source),
+            Candidate(package.entry, manifest_source),
+            Candidate(settings.ini_entry, settings.ini_entry_source),
+        ], folders=[package.folder, self.config.rootpath])
+
+    def runtest(self) -> None:
+        assert self.entry is not None
+        result = run_case(self.case, self.entry.call, self.base_result())
+        self.result = result
+        self.user_properties.append(("elizon_outcome", result.outcome))
+        if result.outcome != PASSED:
+            raise CaseNotPassed(result)
+
+    def repr_failure(
+        self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
+    ) -> str | Any:
+        if isinstance(excinfo.value, CaseNotPassed):
+            return render_failure(excinfo.value.result)
+        if isinstance(excinfo.value, ElizonError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style=style)
+
+
+def annotate_report(report: pytest.TestReport, item: pytest.Item, call: pytest.CallInfo[None]
+                    ) -> None:
+    """Put the case's result on its report as plain data; apply the advisory gate."""
+    if not isinstance(item, CaseItem):
+        return
+    if call.when == "call" and item.result is not None:
+        result = item.result
+    elif call.when == "setup" and report.failed and call.excinfo is not None:
+        exc = call.excinfo.value
+        if isinstance(exc, ElizonError):
+            report.longrepr = str(exc)  # the code and message, not a traceback into the plugin
+        result = replace(item.base_result(), outcome=ERROR,
+                         error=ErrorInfo(type(exc).__name__, str(exc)))
+    else:
+        return
+    setattr(report, REPORT_ATTR, result.to_data())
+    if result.outcome in (FAILED, TIMEOUT) and result.suite.advisory:
+        report.outcome = "passed"  # shown as advisory everywhere; never fails the run

@@ -1,0 +1,269 @@
+"""The Elizon file formats as strict pydantic models, and their error messages.
+
+Owns what a valid ``elizon.yaml`` and a valid suite file are (SPEC §1, §4)
+and turns every way a file can be wrong into a :class:`~.loading.Problem`
+with a line number and a sentence a person can act on. Unknown keys are
+errors (with a "did you mean" hint), types are strict (``contains: 3`` is
+not silently a list). No pytest import here.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import ErrorDetails
+
+from .loading import Problem, YamlMapping, YamlSequence, line_of
+
+__all__ = [
+    "CASE_ID_PATTERN",
+    "Case",
+    "Evaluation",
+    "Expect",
+    "Manifest",
+    "Suite",
+    "SuiteRef",
+    "duplicate_case_ids",
+    "manifest_shape",
+    "validate",
+]
+
+_ModelT = TypeVar("_ModelT", bound=BaseModel)
+
+CASE_ID_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True, populate_by_name=False)
+
+
+class Expect(_Strict):
+    """The assertions of one case (SPEC §4)."""
+
+    contains: list[str] | None = None
+    not_contains: list[str] | None = Field(None, alias="notContains")
+    equals: str | None = None
+    max_latency_ms: int | None = Field(None, alias="maxLatencyMs", ge=0)
+
+
+def _check_input(value: object) -> object:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        return value
+    raise ValueError(
+        f"input must be a string or a mapping of named inputs, found {_describe(value)}")
+
+
+class Case(_Strict):
+    """One test case of a suite file (SPEC §1.2)."""
+
+    id: str
+    description: str | None = None
+    input: Any
+    expect: Expect | None = None
+
+    @field_validator("id")
+    @classmethod
+    def _id_shape(cls, value: str) -> str:
+        if not CASE_ID_PATTERN.match(value):
+            raise ValueError(
+                f"id {value!r} must be lowercase words joined by hyphens "
+                "(^[a-z0-9]+(-[a-z0-9]+)*$)")
+        return value
+
+    _input_shape = field_validator("input", mode="before")(_check_input)
+
+
+class Suite(_Strict):
+    """A suite file: a mapping with a non-empty ``cases`` list."""
+
+    cases: list[Case] = Field(min_length=1)
+
+
+Gate = Literal["advisory", "must-pass"]
+
+
+class SuiteRef(_Strict):
+    """One test set named by a manifest."""
+
+    suite: str
+    author_baseline: dict[str, float] | None = Field(None, alias="authorBaseline")
+    gate: Gate = "must-pass"
+
+
+class Evaluation(_Strict):
+    """A manifest's ``evaluation`` block: one suite, or a ``suites:`` list."""
+
+    suite: str | None = None
+    author_baseline: dict[str, float] | None = Field(None, alias="authorBaseline")
+    gate: Gate | None = None
+    suites: list[SuiteRef] | None = Field(None, min_length=1)
+
+    def refs(self) -> list[SuiteRef]:
+        """The test sets, whichever form the manifest used."""
+        if self.suites is not None:
+            return list(self.suites)
+        assert self.suite is not None  # guaranteed by validate_manifest_shape
+        return [SuiteRef.model_validate(
+            {"suite": self.suite, "authorBaseline": self.author_baseline,
+             "gate": self.gate or "must-pass"})]
+
+
+class Manifest(_Strict):
+    """``elizon.yaml`` (SPEC §1.1): the keys this plugin reads, and the informational ones."""
+
+    name: str | None = None
+    version: str | None = None
+    description: str | None = None
+    entry: str | None = None
+    evaluation: Evaluation | None = None
+
+
+# -- turning pydantic errors into Problems ---------------------------------------------
+
+#: The keys allowed under each parent key, for "did you mean" hints.
+_KEYS_UNDER: dict[str, type[BaseModel]] = {
+    "": Suite,
+    "cases": Case,
+    "expect": Expect,
+    "evaluation": Evaluation,
+    "suites": SuiteRef,
+}
+
+
+def _keys_of(model: type[BaseModel]) -> list[str]:
+    return [f.alias or name for name, f in model.model_fields.items()]
+
+
+def _describe(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"boolean {str(value).lower()}"
+    if isinstance(value, (int, float)):
+        return f"the number {value}"
+    if isinstance(value, str):
+        shown = value if len(value) <= 40 else value[:37] + "..."
+        return f"the text {shown!r}"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return type(value).__name__
+
+
+_EXPECTED = {
+    "string_type": "a string",
+    "list_type": "a list",
+    "int_type": "a whole number",
+    "float_type": "a number",
+    "dict_type": "a mapping",
+    "model_type": "a mapping",
+    "bool_type": "true or false",
+}
+
+
+def _loc_text(loc: tuple[str | int, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else part)
+    return out
+
+
+def _message(error: ErrorDetails, root_model: type[BaseModel]) -> str:
+    loc = tuple(error["loc"])
+    kind = error["type"]
+    value = error.get("input")
+    where = _loc_text(loc)
+    prefix = f"{where}: " if where else ""
+    parent_where = _loc_text(loc[:-1])
+    parent_prefix = f"{parent_where}: " if parent_where else ""
+    if kind == "extra_forbidden":
+        parent = next((p for p in reversed(loc[:-1]) if isinstance(p, str)), "")
+        model = _KEYS_UNDER.get(parent, root_model) if parent else root_model
+        allowed = _keys_of(model)
+        key = str(loc[-1])
+        close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
+        close = close or [k for k in allowed if k.lower() == key.lower()]
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        return f"{parent_prefix}unknown key {key!r}{hint}; allowed here: {', '.join(allowed)}"
+    if kind == "missing":
+        return f"{parent_prefix}missing required key {str(loc[-1])!r}"
+    if kind in _EXPECTED:
+        if not where:
+            return f"the file must be a mapping with a 'cases' list, found {_describe(value)}"
+        return f"{prefix}expected {_EXPECTED[kind]}, found {_describe(value)}"
+    if kind == "literal_error":
+        expected = error.get("ctx", {}).get("expected", "")
+        return f"{prefix}expected {expected}, found {_describe(value)}"
+    if kind == "greater_than_equal":
+        return f"{prefix}must be at least {error.get('ctx', {}).get('ge')}, found {value}"
+    if kind == "too_short":
+        return f"{prefix}must not be empty"
+    if kind == "value_error":
+        return prefix + str(error["msg"]).removeprefix("Value error, ")
+    return f"{prefix}{error['msg']}"
+
+
+def validate(
+    model: type[_ModelT],
+    data: Any,
+    extra_checks: Callable[[Any], list[Problem]] | None = None,
+) -> tuple[_ModelT | None, list[Problem]]:
+    """Validate loaded data against ``model``; return it, or every problem with its line."""
+    problems = list(extra_checks(data)) if extra_checks else []
+    try:
+        value = model.model_validate(data)
+    except ValidationError as exc:
+        for error in exc.errors():
+            loc = tuple(error["loc"])
+            problems.append(Problem(line_of(data, loc), _message(error, model)))
+        value = None
+    if problems:
+        problems.sort(key=lambda p: (p.line or 0))
+        return None, problems
+    return value, []
+
+
+def duplicate_case_ids(data: Any) -> list[Problem]:
+    """Duplicate ids, checked on the raw data so they are found with the other problems."""
+    problems: list[Problem] = []
+    cases = data.get("cases") if isinstance(data, YamlMapping) else None
+    if not isinstance(cases, YamlSequence):
+        return problems
+    first: dict[str, int] = {}
+    for index, case in enumerate(cases):
+        if not isinstance(case, YamlMapping) or not isinstance(case.get("id"), str):
+            continue
+        line = case.key_lines.get("id", cases.item_lines[index])
+        case_id = case["id"]
+        if case_id in first:
+            problems.append(Problem(
+                line,
+                f"cases[{index}].id: duplicate id {case_id!r} (first at line {first[case_id]})"))
+        else:
+            first[case_id] = line
+    return problems
+
+
+def manifest_shape(data: Any) -> list[Problem]:
+    """The ``evaluation`` block holds either ``suite`` or ``suites``, never both or neither."""
+    evaluation = data.get("evaluation") if isinstance(data, YamlMapping) else None
+    if not isinstance(evaluation, YamlMapping):
+        return []
+    line = data.key_lines.get("evaluation")
+    if "suites" in evaluation:
+        mixed = [k for k in ("suite", "authorBaseline", "gate") if k in evaluation]
+        if mixed:
+            return [Problem(evaluation.key_lines[mixed[0]],
+                            f"evaluation.{mixed[0]}: with 'suites:' each set carries its own "
+                            "suite, authorBaseline and gate")]
+        return []
+    if "suite" not in evaluation:
+        return [Problem(line, "evaluation: needs 'suite: <path>' or a 'suites:' list")]
+    return []

@@ -1,0 +1,97 @@
+"""Command-line options and ini keys, resolved once into frozen :class:`Settings`.
+
+Each setting's help text is written once and shared by ``addoption`` and
+``addini``. :func:`resolve` reads them in one documented order (command line,
+then ini, then the default) and says where a bad value came from.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import pytest
+
+__all__ = ["HARD_LIMIT_S", "SETTINGS", "Settings", "register", "resolve"]
+
+#: Elizon's hard per-case limit; options may lower it, never raise it (SPEC §5).
+HARD_LIMIT_S = 90.0
+
+_HELP = {
+    "entry": "Entry point for every case, overriding fixtures and manifests: "
+             "'module.path:attribute'.",
+    "timeout": f"Per-case time limit in seconds; may only lower the {HARD_LIMIT_S:g} s hard limit.",
+    "strict": "Treat advisory suites as must-pass: their failures fail the run.",
+    "suite_files": "Glob patterns of stand-alone suite files to collect (default: *.eval.yaml).",
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every elizon setting of a session, validated."""
+
+    #: ``--elizon-entry``: beats every other source.
+    cli_entry: str | None
+    #: ini ``elizon_entry``: the weakest source, after fixture and manifest.
+    ini_entry: str | None
+    #: Where ``ini_entry`` came from, for error messages.
+    ini_entry_source: str
+    timeout_s: float
+    timeout_source: str
+    strict: bool
+    suite_globs: tuple[str, ...]
+
+
+SETTINGS = pytest.StashKey[Settings]()
+
+
+def register(parser: pytest.Parser) -> None:
+    """Add the ``--elizon-*`` options and ``elizon_*`` ini keys."""
+    group = parser.getgroup("elizon", "Elizon evaluation suites")
+    group.addoption("--elizon-entry", metavar="SPEC", default=None, help=_HELP["entry"])
+    group.addoption("--elizon-timeout", metavar="SECONDS", default=None, help=_HELP["timeout"])
+    group.addoption("--elizon-strict", action="store_true", default=False, help=_HELP["strict"])
+    parser.addini("elizon_entry", _HELP["entry"], default=None)
+    parser.addini("elizon_timeout", _HELP["timeout"], default=None)
+    parser.addini("elizon_strict", _HELP["strict"], type="bool", default=False)
+    parser.addini("elizon_suite_files", _HELP["suite_files"], type="args",
+                  default=["*.eval.yaml"])
+
+
+def _ini_source(config: pytest.Config, name: str) -> str:
+    where = f" in {config.inipath}" if config.inipath else ""
+    return f"ini option {name}{where}"
+
+
+def _timeout(config: pytest.Config) -> tuple[float, str]:
+    raw = config.getoption("elizon_timeout")
+    source = f"--elizon-timeout={raw}"
+    if raw is None:
+        raw = config.getini("elizon_timeout")
+        source = f"{_ini_source(config, 'elizon_timeout')} ({raw!r})"
+    if raw is None or raw == "":
+        return HARD_LIMIT_S, f"the {HARD_LIMIT_S:g} s hard limit"
+    try:
+        value = float(raw)
+    except ValueError:
+        raise pytest.UsageError(f"{source}: not a number of seconds") from None
+    if not (math.isfinite(value) and 0 < value <= HARD_LIMIT_S):
+        raise pytest.UsageError(
+            f"{source}: the time limit must be more than 0 and at most {HARD_LIMIT_S:g} seconds "
+            "(it can lower the hard limit, never raise it)")
+    return value, source
+
+
+def resolve(config: pytest.Config) -> Settings:
+    """Read and check every setting; a bad value is a usage error naming its source."""
+    timeout_s, timeout_source = _timeout(config)
+    globs = tuple(config.getini("elizon_suite_files"))
+    return Settings(
+        cli_entry=config.getoption("elizon_entry"),
+        ini_entry=config.getini("elizon_entry") or None,
+        ini_entry_source=_ini_source(config, "elizon_entry"),
+        timeout_s=timeout_s,
+        timeout_source=timeout_source,
+        strict=bool(config.getoption("elizon_strict") or config.getini("elizon_strict")),
+        suite_globs=globs,
+    )

@@ -1,0 +1,122 @@
+"""Elizon packages and suites as files: read, validate, and describe them.
+
+Owns the step from a path on disk to validated data: a manifest becomes a
+:class:`Package` (its name, entry and test sets with resolved paths), a
+suite file becomes a :class:`LoadedSuite` (its cases, their lines and the
+file's content hash). Every failure is an :class:`~.errors.ElizonError`
+with the documented code. No pytest import here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import errors
+from .errors import ElizonError
+from .loading import LoadFailed, YamlMapping, YamlSequence, load_yaml
+from .model import Case, Manifest, Suite, duplicate_case_ids, manifest_shape, validate
+
+__all__ = ["LoadedSuite", "Package", "SuiteSpec", "load_manifest", "load_suite", "standalone"]
+
+MANIFEST_NAME = "elizon.yaml"
+
+
+@dataclass(frozen=True)
+class SuiteSpec:
+    """A test set as its package declares it."""
+
+    path: Path
+    gate: str = "must-pass"
+    baseline: dict[str, float] = field(default_factory=dict)
+    #: 1-based line of the ``suite:`` key in the manifest (None for a stand-alone suite).
+    declared_at: int | None = None
+
+
+@dataclass(frozen=True)
+class Package:
+    """A manifest (or a stand-alone suite file) and what it declares."""
+
+    name: str
+    folder: Path
+    manifest: Path | None = None
+    entry: str | None = None
+    entry_line: int | None = None
+    suites: tuple[SuiteSpec, ...] = ()
+
+
+@dataclass(frozen=True)
+class LoadedSuite:
+    """A validated suite file."""
+
+    cases: tuple[Case, ...]
+    #: 1-based line of each case's ``- id:`` item, in order.
+    lines: tuple[int, ...]
+    sha256: str
+
+
+def _read(path: Path, display: str, code: str) -> tuple[Any, bytes]:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ElizonError(code, [f"{display}: cannot read the file: {exc.strerror}"]) from None
+    try:
+        return load_yaml(data), data
+    except LoadFailed as exc:
+        raise ElizonError.from_problems(code, display, exc.problems) from None
+
+
+def load_manifest(path: Path, display: str) -> Package:
+    """Read and validate ``elizon.yaml``; suite paths are resolved, not yet checked."""
+    code = errors.ELIZON_MANIFEST_INVALID
+    data, _ = _read(path, display, code)
+    manifest, problems = validate(Manifest, data, manifest_shape)
+    if problems or manifest is None:
+        raise ElizonError.from_problems(code, display, problems)
+    folder = path.parent
+    suites: list[SuiteSpec] = []
+    if manifest.evaluation is not None:
+        evaluation = data["evaluation"]
+        if isinstance(evaluation.get("suites"), YamlSequence):
+            lines = [item.key_lines.get("suite", item.line) for item in evaluation["suites"]]
+        else:
+            lines = [evaluation.key_lines["suite"]]
+        seen: dict[Path, int] = {}
+        for ref, line in zip(manifest.evaluation.refs(), lines, strict=True):
+            suite_path = (folder / ref.suite).resolve()
+            if suite_path in seen:
+                raise ElizonError(code, [f"{display}:{line}: suite {ref.suite!r} is listed twice "
+                                         f"(first at line {seen[suite_path]})"])
+            seen[suite_path] = line
+            suites.append(SuiteSpec(suite_path, ref.gate, dict(ref.author_baseline or {}), line))
+    entry_line = data.key_lines.get("entry") if isinstance(data, YamlMapping) else None
+    return Package(
+        name=manifest.name or folder.name,
+        folder=folder,
+        manifest=path,
+        entry=manifest.entry,
+        entry_line=entry_line,
+        suites=tuple(suites),
+    )
+
+
+def standalone(path: Path) -> Package:
+    """A suite file collected on its own (``elizon_suite_files``): gate must-pass, no entry."""
+    name = path.name.split(".")[0]
+    return Package(name=name, folder=path.parent, suites=(SuiteSpec(path),))
+
+
+def load_suite(path: Path, display: str) -> LoadedSuite:
+    """Read and validate a suite file; every problem is reported at once."""
+    code = errors.EVALUATION_SUITE_INVALID
+    data, raw = _read(path, display, code)
+    suite, problems = validate(Suite, data, duplicate_case_ids)
+    if problems or suite is None:
+        raise ElizonError.from_problems(code, display, problems)
+    return LoadedSuite(
+        cases=tuple(suite.cases),
+        lines=tuple(data["cases"].item_lines),
+        sha256=hashlib.sha256(raw).hexdigest(),
+    )

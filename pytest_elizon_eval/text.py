@@ -1,0 +1,36 @@
+"""Untrusted text made safe to show: what a model or an entry point produced.
+
+Owns the escaping every renderer shares: control characters, DEL, C1
+controls, U+FFFE/U+FFFF and lone surrogates become visible escapes
+(``\\x1b``, ``\\ufffe``, ``\\ud800``), so nothing a model prints can move a
+terminal's cursor, corrupt an XML file or hide text. No pytest import here.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["cap", "visible"]
+
+# C0 controls except TAB and LF, DEL, C1 controls, lone surrogates, non-characters.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def visible(text: str, *, keep_newlines: bool = True) -> str:
+    """``text`` with every unsafe character replaced by a visible escape."""
+    escaped = _UNSAFE.sub(_escape, text)
+    if keep_newlines:
+        return escaped
+    return escaped.replace("\n", "\\n").replace("\t", "\\t")
+
+
+def cap(text: str, limit: int) -> tuple[str, bool]:
+    """The first ``limit`` characters of ``text``, and whether anything was cut."""
+    if len(text) <= limit:
+        return text, False
+    return text[:limit], True
