@@ -1,0 +1,59 @@
+"""Helpers shared by the plugin's tests: write real Elizon packages into a pytester dir."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+
+class Packages:
+    """Writes packages (manifest, suite files, Python apps) as a user would."""
+
+    def __init__(self, pytester: pytest.Pytester) -> None:
+        self.pytester = pytester
+        self.root = pytester.path
+
+    def write(self, relative: str, text: str) -> Path:
+        path = self.root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+        return path
+
+    def package(
+        self,
+        name: str = "pkg",
+        *,
+        suite: str,
+        app: str | None = None,
+        entry: str | None = "app:answer",
+        gate: str = "must-pass",
+        baseline: str = "",
+    ) -> Path:
+        """A package folder with elizon.yaml, eval/suite.yaml and (optionally) app.py."""
+        lines = [f"name: {name}"]
+        if entry:
+            lines.append(f"entry: {entry}")
+        lines += ["evaluation:", "  suite: ./eval/suite.yaml", f"  gate: {gate}"]
+        if baseline:
+            lines.append("  authorBaseline:")
+            lines += [f"    {item}" for item in baseline.split(";")]
+        self.write(f"{name}/elizon.yaml", "\n".join(lines) + "\n")
+        self.write(f"{name}/eval/suite.yaml", suite)
+        if app is not None:
+            self.write(f"{name}/app.py", app)
+        return self.root / name
+
+
+@pytest.fixture
+def packages(pytester: pytest.Pytester) -> Packages:
+    return Packages(pytester)
+
+
+ECHO_APP = """
+def answer(text=None, **named):
+    return text if text is not None else " ".join(f"{k}={v}" for k, v in sorted(named.items()))
+"""

@@ -1,0 +1,262 @@
+"""SPEC §3: binding the entry point — precedence, fixtures, imports, inputs and outputs."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import ECHO_APP, Packages
+
+SOURCES_APP = """
+def from_cli(text): return "cli"
+def from_manifest(text): return "manifest"
+def from_ini(text): return "ini"
+"""
+FIXTURE_CONFTEST = """
+import pytest
+
+@pytest.fixture(scope="session")
+def elizon_entry():
+    return lambda text: "fixture"
+"""
+
+
+@pytest.mark.parametrize(
+    ("cli", "fixture", "manifest", "ini", "winner"),
+    [
+        (True, True, True, True, "cli"),
+        (False, True, True, True, "fixture"),
+        (False, False, True, True, "manifest"),
+        (False, False, False, True, "ini"),
+    ],
+)
+def test_precedence_cli_fixture_manifest_ini(
+    packages: Packages, pytester: pytest.Pytester,
+    cli: bool, fixture: bool, manifest: bool, ini: bool, winner: str,
+) -> None:
+    packages.package(
+        suite=f"cases:\n  - id: which\n    input: x\n    expect:\n      equals: {winner}\n",
+        app=SOURCES_APP, entry="app:from_manifest" if manifest else None)
+    if fixture:
+        pytester.makeconftest(FIXTURE_CONFTEST)
+    if ini:
+        pytester.makeini("[pytest]\nelizon_entry = app:from_ini\n")
+    args = ["--elizon-entry=app:from_cli"] if cli else []
+    pytester.runpytest(*args).assert_outcomes(passed=1)
+
+
+def test_fixture_uses_other_fixtures_and_a_session_server(
+    packages: Packages, pytester: pytest.Pytester
+) -> None:
+    pytester.makeconftest("""
+        import http.server, threading, urllib.request
+        import pytest
+
+        @pytest.fixture(scope="session")
+        def model_server():
+            class Handler(http.server.BaseHTTPRequestHandler):
+                def do_POST(self):
+                    body = self.rfile.read(int(self.headers["Content-Length"]))
+                    reply = b"served:" + body
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(len(reply)))
+                    self.end_headers()
+                    self.wfile.write(reply)
+                def log_message(self, *args):
+                    pass
+            server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+            yield f"http://127.0.0.1:{server.server_port}/"
+            server.shutdown()
+            server.server_close()
+
+        @pytest.fixture
+        def elizon_entry(model_server, tmp_path, monkeypatch):
+            monkeypatch.setenv("MODEL_NOTE", "patched")
+            (tmp_path / "doc.txt").write_text("from a file")
+            def call(text):
+                request = urllib.request.Request(model_server, data=text.encode(), method="POST")
+                with urllib.request.urlopen(request, timeout=5) as response:
+                    served = response.read().decode()
+                import os
+                return f"{served} {(tmp_path / 'doc.txt').read_text()} {os.environ['MODEL_NOTE']}"
+            return call
+    """)
+    packages.package(suite="""
+        cases:
+          - id: through-the-server
+            input: hello
+            expect:
+              equals: served:hello from a file patched
+    """, entry=None)
+    result = pytester.runpytest("--setup-show")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*SETUP    S model_server*", "*SETUP    F elizon_entry*"])
+
+
+def test_fixture_is_overridden_per_directory(packages: Packages, pytester: pytest.Pytester
+                                             ) -> None:
+    pytester.makeconftest(FIXTURE_CONFTEST)
+    packages.package("one", entry=None, suite="""
+        cases:
+          - id: root-fixture
+            input: x
+            expect: {equals: fixture}
+    """)
+    packages.package("two", entry=None, suite="""
+        cases:
+          - id: overridden
+            input: x
+            expect: {equals: two's own}
+    """)
+    packages.write("two/conftest.py", """
+        import pytest
+
+        @pytest.fixture
+        def elizon_entry():
+            return lambda text: "two's own"
+    """)
+    pytester.runpytest().assert_outcomes(passed=2)
+
+
+def test_two_packages_each_get_their_own_app_module(
+    packages: Packages, pytester: pytest.Pytester
+) -> None:
+    for name in ("first", "second"):
+        packages.package(name, app=f"def answer(text):\n    return 'I am {name}'\n", suite=f"""
+            cases:
+              - id: own-app
+                input: x
+                expect: {{equals: I am {name}}}
+        """)
+    pytester.runpytest().assert_outcomes(passed=2)
+    # the imports did not leak into sys.modules for later packages / test modules
+    pytester.makepyfile(test_after="""
+        import sys
+        def test_no_leak():
+            assert "app" not in sys.modules
+    """)
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=3)
+
+
+def test_string_input_is_positional_and_mapping_is_keywords(
+    packages: Packages, pytester: pytest.Pytester
+) -> None:
+    packages.package(app=ECHO_APP, suite="""
+        cases:
+          - id: positional
+            input: just text
+            expect: {equals: just text}
+          - id: keywords
+            input:
+              question: why
+              tone: calm
+            expect: {equals: question=why tone=calm}
+    """)
+    pytester.runpytest().assert_outcomes(passed=2)
+
+
+OUTPUTS_APP = '''
+import asyncio
+from pydantic import BaseModel
+
+class Answer(BaseModel):
+    route: str
+    score: float
+
+def text(x): return "plain"
+def mapping(x): return {"route": "records.query", "n": 1, "ok": True, "note": "é"}
+def listing(x): return [1, "two", None]
+def number(x): return 42
+def model(x): return Answer(route="r", score=0.5)
+def stream(x):
+    yield "str"
+    yield "eamed"
+async def coroutine(x):
+    await asyncio.sleep(0)
+    return "awaited"
+async def async_stream(x):
+    for chunk in ("as", "ync"):
+        await asyncio.sleep(0)
+        yield chunk
+class Callable:
+    async def __call__(self, x):
+        return "async object"
+instance = Callable()
+'''
+
+
+@pytest.mark.parametrize(
+    ("attribute", "expected"),
+    [
+        ("text", "plain"),
+        ("mapping", '{"route": "records.query", "n": 1, "ok": true, "note": "é"}'),
+        ("listing", '[1, "two", null]'),
+        ("number", "42"),
+        ("model", '{"route": "r", "score": 0.5}'),
+        ("stream", "streamed"),
+        ("coroutine", "awaited"),
+        ("async_stream", "async"),
+        ("instance", "async object"),
+    ],
+)
+def test_sync_async_and_every_output_shape(
+    packages: Packages, pytester: pytest.Pytester, attribute: str, expected: str
+) -> None:
+    packages.package(app=OUTPUTS_APP, entry=f"app:{attribute}", suite=f"""
+        cases:
+          - id: shape
+            input: x
+            expect:
+              equals: '{expected.replace("'", "''")}'
+    """)
+    pytester.runpytest().assert_outcomes(passed=1)
+
+
+def test_unbound_entry_is_a_setup_error(packages: Packages, pytester: pytest.Pytester) -> None:
+    packages.package(entry=None, suite="cases:\n  - id: a\n    input: x\n")
+    result = pytester.runpytest()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines([
+        "ELIZON_ENTRY_UNBOUND: no entry point is bound for this case (looked at: "
+        "--elizon-entry, the elizon_entry fixture, entry: in pkg/elizon.yaml:None, "
+        "ini option elizon_entry*"])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.mark.parametrize(
+    ("where", "expected"),
+    [
+        ("manifest-module", "ELIZON_ENTRY_INVALID: 'nowhere:answer' (entry: in "
+                            "pkg/elizon.yaml:2): cannot import 'nowhere': ModuleNotFoundError*"),
+        ("manifest-attribute", "ELIZON_ENTRY_INVALID: 'app:missing' (entry: in "
+                               "pkg/elizon.yaml:2): 'app' has no attribute 'missing'"),
+        ("manifest-import-error", "ELIZON_ENTRY_INVALID: 'broken:answer' (entry: in "
+                                  "pkg/elizon.yaml:2): cannot import 'broken' from *: "
+                                  "ZeroDivisionError: division by zero"),
+        ("cli-shape", "ELIZON_ENTRY_INVALID: 'app.answer' (--elizon-entry): expected "
+                      "'module.path:attribute'*"),
+        ("fixture-not-callable", "ELIZON_ENTRY_INVALID: the elizon_entry fixture "
+                                 "(conftest.py:3) gave int 42, which is not callable*"),
+        ("ini-module", "ELIZON_ENTRY_INVALID: 'gone:x' (ini option elizon_entry in "
+                       "*tox.ini): cannot import 'gone'*"),
+    ],
+)
+def test_invalid_entry_says_where_it_came_from(
+    packages: Packages, pytester: pytest.Pytester, where: str, expected: str
+) -> None:
+    entry = {"manifest-module": "nowhere:answer", "manifest-attribute": "app:missing",
+             "manifest-import-error": "broken:answer"}.get(where)
+    packages.package(app=ECHO_APP, entry=entry, suite="cases:\n  - id: a\n    input: x\n")
+    packages.write("pkg/broken.py", "1 / 0\n")
+    args = []
+    if where == "cli-shape":
+        args = ["--elizon-entry=app.answer"]
+    if where == "fixture-not-callable":
+        pytester.makeconftest("import pytest\n\n@pytest.fixture\ndef elizon_entry():\n"
+                              "    return 42\n")
+    if where == "ini-module":
+        pytester.makefile(".ini", tox="[pytest]\nelizon_entry = gone:x\n")
+    result = pytester.runpytest(*args)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines([expected])
+    assert "Traceback" not in result.stdout.str()
