@@ -1,0 +1,415 @@
+"""SPEC §2, §4 (Elizon table), §5: assertions, failure messages, errors, timeouts, gates."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from .conftest import ECHO_APP, Packages
+
+
+def test_contains_and_not_contains_ignore_case(packages: Packages, pytester: pytest.Pytester
+                                                ) -> None:
+    packages.package(app=ECHO_APP, suite="""
+        cases:
+          - id: contains-any-case
+            input: Straße is IMMEDIATE
+            expect:
+              contains: [immediate, STRASSE]
+          - id: not-contains-any-case
+            input: all routine here
+            expect:
+              notContains: [Immediate]
+          - id: not-contains-catches-upper-case
+            input: this is URGENT
+            expect:
+              notContains: [urgent]
+    """)
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines([
+        "  ✗ notContains",
+        "      expected: none of: 'urgent'",
+        "      found:    'urgent' at character 8: this is [[]URGENT[]]",
+    ])
+
+
+def test_equals_compares_the_trimmed_output_exactly(
+    packages: Packages, pytester: pytest.Pytester
+) -> None:
+    packages.package(app=ECHO_APP, suite="""
+        cases:
+          - id: trimmed
+            input: "  routine \\n"
+            expect: {equals: routine}
+          - id: case-matters
+            input: Routine
+            expect: {equals: routine}
+    """)
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["      expected: 'routine'",
+                                 "      found:    [[]R[]]outine (trimmed output, 7 chars; "
+                                 "first difference at character 0)"])
+
+
+SLOW_APP = """
+import time
+def answer(text):
+    time.sleep(float(text))
+    return "done"
+"""
+
+
+def test_max_latency_is_a_failure_not_a_timeout(packages: Packages, pytester: pytest.Pytester
+                                                ) -> None:
+    packages.package(app=SLOW_APP, suite="""
+        cases:
+          - id: too-slow
+            input: "0.2"
+            expect: {maxLatencyMs: 50}
+          - id: fast-enough
+            input: "0"
+            expect: {maxLatencyMs: 5000}
+    """)
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1, failed=1)
+    assert "timeout" not in result.parseoutcomes()
+    result.stdout.fnmatch_lines(["  ✗ maxLatencyMs", "      expected: at most 50 ms",
+                                 "      found:    took 2*.* ms"])
+
+
+def test_a_case_without_expect_checks_the_run_end_to_end(
+    packages: Packages, pytester: pytest.Pytester
+) -> None:
+    app = "def answer(text):\n    if text == 'boom':\n        raise RuntimeError('x')\n"
+    packages.package(app=app + "    return 'ok'\n", suite="""
+        cases:
+          - id: runs
+            input: fine
+          - id: raises
+            input: boom
+    """)
+    pytester.runpytest().assert_outcomes(passed=1, failed=1)
+
+
+def test_failure_message_lists_every_assertion_latency_and_truncated_output(
+    packages: Packages, pytester: pytest.Pytester
+) -> None:
+    packages.package(app="def answer(text):\n    return 'routine ' + 'x' * 5000\n", suite="""
+        cases:
+          - id: mixed
+            input: q
+            expect:
+              contains: [routine, urgent]
+              notContains: [immediate]
+              maxLatencyMs: 60000
+    """)
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "case 'mixed' failed (must-pass suite pkg/eval/suite.yaml:2)",
+        "  ✗ contains",
+        "      expected: every one of: 'routine', 'urgent'",
+        "      found:    missing: 'urgent'",
+        "  ✓ notContains: none of: 'immediate' — none found",
+        "  ✓ maxLatencyMs: at most 60000 ms — took *ms",
+        "latency: * ms",
+        "output (5,008 chars, first 2,000 shown):",
+        "  | routine xxx*",
+    ], consecutive=True)
+
+
+def test_output_is_shown_with_control_characters_escaped(
+    packages: Packages, pytester: pytest.Pytester
+) -> None:
+    packages.package(app="def answer(text):\n    return 'red \\x1b[31m bell \\x07 nul \\x00'\n",
+                     suite="cases:\n  - id: esc\n    input: x\n    expect: {contains: [blue]}\n")
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["  | red \\x1b[[]31m bell \\x07 nul \\x00"])
+    assert "\x1b[31m" not in result.stdout.str()
+
+
+MISBEHAVING_APP = '''
+import sys
+
+def raises(text):
+    raise ValueError("the model said no")
+
+def exits(text):
+    sys.exit(3)
+
+def interrupts(text):
+    raise KeyboardInterrupt
+
+def returns_none(text):
+    return None
+
+def returns_bytes(text):
+    return b"raw"
+
+def returns_object(text):
+    return object()
+
+def streams_numbers(text):
+    yield "a"
+    yield 2
+
+def prints_garbage(text):
+    print("\\x00\\x1b[2J::error::injected \\udcff")
+    sys.stderr.write("\\xff\\xfe garbage\\n")
+    return "fine"
+'''
+
+
+@pytest.mark.parametrize(
+    ("attribute", "message"),
+    [
+        ("raises", "*the entry point raised ValueError: the model said no"),
+        ("exits", "*the entry point raised SystemExit: the entry point called sys.exit(3)"),
+        ("interrupts", "*the entry point raised KeyboardInterrupt: the entry point raised "
+                       "KeyboardInterrupt itself"),
+        ("returns_none", "*OutputError: the entry point returned None; return a string*"),
+        ("returns_bytes", "*OutputError: the entry point returned bytes; decode them*"),
+        ("returns_object", "*OutputError: the entry point returned a object; return a string*"),
+        ("streams_numbers", "*OutputError: the entry point streamed a int as chunk 1*"),
+    ],
+)
+def test_a_misbehaving_entry_point_fails_its_case_and_the_session_goes_on(
+    packages: Packages, pytester: pytest.Pytester, attribute: str, message: str
+) -> None:
+    packages.package(app=MISBEHAVING_APP, entry=f"app:{attribute}", suite="""
+        cases:
+          - id: misbehaves
+            input: x
+            expect: {contains: [anything]}
+    """)
+    packages.write("other/elizon.yaml", "entry: app:ok\nevaluation:\n  suite: s.yaml\n")
+    packages.write("other/app.py", "def ok(text):\n    return 'later case ran'\n")
+    packages.write("other/s.yaml", "cases:\n  - id: later\n    input: x\n")
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines([message, "  · contains: *not checked: there is no output"])
+    assert "INTERNALERROR" not in result.stdout.str()
+
+
+def test_printing_garbage_breaks_nothing(packages: Packages, pytester: pytest.Pytester) -> None:
+    packages.package(app=MISBEHAVING_APP, entry="app:prints_garbage",
+                     suite="cases:\n  - id: noisy\n    input: x\n    expect: {equals: fine}\n")
+    pytester.runpytest().assert_outcomes(passed=1)
+
+
+HANG_APP = """
+import asyncio, time
+
+def hang(text):
+    time.sleep(3600)
+
+async def async_hang(text):
+    await asyncio.sleep(3600)
+
+async def blocks_the_loop(text):
+    time.sleep(3)
+
+def quick(text):
+    return "quick"
+
+async def async_quick(text):
+    return "async quick"
+"""
+
+
+def test_timeouts_are_their_own_outcome_and_later_cases_run(
+    packages: Packages, pytester: pytest.Pytester
+) -> None:
+    packages.write("pkg/elizon.yaml", """
+        evaluation:
+          suite: ./suite.yaml
+    """)
+    packages.write("pkg/suite.yaml", """
+        cases:
+          - id: sync-hang
+            input: x
+          - id: async-hang
+            input: x
+          - id: blocked-loop
+            input: x
+          - id: after-sync
+            input: x
+          - id: after-async
+            input: x
+    """)
+    packages.write("pkg/app.py", HANG_APP)
+    packages.write("conftest.py", """
+        import pytest
+        from pkg import app
+
+        ENTRIES = {"sync-hang": app.hang, "async-hang": app.async_hang,
+                   "blocked-loop": app.blocks_the_loop, "after-sync": app.quick,
+                   "after-async": app.async_quick}
+
+        @pytest.fixture
+        def elizon_entry(request):
+            return ENTRIES[request.node.name]
+    """)
+    packages.write("pkg/__init__.py", "")
+    started = time.monotonic()
+    result = pytester.runpytest_subprocess("--elizon-timeout=0.5", "-v", timeout=60)
+    elapsed = time.monotonic() - started
+    outcomes = result.parseoutcomes()
+    assert outcomes["timeout"] == 3
+    assert outcomes["passed"] == 2
+    assert "failed" not in outcomes
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([
+        "pkg/suite.yaml::sync-hang TIMEOUT*",
+        "pkg/suite.yaml::async-hang TIMEOUT*",
+        "pkg/suite.yaml::blocked-loop TIMEOUT*",
+        "pkg/suite.yaml::after-sync PASSED*",
+        "pkg/suite.yaml::after-async PASSED*",
+    ])
+    result.stdout.fnmatch_lines([
+        "timed out:",
+        "  pkg/suite.yaml::sync-hang — no answer within 0.5 s (--elizon-timeout=0.5)",
+    ])
+    assert elapsed < 30, "abandoned threads must not hold the session's exit"
+
+
+def test_timeout_letter_in_quiet_mode(packages: Packages, pytester: pytest.Pytester) -> None:
+    packages.package(app=HANG_APP, entry="app:hang", suite="cases:\n  - id: a\n    input: x\n")
+    result = pytester.runpytest("--elizon-timeout=0.2")
+    result.stdout.fnmatch_lines(["pkg/eval/suite.yaml T*"])
+    assert result.parseoutcomes() == {"timeout": 1}
+
+
+@pytest.mark.parametrize(
+    ("args", "ini", "message"),
+    [
+        (["--elizon-timeout=120"], "", "*--elizon-timeout=120: the time limit must be more than "
+                                       "0 and at most 90 seconds*"),
+        (["--elizon-timeout=0"], "", "*--elizon-timeout=0: the time limit must be more than*"),
+        (["--elizon-timeout=soon"], "", "*--elizon-timeout=soon: not a number of seconds"),
+        ([], "elizon_timeout = 91", "*ini option elizon_timeout in *tox.ini ('91'): the time "
+                                    "limit must be more than 0 and at most 90 seconds*"),
+    ],
+)
+def test_the_time_limit_can_only_be_lowered(
+    packages: Packages, pytester: pytest.Pytester, args: list[str], ini: str, message: str
+) -> None:
+    packages.package(app=ECHO_APP, suite="cases:\n  - id: a\n    input: x\n")
+    if ini:
+        pytester.makefile(".ini", tox=f"[pytest]\n{ini}\n")
+    result = pytester.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: {message.lstrip('*')}"])
+
+
+ADVISORY_SUITE = """
+cases:
+  - id: passes
+    input: fine
+    expect: {contains: [fine]}
+  - id: fails
+    input: fine
+    expect: {contains: [missing]}
+"""
+
+
+def test_advisory_failures_are_reported_but_do_not_fail_the_run(
+    packages: Packages, pytester: pytest.Pytester
+) -> None:
+    packages.package(app=ECHO_APP, suite=ADVISORY_SUITE, gate="advisory")
+    result = pytester.runpytest("-v")
+    assert result.ret == pytest.ExitCode.OK
+    assert result.parseoutcomes() == {"passed": 1, "advisory_failed": 1}
+    result.stdout.fnmatch_lines([
+        "pkg/eval/suite.yaml::fails ADVISORY FAILED*",
+        "pkg/eval/suite.yaml [[]pkg, advisory[]]: 1 passed, 1 failed, 0 timeout — ADVISORY: "
+        "not passed (does not fail the run)",
+        "advisory, not passed:",
+        "  pkg/eval/suite.yaml::fails — ✗ contains: missing: 'missing'",
+    ])
+
+
+def test_advisory_timeouts_do_not_fail_the_run(packages: Packages, pytester: pytest.Pytester
+                                               ) -> None:
+    packages.package(app=HANG_APP, entry="app:hang", gate="advisory",
+                     suite="cases:\n  - id: slow\n    input: x\n")
+    result = pytester.runpytest("--elizon-timeout=0.2", "-v")
+    assert result.ret == pytest.ExitCode.OK
+    assert result.parseoutcomes() == {"advisory_timeout": 1}
+    result.stdout.fnmatch_lines(["pkg/eval/suite.yaml::slow ADVISORY TIMEOUT*"])
+
+
+def test_strict_makes_advisory_count(packages: Packages, pytester: pytest.Pytester) -> None:
+    packages.package(app=ECHO_APP, suite=ADVISORY_SUITE, gate="advisory")
+    result = pytester.runpytest("--elizon-strict")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert result.parseoutcomes() == {"passed": 1, "failed": 1}
+    result.stdout.fnmatch_lines(["*advisory, counted as must-pass by --elizon-strict*"])
+    pytester.makeini("[pytest]\nelizon_strict = true\n")
+    assert pytester.runpytest().ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_must_pass_failures_fail_the_run(packages: Packages, pytester: pytest.Pytester) -> None:
+    packages.package(app=ECHO_APP, suite=ADVISORY_SUITE, gate="must-pass")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*: 1 passed, 1 failed, 0 timeout — FAIL"])
+
+
+def test_outcomes_are_the_same_under_xdist(packages: Packages, pytester: pytest.Pytester) -> None:
+    packages.package(app=HANG_APP, entry="app:quick", suite="""
+        cases:
+          - id: ok
+            input: x
+          - id: bad
+            input: x
+            expect: {equals: other}
+    """)
+    packages.package("adv", app=HANG_APP, entry="app:hang", gate="advisory",
+                     suite="cases:\n  - id: slow\n    input: x\n")
+    packages.package("hard", app=HANG_APP, entry="app:hang",
+                     suite="cases:\n  - id: slow\n    input: x\n")
+    serial = pytester.runpytest_subprocess("--elizon-timeout=0.5", "-p", "no:xdist")
+    parallel = pytester.runpytest_subprocess("--elizon-timeout=0.5", "-n", "2")
+    expected = {"passed": 1, "failed": 1, "timeout": 1, "advisory_timeout": 1}
+    assert serial.parseoutcomes() == expected
+    assert parallel.parseoutcomes() == expected
+    assert serial.ret == parallel.ret == pytest.ExitCode.TESTS_FAILED
+    parallel.stdout.fnmatch_lines(["*case 'bad' failed (must-pass suite pkg/eval/suite.yaml:4)"])
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_a_real_ctrl_c_stops_the_session_promptly(packages: Packages, pytester: pytest.Pytester
+                                                  ) -> None:
+    marker = pytester.path / "started"
+    packages.package(app=f"""
+import pathlib, time
+def answer(text):
+    pathlib.Path({str(marker)!r}).write_text("yes")
+    time.sleep(3600)
+""", suite="cases:\n  - id: hangs\n    input: x\n  - id: never\n    input: x\n")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider"], cwd=pytester.path,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    deadline = time.monotonic() + 30
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert marker.exists(), "the entry point never started"
+    process.send_signal(signal.SIGINT)
+    try:
+        output, _ = process.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        pytest.fail("Ctrl-C did not stop the session")
+    assert process.returncode == pytest.ExitCode.INTERRUPTED
+    assert "KeyboardInterrupt" in output
+    assert "never" not in output.split("KeyboardInterrupt")[-1].split("\n")[0]
