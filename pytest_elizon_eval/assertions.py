@@ -6,16 +6,25 @@ expected and what was found. No pytest import here.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .calling import EntryCall
+import jsonschema
+import regex
+
+from .calling import EntryCall, ErrorInfo
 from .model import Expect
 
-__all__ = ["AssertionResult", "check", "excerpt"]
+__all__ = ["REGEX_TEXT_CAP", "REGEX_TIMEOUT_S", "AssertionResult", "check", "excerpt",
+           "first_mismatch"]
 
 _EXCERPT_CONTEXT = 40
+#: A regex sees at most this many characters of the output ...
+REGEX_TEXT_CAP = 1_000_000
+#: ... and gives up after this long, so a pathological pattern cannot hang a run.
+REGEX_TIMEOUT_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -94,36 +103,147 @@ def _max_latency(limit_ms: int, latency_ms: float) -> AssertionResult:
                            f"took {latency_ms:.1f} ms")
 
 
-_TextCheck = Callable[[Any, str], AssertionResult]
-_TEXT_CHECKS: tuple[tuple[str, str, _TextCheck], ...] = (
-    ("contains", "contains", _contains),
-    ("not_contains", "notContains", _not_contains),
-    ("equals", "equals", _equals),
-)
+def _matches(patterns: list[str], text: str) -> AssertionResult:
+    seen = text[:REGEX_TEXT_CAP]
+    missing: list[str] = []
+    for pattern in patterns:
+        try:
+            if regex.search(pattern, seen, timeout=REGEX_TIMEOUT_S) is None:
+                missing.append(repr(pattern))
+        except TimeoutError:
+            missing.append(f"{pattern!r} (gave up after {REGEX_TIMEOUT_S:g} s: the pattern "
+                           "backtracks too much on this output)")
+    found = f"no match for: {', '.join(missing)}" if missing else "all found"
+    return AssertionResult("matches", not missing, f"every regex of: {_quoted(patterns)}", found)
 
 
-def check(expect: Expect | None, call: EntryCall) -> list[AssertionResult]:
-    """Every assertion of ``expect`` against ``call``, in the order SPEC §4 lists them."""
+def _json(value: object, limit: int = 80) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _route(expected: str, value: object, key: str) -> AssertionResult:
+    wanted = f"route ({key}) exactly {expected!r}"
+    if not isinstance(value, dict):
+        kind = "text" if isinstance(value, str) else type(value).__name__
+        return AssertionResult("route", False, wanted,
+                               f"the output is {kind}, not a mapping: {_json(value)}")
+    node: Any = value
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            keys = ", ".join(map(str, node)) if isinstance(node, dict) else _json(node)
+            return AssertionResult("route", False, wanted,
+                                   f"no key {part!r} in the output (it has: {keys})")
+        node = node[part]
+    return AssertionResult("route", node == expected and isinstance(node, str), wanted,
+                           f"route {_json(node)}")
+
+
+def _same_scalar(expected: object, actual: object) -> bool:
+    if isinstance(expected, bool) or isinstance(actual, bool):
+        return expected is actual  # JSON true is not 1
+    if isinstance(expected, (int, float)) and isinstance(actual, (int, float)):
+        return expected == actual
+    return type(expected) is type(actual) and expected == actual
+
+
+def _key_path(path: str, key: str) -> str:
+    return f"{path}.{key}" if key.isidentifier() else f"{path}[{json.dumps(key)}]"
+
+
+def first_mismatch(expected: object, actual: object, path: str = "$") -> str | None:
+    """smithers' rule: mappings and lists by subset (lists position by position), scalars by
+    equality. The first place they differ, as ``$.items[2].status: expected …, found …``."""
+    if isinstance(expected, dict):
+        if not isinstance(actual, dict):
+            return f"{path}: expected a mapping, found {_json(actual)}"
+        for key, want in expected.items():
+            if key not in actual:
+                return f"{_key_path(path, key)}: missing (expected {_json(want)})"
+            found = first_mismatch(want, actual[key], _key_path(path, key))
+            if found:
+                return found
+        return None
+    if isinstance(expected, list):
+        if not isinstance(actual, list):
+            return f"{path}: expected a list, found {_json(actual)}"
+        if len(actual) < len(expected):
+            return f"{path}: expected at least {len(expected)} items, found {len(actual)}"
+        for index, want in enumerate(expected):
+            found = first_mismatch(want, actual[index], f"{path}[{index}]")
+            if found:
+                return found
+        return None
+    if _same_scalar(expected, actual):
+        return None
+    return f"{path}: expected {_json(expected)}, found {_json(actual)}"
+
+
+def _output(expected: object, value: object) -> AssertionResult:
+    mismatch = first_mismatch(expected, value)
+    return AssertionResult("output", mismatch is None, f"output matching {_json(expected)}",
+                           mismatch or "matches")
+
+
+def _error_contains(values: list[str], error: ErrorInfo | None) -> AssertionResult:
+    wanted = f"an error containing every one of: {_quoted(values)}"
+    if error is None:
+        return AssertionResult("errorContains", False, wanted,
+                               "the entry point returned normally (no error)")
+    folded = error.text.casefold()
+    missing = [v for v in values if v.casefold() not in folded]
+    found = (f"missing {_quoted(missing)} in: {error.text[:200]}" if missing
+             else f"raised {error.text[:200]}")
+    return AssertionResult("errorContains", not missing, wanted, found)
+
+
+def _json_schema(schema: dict[str, Any], value: object) -> AssertionResult:
+    validator = jsonschema.Draft202012Validator(schema)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+    wanted = "output valid against the JSON Schema"
+    if error is None:
+        return AssertionResult("jsonSchema", True, wanted, "valid")
+    where = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}"
+                          for p in error.absolute_path)
+    return AssertionResult("jsonSchema", False, wanted, f"at {where}: {error.message[:300]}")
+
+
+_NO_OUTPUT = "not checked: there is no output"
+
+
+def check(expect: Expect | None, call: EntryCall, route_key: str = "route"
+          ) -> list[AssertionResult]:
+    """Every assertion of ``expect`` against ``call`` (the judge aside), in SPEC §4 order."""
     if expect is None:
         return []
     results: list[AssertionResult] = []
-    for field, name, checker in _TEXT_CHECKS:
-        wanted = getattr(expect, field)
+    text, value = call.text, call.value
+
+    def on_output(name: str, wanted: object, describe: str,
+                  checker: Callable[[], AssertionResult]) -> None:
         if wanted is None:
-            continue
-        if call.text is None:
-            results.append(AssertionResult(name, None, _describe_wanted(wanted),
-                                           "not checked: there is no output"))
-        else:
-            results.append(checker(wanted, call.text))
+            return
+        results.append(checker() if text is not None
+                       else AssertionResult(name, None, describe, _NO_OUTPUT))
+
+    on_output("contains", expect.contains, f"every one of: {_quoted(expect.contains or [])}",
+              lambda: _contains(expect.contains or [], text or ""))
+    on_output("notContains", expect.not_contains, f"none of: {_quoted(expect.not_contains or [])}",
+              lambda: _not_contains(expect.not_contains or [], text or ""))
+    on_output("equals", expect.equals, repr(expect.equals),
+              lambda: _equals(expect.equals or "", text or ""))
     if expect.max_latency_ms is not None:
-        if call.latency_ms is None or call.text is None:  # timed out or raised
-            results.append(AssertionResult("maxLatencyMs", None, f"at most "
-                                           f"{expect.max_latency_ms} ms", "not checked"))
-        else:
-            results.append(_max_latency(expect.max_latency_ms, call.latency_ms))
+        on_output("maxLatencyMs", expect.max_latency_ms, f"at most {expect.max_latency_ms} ms",
+                  lambda: _max_latency(expect.max_latency_ms or 0, call.latency_ms or 0.0))
+    on_output("matches", expect.matches, f"every regex of: {_quoted(expect.matches or [])}",
+              lambda: _matches(expect.matches or [], text or ""))
+    on_output("route", expect.route, f"route ({route_key}) exactly {expect.route!r}",
+              lambda: _route(expect.route or "", value, route_key))
+    if expect.checks_output:
+        on_output("output", True, f"output matching {_json(expect.output)}",
+                  lambda: _output(expect.output, value))
+    if expect.error_contains is not None and not call.timed_out:
+        results.append(_error_contains(expect.error_contains, call.error))
+    on_output("jsonSchema", expect.json_schema, "output valid against the JSON Schema",
+              lambda: _json_schema(expect.json_schema or {}, value))
     return results
-
-
-def _describe_wanted(wanted: object) -> str:
-    return _quoted(wanted) if isinstance(wanted, list) else repr(wanted)

@@ -1,9 +1,11 @@
-"""Choose and load the entry point a case's input is given to (SPEC §3).
+"""Choose and load the entry point a case's input is given to (SPEC §3), and the judge.
 
 Owns the precedence (command line > ``elizon_entry`` fixture > manifest
 ``entry:`` > ini ``elizon_entry``), turning a ``module.path:attribute`` spec
 into a callable, and the ``ELIZON_ENTRY_UNBOUND`` / ``ELIZON_ENTRY_INVALID``
-messages that say which source the bad value came from.
+messages that say which source the bad value came from. The judge is bound
+the same way (``--elizon-judge``, ``elizon_judge``, ``judge:``, ini
+``elizon_judge``), and may also be a chat-completions endpoint mapping.
 
 Modules named by a package are imported with the package's folder on
 ``sys.path`` only for the duration of the import, and the modules loaded
@@ -22,10 +24,15 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import yaml
+from pydantic import ValidationError
+
 from . import errors
 from .errors import ElizonError
+from .judging import EndpointJudge
+from .model import JudgeEndpoint
 
-__all__ = ["BoundEntry", "Candidate", "bind_entry", "import_attribute"]
+__all__ = ["ENTRY", "JUDGE", "Bound", "Candidate", "Kind", "bind", "import_attribute"]
 
 
 @dataclass(frozen=True)
@@ -37,8 +44,8 @@ class Candidate:
 
 
 @dataclass(frozen=True)
-class BoundEntry:
-    """A callable ready to be given a case's input."""
+class Bound:
+    """A callable ready to use: an entry point, or a judge."""
 
     call: Callable[..., Any]
     #: What it is, for reports: the spec string or the callable's qualified name.
@@ -111,26 +118,65 @@ def _describe(value: object) -> str:
     return f"{type(value).__name__} {value!r}"[:120]
 
 
-def bind_entry(candidates: Sequence[Candidate], folders: Sequence[Path]) -> BoundEntry:
+@dataclass(frozen=True)
+class Kind:
+    """What is being bound: its name in messages, its error codes and how to bind it."""
+
+    noun: str
+    unbound: str
+    invalid: str
+    how: str
+
+
+ENTRY = Kind("entry point", errors.ELIZON_ENTRY_UNBOUND, errors.ELIZON_ENTRY_INVALID,
+             "--elizon-entry=module:attr, an 'elizon_entry' fixture in conftest.py, "
+             "'entry:' in elizon.yaml, or the ini option elizon_entry")
+JUDGE = Kind("judge", errors.ELIZON_JUDGE_UNBOUND, errors.ELIZON_JUDGE_INVALID,
+             "--elizon-judge, an 'elizon_judge' fixture in conftest.py, 'judge:' in "
+             "elizon.yaml, or the ini option elizon_judge")
+
+
+def _endpoint(value: object) -> EndpointJudge | None:
+    """An endpoint judge from a manifest mapping or a ``{url: …, model: …}`` string."""
+    if isinstance(value, str) and value.strip().startswith("{"):
+        try:
+            value = yaml.safe_load(value)
+        except yaml.YAMLError as exc:
+            raise ValueError(f"not a valid mapping: {exc}") from None
+    if isinstance(value, dict):
+        try:
+            value = JudgeEndpoint.model_validate(value)
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'judge'}: {e['msg']}"
+                                 for e in exc.errors())
+            raise ValueError(f"not a judge endpoint {{url, model, apiKeyEnv}}: {problems}") \
+                from None
+    if isinstance(value, JudgeEndpoint):
+        return EndpointJudge(value.url, value.model, value.api_key_env)
+    return None
+
+
+def bind(candidates: Sequence[Candidate], folders: Sequence[Path], kind: Kind = ENTRY
+         ) -> Bound:
     """Bind the first candidate whose value is not None, in the order given."""
     chosen = next((c for c in candidates if c.value is not None), None)
     if chosen is None:
         tried = ", ".join(c.source for c in candidates)
-        raise ElizonError(errors.ELIZON_ENTRY_UNBOUND, [
-            f"no entry point is bound for this case (looked at: {tried}). Bind one with "
-            "--elizon-entry=module:attr, an 'elizon_entry' fixture in conftest.py, "
-            "'entry:' in elizon.yaml, or the ini option elizon_entry"])
+        raise ElizonError(kind.unbound, [
+            f"no {kind.noun} is bound for this case (looked at: {tried}). Bind one with "
+            f"{kind.how}"])
     value = chosen.value
     description = getattr(value, "__qualname__", None) or repr(value)
-    if isinstance(value, str):
-        try:
-            value = import_attribute(value, folders)
-        except ValueError as exc:
-            raise ElizonError(errors.ELIZON_ENTRY_INVALID,
-                              [f"{chosen.value!r} ({chosen.source}): {exc}"]) from None
-        description = str(chosen.value)
+    try:
+        endpoint = _endpoint(value) if kind is JUDGE else None
+        if endpoint is not None:
+            value, description = endpoint, repr(endpoint)
+        elif isinstance(value, str):
+            value, description = import_attribute(value, folders), value
+    except ValueError as exc:
+        raise ElizonError(kind.invalid, [f"{chosen.value!r} ({chosen.source}): {exc}"]) from None
     if not callable(value):
-        raise ElizonError(errors.ELIZON_ENTRY_INVALID, [
+        raise ElizonError(kind.invalid, [
             f"{chosen.source} gave {_describe(value)}, which is not callable; "
             "give a callable or a 'module.path:attribute' string"])
-    return BoundEntry(call=value, description=description, source=chosen.source)
+    return Bound(call=value, description=description, source=chosen.source)

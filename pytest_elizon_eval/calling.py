@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from time import perf_counter
 from typing import Any
 
-__all__ = ["EntryCall", "ErrorInfo", "OutputError", "invoke", "output_of"]
+__all__ = ["EntryCall", "ErrorInfo", "OutputError", "call_with_deadline", "invoke", "output_of"]
 
 #: Longest traceback text kept for a report.
 _TRACEBACK_LINES = 40
@@ -118,28 +118,27 @@ def _join_chunks(chunks: list[object]) -> str:
     return "".join(chunks)  # type: ignore[arg-type]
 
 
-def _apply(fn: Callable[..., Any], case_input: object) -> Any:
-    if isinstance(case_input, Mapping):
-        return fn(**case_input)
-    return fn(case_input)
+#: Turns what a callable returned (after streams are joined) into (value, text).
+Convert = Callable[[Any], tuple[Any, "str | None"]]
 
 
 # -- sync callables: a daemon thread per call, abandoned at the deadline ---------------------
 
-def _call_sync(fn: Callable[..., Any], case_input: object, timeout_s: float) -> EntryCall:
+def _call_sync(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+               timeout_s: float, convert: Convert) -> EntryCall:
     box: list[EntryCall] = []
     done = threading.Event()
 
     def work() -> None:
         start = perf_counter()
         try:
-            raw = _apply(fn, case_input)
+            raw = fn(*args, **kwargs)
             if inspect.isawaitable(raw) or hasattr(raw, "__aiter__"):
                 raw = asyncio.run(_settle(raw))  # a sync wrapper around async code
             elif isinstance(raw, Iterator):
                 raw = _join_chunks(list(raw))
             latency = (perf_counter() - start) * 1000
-            value, text = output_of(raw)
+            value, text = convert(raw)
             box.append(EntryCall(value=value, text=text, latency_ms=latency))
         except BaseException as exc:  # graded, whatever it is: SystemExit included
             box.append(EntryCall(error=_error_info(exc),
@@ -208,12 +207,13 @@ def _retire_loop(stuck: _LoopThread) -> None:
             _loop = None
 
 
-async def _guarded(fn: Callable[..., Any], case_input: object) -> EntryCall:
+async def _guarded(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+                   convert: Convert) -> EntryCall:
     start = perf_counter()
     try:
-        raw = await _settle(_apply(fn, case_input))
+        raw = await _settle(fn(*args, **kwargs))
         latency = (perf_counter() - start) * 1000
-        value, text = output_of(raw)
+        value, text = convert(raw)
         return EntryCall(value=value, text=text, latency_ms=latency)
     except asyncio.CancelledError:
         raise
@@ -221,9 +221,10 @@ async def _guarded(fn: Callable[..., Any], case_input: object) -> EntryCall:
         return EntryCall(error=_error_info(exc), latency_ms=(perf_counter() - start) * 1000)
 
 
-def _call_async(fn: Callable[..., Any], case_input: object, timeout_s: float) -> EntryCall:
+def _call_async(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+                timeout_s: float, convert: Convert) -> EntryCall:
     runner = _shared_loop()
-    future = runner.submit(_guarded(fn, case_input))
+    future = runner.submit(_guarded(fn, args, kwargs, convert))
     try:
         return future.result(timeout_s)
     except concurrent.futures.TimeoutError:
@@ -243,9 +244,17 @@ def _is_async(fn: Callable[..., Any]) -> bool:
     return False
 
 
-def invoke(fn: Callable[..., Any], case_input: object, timeout_s: float) -> EntryCall:
-    """Give ``case_input`` to ``fn`` (a string positionally, a mapping as keywords)."""
+def call_with_deadline(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+                       timeout_s: float, convert: Convert) -> EntryCall:
+    """Call ``fn(*args, **kwargs)`` with every guard of this module; ``convert`` its result."""
     if _is_async(fn):
-        return _call_async(fn, case_input, timeout_s)
-    return _call_sync(fn, case_input, timeout_s)
+        return _call_async(fn, args, kwargs, timeout_s, convert)
+    return _call_sync(fn, args, kwargs, timeout_s, convert)
+
+
+def invoke(fn: Callable[..., Any], case_input: object, timeout_s: float) -> EntryCall:
+    """Give ``case_input`` to an entry point (a string positionally, a mapping as keywords)."""
+    if isinstance(case_input, Mapping):
+        return call_with_deadline(fn, (), dict(case_input), timeout_s, output_of)
+    return call_with_deadline(fn, (case_input,), {}, timeout_s, output_of)
 

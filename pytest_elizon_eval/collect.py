@@ -25,7 +25,7 @@ import pytest
 
 from . import _pytest_compat as compat
 from . import errors
-from .binding import BoundEntry, Candidate, bind_entry
+from .binding import ENTRY, JUDGE, Bound, Candidate, Kind, bind
 from .calling import ErrorInfo
 from .errors import ElizonError
 from .model import Case
@@ -38,6 +38,7 @@ from .running import run_case
 __all__ = ["CaseItem", "ManifestCollector", "SuiteFile", "annotate_report", "collect_file"]
 
 ENTRY_FIXTURE = "elizon_entry"
+JUDGE_FIXTURE = "elizon_judge"
 _PACKAGES = pytest.StashKey[dict[Path, "Package | ElizonError"]]()
 
 
@@ -148,7 +149,7 @@ class SuiteFile(pytest.File):
         self.package = package
         self.spec = spec
         # Every case requests the entry fixture; the plugin's default returns None.
-        self.add_marker(pytest.mark.usefixtures(ENTRY_FIXTURE))
+        self.add_marker(pytest.mark.usefixtures(ENTRY_FIXTURE, JUDGE_FIXTURE))
         self.fixture_info: compat.FuncFixtureInfo | None = None
 
     def collect(self) -> Iterator[CaseItem]:
@@ -159,6 +160,11 @@ class SuiteFile(pytest.File):
             path=display, package=self.package.name, gate=gate,
             advisory=gate == "advisory" and not self.config.stash[SETTINGS].strict,
             baseline=self.spec.baseline, sha256=loaded.sha256)
+        registered = set(self.config.getini("markers"))
+        for tag in sorted({t for case in loaded.cases for t in case.tags or ()}):
+            marker = f"{tag}: Elizon case tag"
+            if marker not in registered:  # registered, so --strict-markers accepts tags
+                self.config.addinivalue_line("markers", marker)
         for case, line in zip(loaded.cases, loaded.lines, strict=True):
             yield CaseItem.from_parent(self, name=case.id, case=case, line=line, suite_info=info)
 
@@ -188,8 +194,11 @@ class CaseItem(pytest.Item):
         self.case = case
         self.line = line
         self.suite_info = suite_info
-        self.entry: BoundEntry | None = None
+        self.entry: Bound | None = None
+        self.judge: Bound | None = None
         self.result: CaseResult | None = None
+        for tag in case.tags or ():
+            self.add_marker(tag)
         suite = self.parent
         if suite.fixture_info is None:  # the same for every case of a file: compute once
             suite.fixture_info = compat.fixture_info(self)
@@ -214,27 +223,42 @@ class CaseItem(pytest.Item):
     def setup(self) -> None:
         self.result = None
         compat.fill_fixtures(self)
-        self.entry = self._bind_entry()
-
-    def _bind_entry(self) -> BoundEntry:
         settings = self.config.stash[SETTINGS]
         package = self.parent.package
-        fixture_value = self.funcargs[ENTRY_FIXTURE]  # type: ignore[attr-defined]
-        fixture_source = f"the {ENTRY_FIXTURE} fixture"
-        if fixture_value is not None and settings.cli_entry is None:
-            fixture_source += f" ({compat.fixture_location(self, ENTRY_FIXTURE)})"
-        manifest_source = (f"entry: in {display_path(self.config, package.manifest)}:"
-                           f"{package.entry_line}" if package.manifest else "entry: in elizon.yaml")
-        return bind_entry([
-            Candidate(settings.cli_entry, "--elizon-entry"),
+        self.entry = self._bind(ENTRY, ENTRY_FIXTURE, settings.cli_entry, package.entry,
+                                package.entry_line, settings.ini_entry, settings.ini_entry_source)
+        if self.case.expect is not None and self.case.expect.judge is not None:
+            self.judge = self._bind(JUDGE, JUDGE_FIXTURE, settings.cli_judge, package.judge,
+                                    package.judge_line, settings.ini_judge,
+                                    settings.ini_judge_source)
+
+    def _bind(self, kind: Kind, fixture: str, cli: str | None, manifest: object,
+              manifest_line: int | None, ini: str | None, ini_source: str) -> Bound:
+        """Bind by precedence: command line > fixture > manifest > ini."""
+        package = self.parent.package
+        option = f"--{fixture.replace('_', '-')}"
+        fixture_value = self.funcargs[fixture]  # type: ignore[attr-defined]
+        fixture_source = f"the {fixture} fixture"
+        if fixture_value is not None and cli is None:
+            fixture_source += f" ({compat.fixture_location(self, fixture)})"
+        key = kind.noun.split()[0]
+        manifest_source = (f"{key}: in {display_path(self.config, package.manifest)}:"
+                           f"{manifest_line}" if package.manifest else f"{key}: in elizon.yaml")
+        return bind([
+            Candidate(cli, option),
             Candidate(fixture_value, fixture_source),
-            Candidate(package.entry, manifest_source),
-            Candidate(settings.ini_entry, settings.ini_entry_source),
-        ], folders=[package.folder, self.config.rootpath])
+            Candidate(manifest, manifest_source),
+            Candidate(ini, ini_source),
+        ], folders=[package.folder, self.config.rootpath], kind=kind)
 
     def runtest(self) -> None:
         assert self.entry is not None
-        result = run_case(self.case, self.entry.call, self.base_result())
+        settings = self.config.stash[SETTINGS]
+        result = run_case(
+            self.case, self.entry.call, self.base_result(),
+            judge=self.judge.call if self.judge else None,
+            judge_name=f"judge {self.judge.description}" if self.judge else "the judge",
+            route_key=settings.route_key)
         self.result = result
         self.user_properties.append(("elizon_outcome", result.outcome))
         if result.outcome != PASSED:

@@ -12,9 +12,20 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Callable
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+import jsonschema
+import regex
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+    field_validator,
+)
 from pydantic_core import ErrorDetails
 
 from .loading import Problem, YamlMapping, YamlSequence, line_of
@@ -24,6 +35,8 @@ __all__ = [
     "Case",
     "Evaluation",
     "Expect",
+    "JudgeEndpoint",
+    "JudgeExpect",
     "Manifest",
     "Suite",
     "SuiteRef",
@@ -41,6 +54,31 @@ class _Strict(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True, populate_by_name=False)
 
 
+def _check_regex(pattern: str) -> str:
+    try:
+        regex.compile(pattern)
+    except regex.error as exc:
+        raise ValueError(f"invalid regex {pattern!r}: {exc}") from None
+    return pattern
+
+
+def _check_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        where = "/".join(str(p) for p in exc.path)
+        raise ValueError(f"invalid JSON Schema{f' at {where}' if where else ''}: "
+                         f"{exc.message}") from None
+    return schema
+
+
+class JudgeExpect(_Strict):
+    """``judge:`` in ``expect``: a rubric and the score that passes."""
+
+    rubric: str = Field(min_length=1)
+    threshold: float = Field(ge=0.0, le=1.0)
+
+
 class Expect(_Strict):
     """The assertions of one case (SPEC §4)."""
 
@@ -48,6 +86,19 @@ class Expect(_Strict):
     not_contains: list[str] | None = Field(None, alias="notContains")
     equals: str | None = None
     max_latency_ms: int | None = Field(None, alias="maxLatencyMs", ge=0)
+    matches: list[Annotated[str, AfterValidator(_check_regex)]] | None = None
+    route: str | None = None
+    #: Any JSON-like value, null included: whether it was given is ``"output" in fields_set``.
+    output: Any = None
+    error_contains: list[str] | None = Field(None, alias="errorContains")
+    json_schema: Annotated[dict[str, Any], AfterValidator(_check_schema)] | None = Field(
+        None, alias="jsonSchema")
+    judge: JudgeExpect | None = None
+
+    @property
+    def checks_output(self) -> bool:
+        """Whether ``output:`` was given (it may be null)."""
+        return "output" in self.model_fields_set
 
 
 def _check_input(value: object) -> object:
@@ -59,6 +110,21 @@ def _check_input(value: object) -> object:
         f"input must be a string or a mapping of named inputs, found {_describe(value)}")
 
 
+TAG_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+#: pytest's own markers: a tag with one of these names would change how the case runs.
+RESERVED_TAGS = frozenset({"skip", "skipif", "xfail", "parametrize", "usefixtures",
+                           "filterwarnings", "tryfirst", "trylast"})
+
+
+def _check_tag(tag: str) -> str:
+    if not TAG_PATTERN.match(tag):
+        raise ValueError(f"tag {tag!r} must be a word (letters, digits, '_' or '-', "
+                         "not starting with a digit) so it can be a pytest marker")
+    if tag in RESERVED_TAGS:
+        raise ValueError(f"tag {tag!r} is a pytest marker with its own meaning; pick another")
+    return tag
+
+
 class Case(_Strict):
     """One test case of a suite file (SPEC §1.2)."""
 
@@ -66,6 +132,7 @@ class Case(_Strict):
     description: str | None = None
     input: Any
     expect: Expect | None = None
+    tags: list[Annotated[str, AfterValidator(_check_tag)]] | None = None
 
     @field_validator("id")
     @classmethod
@@ -114,6 +181,25 @@ class Evaluation(_Strict):
              "gate": self.gate or "must-pass"})]
 
 
+#: Tags of union members: pydantic puts them in error locations; messages leave them out.
+_UNION_TAGS: set[str] = set()
+
+
+def _text_or_mapping(text_tag: str, mapping_tag: str) -> Callable[[Any], str]:
+    """A discriminator: a string is one form, a mapping the other (errors name one form)."""
+    _UNION_TAGS.update((text_tag, mapping_tag))
+    return lambda value: mapping_tag if isinstance(value, dict) else text_tag
+
+
+class JudgeEndpoint(_Strict):
+    """An OpenAI-compatible chat-completions endpoint that grades answers."""
+
+    url: str = Field(pattern=r"^https?://")
+    model: str = Field(min_length=1)
+    #: The name of the environment variable holding the API key (never the key itself).
+    api_key_env: str | None = Field(None, alias="apiKeyEnv")
+
+
 class Manifest(_Strict):
     """``elizon.yaml`` (SPEC §1.1): the keys this plugin reads, and the informational ones."""
 
@@ -121,18 +207,19 @@ class Manifest(_Strict):
     version: str | None = None
     description: str | None = None
     entry: str | None = None
+    judge: Annotated[
+        Annotated[str, Tag("judge-spec")] | Annotated[JudgeEndpoint, Tag("judge-endpoint")],
+        Discriminator(_text_or_mapping("judge-spec", "judge-endpoint")),
+    ] | None = None
     evaluation: Evaluation | None = None
 
 
 # -- turning pydantic errors into Problems ---------------------------------------------
 
-#: The keys allowed under each parent key, for "did you mean" hints.
-_KEYS_UNDER: dict[str, type[BaseModel]] = {
-    "": Suite,
-    "cases": Case,
-    "expect": Expect,
-    "evaluation": Evaluation,
-    "suites": SuiteRef,
+#: The keys allowed under each parent key, per file kind, for "did you mean" hints.
+_KEYS_UNDER: dict[type[BaseModel], dict[str, type[BaseModel]]] = {
+    Suite: {"cases": Case, "expect": Expect, "judge": JudgeExpect},
+    Manifest: {"evaluation": Evaluation, "suites": SuiteRef, "judge": JudgeEndpoint},
 }
 
 
@@ -185,7 +272,7 @@ def _message(error: ErrorDetails, root_model: type[BaseModel]) -> str:
     parent_prefix = f"{parent_where}: " if parent_where else ""
     if kind == "extra_forbidden":
         parent = next((p for p in reversed(loc[:-1]) if isinstance(p, str)), "")
-        model = _KEYS_UNDER.get(parent, root_model) if parent else root_model
+        model = _KEYS_UNDER.get(root_model, {}).get(parent, root_model)
         allowed = _keys_of(model)
         key = str(loc[-1])
         close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
@@ -203,6 +290,12 @@ def _message(error: ErrorDetails, root_model: type[BaseModel]) -> str:
         return f"{prefix}expected {expected}, found {_describe(value)}"
     if kind == "greater_than_equal":
         return f"{prefix}must be at least {error.get('ctx', {}).get('ge')}, found {value}"
+    if kind == "less_than_equal":
+        return f"{prefix}must be at most {error.get('ctx', {}).get('le')}, found {value}"
+    if kind == "string_pattern_mismatch":
+        return f"{prefix}{_describe(value)} does not match {error.get('ctx', {}).get('pattern')}"
+    if kind == "string_too_short":
+        return f"{prefix}must not be empty"
     if kind == "too_short":
         return f"{prefix}must not be empty"
     if kind == "value_error":
@@ -221,7 +314,8 @@ def validate(
         value = model.model_validate(data)
     except ValidationError as exc:
         for error in exc.errors():
-            loc = tuple(error["loc"])
+            loc = tuple(p for p in error["loc"] if p not in _UNION_TAGS)
+            error["loc"] = loc
             problems.append(Problem(line_of(data, loc), _message(error, model)))
         value = None
     if problems:

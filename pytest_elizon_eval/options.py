@@ -21,6 +21,10 @@ _HELP = {
     "entry": "Entry point for every case, overriding fixtures and manifests: "
              "'module.path:attribute'.",
     "timeout": f"Per-case time limit in seconds; may only lower the {HARD_LIMIT_S:g} s hard limit.",
+    "judge": "Judge for 'judge:' assertions, overriding fixtures and manifests: "
+             "'module.path:attribute' or '{url: …, model: …, apiKeyEnv: …}'.",
+    "route_key": "Key of the route in structured output for 'route:' (a dotted path for "
+                 "nested keys; default: route).",
     "strict": "Treat advisory suites as must-pass: their failures fail the run.",
     "suite_files": "Glob patterns of stand-alone suite files to collect (default: *.eval.yaml).",
 }
@@ -36,6 +40,10 @@ class Settings:
     ini_entry: str | None
     #: Where ``ini_entry`` came from, for error messages.
     ini_entry_source: str
+    cli_judge: str | None
+    ini_judge: str | None
+    ini_judge_source: str
+    route_key: str
     timeout_s: float
     timeout_source: str
     strict: bool
@@ -50,9 +58,12 @@ def register(parser: pytest.Parser) -> None:
     group = parser.getgroup("elizon", "Elizon evaluation suites")
     group.addoption("--elizon-entry", metavar="SPEC", default=None, help=_HELP["entry"])
     group.addoption("--elizon-timeout", metavar="SECONDS", default=None, help=_HELP["timeout"])
+    group.addoption("--elizon-judge", metavar="SPEC", default=None, help=_HELP["judge"])
     group.addoption("--elizon-strict", action="store_true", default=False, help=_HELP["strict"])
     parser.addini("elizon_entry", _HELP["entry"], default=None)
     parser.addini("elizon_timeout", _HELP["timeout"], default=None)
+    parser.addini("elizon_judge", _HELP["judge"], default=None)
+    parser.addini("elizon_route_key", _HELP["route_key"], default="route")
     parser.addini("elizon_strict", _HELP["strict"], type="bool", default=False)
     parser.addini("elizon_suite_files", _HELP["suite_files"], type="args",
                   default=["*.eval.yaml"])
@@ -82,6 +93,14 @@ def _timeout(config: pytest.Config) -> tuple[float, str]:
     return value, source
 
 
+def _route_key(config: pytest.Config) -> str:
+    key = str(config.getini("elizon_route_key") or "route").strip()
+    if not all(part.strip() for part in key.split(".")):
+        raise pytest.UsageError(f"{_ini_source(config, 'elizon_route_key')} ({key!r}): "
+                                "expected a key or a dotted path such as 'decision.route'")
+    return key
+
+
 def resolve(config: pytest.Config) -> Settings:
     """Read and check every setting; a bad value is a usage error naming its source."""
     timeout_s, timeout_source = _timeout(config)
@@ -90,6 +109,10 @@ def resolve(config: pytest.Config) -> Settings:
         cli_entry=config.getoption("elizon_entry"),
         ini_entry=config.getini("elizon_entry") or None,
         ini_entry_source=_ini_source(config, "elizon_entry"),
+        cli_judge=config.getoption("elizon_judge"),
+        ini_judge=config.getini("elizon_judge") or None,
+        ini_judge_source=_ini_source(config, "elizon_judge"),
+        route_key=_route_key(config),
         timeout_s=timeout_s,
         timeout_source=timeout_source,
         strict=bool(config.getoption("elizon_strict") or config.getini("elizon_strict")),

@@ -85,6 +85,8 @@ class CaseResult:
     timeout_s: float = 0.0
     timeout_source: str = ""
     entry: str = ""
+    judge_score: float | None = None
+    judge_reasoning: str | None = None
 
     @property
     def counts_against_run(self) -> bool:
@@ -100,7 +102,8 @@ class CaseResult:
             "output_length": self.output_length,
             "error": self.error.to_data() if self.error else None,
             "timeout_s": self.timeout_s, "timeout_source": self.timeout_source,
-            "entry": self.entry,
+            "entry": self.entry, "judge_score": self.judge_score,
+            "judge_reasoning": self.judge_reasoning,
         }
 
     @classmethod
@@ -113,17 +116,28 @@ class CaseResult:
             output_length=data["output_length"],
             error=ErrorInfo.from_data(data["error"]) if data["error"] else None,
             timeout_s=data["timeout_s"], timeout_source=data["timeout_source"],
-            entry=data["entry"],
+            entry=data["entry"], judge_score=data.get("judge_score"),
+            judge_reasoning=data.get("judge_reasoning"),
         )
 
 
 def grade(
-    base: CaseResult, call: EntryCall, assertions: Sequence[AssertionResult]
+    base: CaseResult,
+    call: EntryCall,
+    assertions: Sequence[AssertionResult],
+    *,
+    expects_error: bool = False,
+    judge_score: float | None = None,
+    judge_reasoning: str | None = None,
 ) -> CaseResult:
-    """The result of a case whose entry point was called (``base`` carries the identity)."""
+    """The result of a case whose entry point was called (``base`` carries the identity).
+
+    An error fails the case unless ``errorContains`` expected one; an assertion that could
+    not be checked (there was no output) fails nothing by itself.
+    """
     if call.timed_out:
         outcome = TIMEOUT
-    elif call.error is not None or any(a.passed is not True for a in assertions):
+    elif any(a.passed is False for a in assertions) or (call.error and not expects_error):
         outcome = FAILED
     else:
         outcome = PASSED
@@ -131,7 +145,7 @@ def grade(
     return replace(
         base, outcome=outcome, assertions=tuple(assertions), latency_ms=call.latency_ms,
         output=output, output_length=len(call.text) if call.text is not None else 0,
-        error=call.error,
+        error=call.error, judge_score=judge_score, judge_reasoning=judge_reasoning,
     )
 
 

@@ -17,7 +17,15 @@ from typing import Any
 from . import errors
 from .errors import ElizonError
 from .loading import LoadFailed, YamlMapping, YamlSequence, load_yaml
-from .model import Case, Manifest, Suite, duplicate_case_ids, manifest_shape, validate
+from .model import (
+    Case,
+    JudgeEndpoint,
+    Manifest,
+    Suite,
+    duplicate_case_ids,
+    manifest_shape,
+    validate,
+)
 
 __all__ = ["LoadedSuite", "Package", "SuiteSpec", "load_manifest", "load_suite", "standalone"]
 
@@ -44,6 +52,8 @@ class Package:
     manifest: Path | None = None
     entry: str | None = None
     entry_line: int | None = None
+    judge: str | JudgeEndpoint | None = None
+    judge_line: int | None = None
     suites: tuple[SuiteSpec, ...] = ()
 
 
@@ -91,13 +101,15 @@ def load_manifest(path: Path, display: str) -> Package:
                                          f"(first at line {seen[suite_path]})"])
             seen[suite_path] = line
             suites.append(SuiteSpec(suite_path, ref.gate, dict(ref.author_baseline or {}), line))
-    entry_line = data.key_lines.get("entry") if isinstance(data, YamlMapping) else None
+    key_lines = data.key_lines if isinstance(data, YamlMapping) else {}
     return Package(
         name=manifest.name or folder.name,
         folder=folder,
         manifest=path,
         entry=manifest.entry,
-        entry_line=entry_line,
+        entry_line=key_lines.get("entry"),
+        judge=manifest.judge,
+        judge_line=key_lines.get("judge"),
         suites=tuple(suites),
     )
 

@@ -70,6 +70,18 @@ def elizon_entry() -> object:
     return None
 
 
+@pytest.fixture(scope="session")
+def elizon_judge() -> object:
+    """The judge for ``judge:`` assertions; override it in conftest.py.
+
+    Return a callable ``(rubric, input, output) -> score | (score, reasoning)`` (sync or
+    async), a ``'module.path:attribute'`` string, or an endpoint mapping
+    ``{"url": …, "model": …, "apiKeyEnv": …}``. The default, None, defers to the
+    manifest's ``judge:`` and the ini option; ``--elizon-judge`` beats any fixture.
+    """
+    return None
+
+
 class SessionReporter:
     """Collects every case result from the reports and renders the run's reports."""
 

@@ -57,3 +57,11 @@ ECHO_APP = """
 def answer(text=None, **named):
     return text if text is not None else " ".join(f"{k}={v}" for k, v in sorted(named.items()))
 """
+
+
+@pytest.fixture(autouse=True)
+def _quiet_inner_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    # pytester runs pytest in this process, where the plugin is already imported; pytest 8
+    # then warns that it cannot assertion-rewrite it. That is an artefact of in-process
+    # runs, not something a user sees, so inner runs ignore that one warning.
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-W ignore::pytest.PytestAssertRewriteWarning")
