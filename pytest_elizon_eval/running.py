@@ -44,8 +44,9 @@ def _judge(spec: JudgeExpect, judge: Callable[..., Any], name: str, case: Case, 
         return AssertionResult("judge", False, wanted, f"{name} gave no grade within the "
                                f"{remaining_s:.1f} s left of the case's time limit"), None, None
     if graded.error is not None:
-        return AssertionResult("judge", False, wanted,
-                               f"{name} failed: {graded.error.message}"), None, None
+        error = graded.error  # a JudgeError's message says it all; anything else needs its type
+        reason = error.message if error.type == "JudgeError" else error.text
+        return AssertionResult("judge", False, wanted, f"{name} failed: {reason}"), None, None
     score, reasoning = graded.value
     found = f"score {score:.2f}" + (f" — {reasoning}" if reasoning else "")
     return AssertionResult("judge", score >= spec.threshold, wanted, found), score, reasoning

@@ -5,7 +5,11 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import httpcore  # noqa: F401 - see below
 import pytest
+
+# pytester's in-process runs drop modules first imported inside them; httpx imports httpcore
+# lazily and keeps its exception classes, so import it here, once, for the whole session.
 
 pytest_plugins = ["pytester"]
 

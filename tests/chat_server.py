@@ -1,0 +1,109 @@
+"""A chat-completions server on loopback for the tests: OpenAI's protocol, scripted answers.
+
+The request's ``model`` picks the behaviour, so one server serves every scenario:
+a good grade, a low one, fenced JSON in prose, malformed then good, always
+malformed, HTTP errors, a slow answer, a body that is not JSON, an endless body,
+and a key check. Every request is recorded for assertions.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+
+def completion(content: str) -> bytes:
+    return json.dumps({"id": "x", "object": "chat.completion", "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": content},
+         "finish_reason": "stop"}]}).encode()
+
+
+class ChatServer:
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self._server: http.server.ThreadingHTTPServer | None = None
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None
+        return f"http://127.0.0.1:{self._server.server_port}/v1"
+
+    def count(self, model: str) -> int:
+        return sum(1 for r in self.requests if r.get("model") == model)
+
+    def reply(self, model: str) -> tuple[int, bytes, float]:
+        """(status, body, delay) for a request to ``model``."""
+        grade = {"score": 0.9, "reasoning": "clear and polite"}
+        if model == "good":
+            return 200, completion(json.dumps(grade)), 0
+        if model == "low":
+            return 200, completion('{"score": 0.3, "reasoning": "rude tone"}'), 0
+        if model == "fenced":
+            return 200, completion("Sure.\n```json\n" + json.dumps(grade) + "\n```\nDone."), 0
+        if model == "flaky":
+            first = self.count("flaky") == 1
+            return 200, completion("I think it is fine." if first else json.dumps(grade)), 0
+        if model == "garbage":
+            return 200, completion("no idea, sorry"), 0
+        if model == "error500":
+            return 500, b'{"error": "overloaded"}', 0
+        if model == "slow":
+            return 200, completion(json.dumps(grade)), 5.0
+        if model == "badbody":
+            return 200, b"<html>gateway</html>", 0
+        if model == "needs-key":
+            auth = self.headers[-1].get("Authorization", "")
+            if auth != "Bearer sk-test-123":
+                return 401, b'{"error": "bad key"}', 0
+            return 200, completion(json.dumps(grade)), 0
+        return 404, b'{"error": "no such model"}', 0
+
+    @contextmanager
+    def running(self) -> Iterator[ChatServer]:
+        owner = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                request = json.loads(body)
+                owner.requests.append(request)
+                owner.headers.append(dict(self.headers))
+                model = request.get("model", "")
+                if model == "endless":
+                    self.send_response(200)
+                    self.end_headers()
+                    try:
+                        for _ in range(10_000):
+                            self.wfile.write(b"x" * 65536)
+                    except OSError:
+                        pass
+                    return
+                status, reply, delay = owner.reply(model)
+                time.sleep(delay)
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(reply)))
+                    self.end_headers()
+                    self.wfile.write(reply)
+                except OSError:
+                    pass
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield self
+        finally:
+            self._server.shutdown()
+            self._server.server_close()

@@ -1,0 +1,245 @@
+"""SPEC §4 ``judge``: callable judges, the chat-completions judge on loopback, binding errors."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from pytest_elizon_eval.judging import GRADING_SYSTEM_PROMPT, parse_grade
+
+from .chat_server import ChatServer
+from .conftest import ECHO_APP, Packages
+
+JUDGED = """
+cases:
+  - id: tone-matter-summary
+    input: Summarize this matter
+    expect:
+      contains: [summarize]
+      judge:
+        rubric: Professional, concise, no legal advice.
+        threshold: 0.8
+"""
+
+
+@pytest.fixture
+def chat() -> Iterator[ChatServer]:
+    with ChatServer().running() as server:
+        yield server
+
+
+def endpoint_package(packages: Packages, chat: ChatServer, model: str,
+                     key_env: str | None = None) -> None:
+    key = f", apiKeyEnv: {key_env}" if key_env else ""
+    packages.package(app=ECHO_APP, suite=JUDGED)
+    manifest = packages.root / "pkg/elizon.yaml"
+    judge = f"judge: {{url: '{chat.url}', model: {model}{key}}}\n"
+    manifest.write_text(manifest.read_text() + judge)
+
+
+def test_callable_judges_sync_and_async(packages: Packages, pytester: pytest.Pytester) -> None:
+    packages.package(app=ECHO_APP, suite=JUDGED + """
+  - id: graded-low
+    input: Summarize briefly
+    expect:
+      judge: {rubric: Mentions the deadline., threshold: 0.5}
+""")
+    pytester.makeconftest("""
+        import pytest
+
+        async def strict_judge(rubric, case_input, output):
+            if "deadline" in rubric:
+                return 0.2, "the deadline is not mentioned"
+            return 0.95
+
+        @pytest.fixture(scope="session")
+        def elizon_judge():
+            return strict_judge
+    """)
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines([
+        "  ✗ judge",
+        "      expected: a score of at least 0.5 for the rubric 'Mentions the deadline.'",
+        "      found:    score 0.20 — the deadline is not mentioned",
+    ])
+
+
+@pytest.mark.parametrize(
+    ("returned", "message"),
+    [
+        ("'high'", "*judge *bad_judge failed: the judge returned 'high'; expected a score from 0 "
+                   "to 1 or a (score, reasoning) pair"),
+        ("1.5", "*failed: the judge returned 1.5; expected a score from 0 to 1*"),
+        ("True", "*failed: the judge returned True; expected a score*"),
+        ("(0.9, 42)", "*failed: the judge's reasoning is a int, not text"),
+    ],
+)
+def test_a_bad_grade_fails_the_case_naming_the_judge(
+    packages: Packages, pytester: pytest.Pytester, returned: str, message: str
+) -> None:
+    packages.package(app=ECHO_APP, suite=JUDGED)
+    pytester.makeconftest(f"""
+        import pytest
+
+        def bad_judge(rubric, case_input, output):
+            return {returned}
+
+        @pytest.fixture
+        def elizon_judge():
+            return bad_judge
+    """)
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([f"      found:    {message.lstrip('*')}"
+                                 if not message.startswith("*") else message])
+
+
+def test_endpoint_judge_passes_and_sends_the_documented_prompt(
+    packages: Packages, pytester: pytest.Pytester, chat: ChatServer
+) -> None:
+    endpoint_package(packages, chat, "good")
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1)
+    [request] = chat.requests
+    assert request["model"] == "good"
+    assert request["messages"][0] == {"role": "system", "content": GRADING_SYSTEM_PROMPT}
+    user = request["messages"][1]["content"]
+    assert "Professional, concise, no legal advice." in user
+    assert "Summarize this matter" in user
+
+
+@pytest.mark.parametrize(
+    ("model", "outcome", "found", "requests"),
+    [
+        ("low", "failed", "score 0.30 — rude tone", 1),
+        ("fenced", "passed", None, 1),
+        ("flaky", "passed", None, 2),
+        ("garbage", "failed", "judge chat-completions judge 'garbage' at *: malformed "
+                              "answer twice: no JSON object with a score in the reply: "
+                              "'no idea, sorry'", 2),
+        ("error500", "failed", "judge chat-completions judge 'error500' at * failed: HTTP 500: "
+                               "'{\"error\": \"overloaded\"}'", 1),
+        ("badbody", "failed", "*malformed answer twice: the reply is not a chat completion: "
+                              "'<html>gateway</html>'", 2),
+        ("endless", "failed", "*malformed answer twice: the reply is larger than 1,048,576 bytes",
+         2),
+    ],
+)
+def test_endpoint_judge_answers(
+    packages: Packages, pytester: pytest.Pytester, chat: ChatServer,
+    model: str, outcome: str, found: str | None, requests: int,
+) -> None:
+    endpoint_package(packages, chat, model)
+    result = pytester.runpytest()
+    result.assert_outcomes(**{outcome: 1})
+    assert chat.count(model) == requests
+    if found:
+        result.stdout.fnmatch_lines([f"      found:    {found}"])
+
+
+def test_a_slow_judge_is_a_failure_within_the_case_limit(
+    packages: Packages, pytester: pytest.Pytester, chat: ChatServer
+) -> None:
+    endpoint_package(packages, chat, "slow")
+    result = pytester.runpytest("--elizon-timeout=1")
+    result.assert_outcomes(failed=1)  # a failure naming the judge, never a timeout or a pass
+    result.stdout.fnmatch_lines(["      found:    judge chat-completions judge 'slow' at * "
+                                 "gave no grade within the * s left of the case's time limit"])
+
+
+def test_the_api_key_comes_from_the_environment_only(
+    packages: Packages, pytester: pytest.Pytester, chat: ChatServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    endpoint_package(packages, chat, "needs-key", key_env="TEST_JUDGE_KEY")
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*failed: the environment variable TEST_JUDGE_KEY (apiKeyEnv) "
+                                 "is not set"])
+    monkeypatch.setenv("TEST_JUDGE_KEY", "sk-test-123")
+    result = pytester.runpytest("-rA")
+    result.assert_outcomes(passed=1)
+    assert chat.headers[-1]["Authorization"] == "Bearer sk-test-123"
+    assert "sk-test-123" not in result.stdout.str()
+
+
+def test_connection_refused_fails_the_case(packages: Packages, pytester: pytest.Pytester) -> None:
+    packages.package(app=ECHO_APP, suite=JUDGED)
+    result = pytester.runpytest(
+        "--elizon-judge={url: 'http://127.0.0.1:9/v1', model: any}")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["      found:    judge chat-completions judge 'any' at "
+                                 "http://127.0.0.1:9/v1/chat/completions failed: ConnectError*"])
+
+
+def test_judge_from_the_command_line_beats_the_fixture(
+    packages: Packages, pytester: pytest.Pytester, chat: ChatServer
+) -> None:
+    packages.package(app=ECHO_APP, suite=JUDGED)
+    pytester.makeconftest("import pytest\n\n@pytest.fixture\ndef elizon_judge():\n"
+                          "    return lambda r, i, o: 0.0\n")
+    pytester.runpytest().assert_outcomes(failed=1)
+    pytester.runpytest(f"--elizon-judge={{url: '{chat.url}', model: good}}").assert_outcomes(
+        passed=1)
+
+
+def test_unbound_judge_is_a_setup_error(packages: Packages, pytester: pytest.Pytester) -> None:
+    packages.package(app=ECHO_APP, suite=JUDGED + "  - id: no-judge-needed\n    input: x\n")
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["ELIZON_JUDGE_UNBOUND: no judge is bound for this case "
+                                 "(looked at: --elizon-judge, the elizon_judge fixture, judge: in "
+                                 "pkg/elizon.yaml:None, ini option elizon_judge*"])
+
+
+@pytest.mark.parametrize(
+    ("args", "manifest_judge", "message"),
+    [
+        (["--elizon-judge={url: 'ftp://x', model: m}"], None,
+         "ELIZON_JUDGE_INVALID: \"{url: 'ftp://x', model: m}\" (--elizon-judge): not a judge "
+         "endpoint {url, model, apiKeyEnv}: url: String should match pattern*"),
+        ([], "judges:grade", "ELIZON_JUDGE_INVALID: 'judges:grade' (judge: in pkg/elizon.yaml:6): "
+                             "cannot import 'judges'*"),
+    ],
+)
+def test_invalid_judge_says_where_it_came_from(
+    packages: Packages, pytester: pytest.Pytester, args: list[str], manifest_judge: str | None,
+    message: str,
+) -> None:
+    packages.package(app=ECHO_APP, suite=JUDGED)
+    if manifest_judge:
+        manifest = packages.root / "pkg/elizon.yaml"
+        manifest.write_text(manifest.read_text() + f"judge: {manifest_judge}\n")
+    result = pytester.runpytest(*args)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines([message])
+
+
+def test_judge_score_rides_on_the_report(packages: Packages, pytester: pytest.Pytester,
+                                         chat: ChatServer) -> None:
+    endpoint_package(packages, chat, "good")
+    reprec = pytester.inline_run()
+    [report] = [r for r in reprec.getreports("pytest_runtest_logreport") if r.when == "call"]
+    data = report.elizon  # type: ignore[attr-defined]
+    assert data["judge_score"] == 0.9
+    assert data["judge_reasoning"] == "clear and polite"
+
+
+@pytest.mark.parametrize(
+    ("reply", "grade"),
+    [
+        ('{"score": 1, "reasoning": "ok"}', (1.0, "ok")),
+        ('Reasoning first. {"score": "0.25"} trailing', (0.25, "")),
+        ("```\n{\"reasoning\": \"fine\", \"score\": 0.5}\n```", (0.5, "fine")),
+    ],
+)
+def test_parse_grade_is_robust(reply: str, grade: tuple[float, str]) -> None:
+    assert parse_grade(reply) == grade
+
+
+@pytest.mark.parametrize("reply", ["", "score: 0.9", '{"score": 2}', '{"grade": 0.5}', "{" * 5000])
+def test_parse_grade_rejects_what_is_not_a_grade(reply: str) -> None:
+    with pytest.raises(ValueError, match="score"):
+        parse_grade(reply)
