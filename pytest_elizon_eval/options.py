@@ -8,7 +8,9 @@ then ini, then the default) and says where a bad value came from.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -25,6 +27,13 @@ _HELP = {
              "'module.path:attribute' or '{url: …, model: …, apiKeyEnv: …}'.",
     "route_key": "Key of the route in structured output for 'route:' (a dotted path for "
                  "nested keys; default: route).",
+    "junit": "Write JUnit XML of every case to PATH (one testsuite per suite).",
+    "markdown": "Write the markdown summary to PATH (it is also appended to "
+                "$GITHUB_STEP_SUMMARY when that is set).",
+    "results": "Write every result, metric and the verdict as JSON to PATH.",
+    "baseline": "An earlier --elizon-results file: report what regressed, improved or stayed.",
+    "annotations": "GitHub Actions annotations for cases that did not pass: auto (when "
+                   "GITHUB_ACTIONS=true), on or off.",
     "strict": "Treat advisory suites as must-pass: their failures fail the run.",
     "suite_files": "Glob patterns of stand-alone suite files to collect (default: *.eval.yaml).",
 }
@@ -48,6 +57,13 @@ class Settings:
     timeout_source: str
     strict: bool
     suite_globs: tuple[str, ...]
+    junit: Path | None
+    markdown: Path | None
+    results: Path | None
+    baseline: Path | None
+    annotations: bool
+    #: ``$GITHUB_STEP_SUMMARY``, where the markdown summary is appended.
+    step_summary: Path | None
 
 
 SETTINGS = pytest.StashKey[Settings]()
@@ -59,6 +75,12 @@ def register(parser: pytest.Parser) -> None:
     group.addoption("--elizon-entry", metavar="SPEC", default=None, help=_HELP["entry"])
     group.addoption("--elizon-timeout", metavar="SECONDS", default=None, help=_HELP["timeout"])
     group.addoption("--elizon-judge", metavar="SPEC", default=None, help=_HELP["judge"])
+    group.addoption("--elizon-junit", metavar="PATH", default=None, help=_HELP["junit"])
+    group.addoption("--elizon-markdown", metavar="PATH", default=None, help=_HELP["markdown"])
+    group.addoption("--elizon-results", metavar="PATH", default=None, help=_HELP["results"])
+    group.addoption("--elizon-baseline", metavar="PATH", default=None, help=_HELP["baseline"])
+    group.addoption("--elizon-annotations", choices=("auto", "on", "off"), default="auto",
+                    help=_HELP["annotations"])
     group.addoption("--elizon-strict", action="store_true", default=False, help=_HELP["strict"])
     parser.addini("elizon_entry", _HELP["entry"], default=None)
     parser.addini("elizon_timeout", _HELP["timeout"], default=None)
@@ -101,6 +123,20 @@ def _route_key(config: pytest.Config) -> str:
     return key
 
 
+def _path(config: pytest.Config, name: str) -> Path | None:
+    value = config.getoption(name)
+    if not value:
+        return None
+    return Path(config.invocation_params.dir, os.path.expanduser(value))
+
+
+def _annotations(config: pytest.Config) -> bool:
+    choice = config.getoption("elizon_annotations")
+    if choice == "auto":
+        return os.environ.get("GITHUB_ACTIONS") == "true"
+    return bool(choice == "on")
+
+
 def resolve(config: pytest.Config) -> Settings:
     """Read and check every setting; a bad value is a usage error naming its source."""
     timeout_s, timeout_source = _timeout(config)
@@ -117,4 +153,11 @@ def resolve(config: pytest.Config) -> Settings:
         timeout_source=timeout_source,
         strict=bool(config.getoption("elizon_strict") or config.getini("elizon_strict")),
         suite_globs=globs,
+        junit=_path(config, "elizon_junit"),
+        markdown=_path(config, "elizon_markdown"),
+        results=_path(config, "elizon_results"),
+        baseline=_path(config, "elizon_baseline"),
+        annotations=_annotations(config),
+        step_summary=Path(os.environ["GITHUB_STEP_SUMMARY"])
+        if os.environ.get("GITHUB_STEP_SUMMARY") else None,
     )

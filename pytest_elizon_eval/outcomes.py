@@ -19,7 +19,7 @@ from typing import Any
 
 from .assertions import AssertionResult
 from .calling import EntryCall, ErrorInfo
-from .text import cap, visible
+from .text import cap, defuse, visible
 
 __all__ = [
     "ERROR",
@@ -156,7 +156,7 @@ def _indent(text: str, prefix: str) -> str:
 def failure_message(result: CaseResult) -> str:
     """The SPEC §2 message: the case, every assertion ✓/✗, latency, and the output."""
     where = f"{result.suite.gate} suite {result.suite.path}:{result.line}"
-    if result.outcome == TIMEOUT:
+    if result.outcome == TIMEOUT:  # nothing untrusted in it
         return (f"case {result.case_id!r} timed out ({where}): no answer within "
                 f"{result.timeout_s:g} s ({result.timeout_source}); the call was abandoned. "
                 "A timeout is not an assertion failure.")
@@ -187,7 +187,7 @@ def failure_message(result: CaseResult) -> str:
         lines.append(f"output ({size}, first {len(shown):,} shown):" if cut
                      or result.output_length > len(result.output) else f"output ({size}):")
         lines.append(_indent(visible(shown), "  | "))
-    return "\n".join(lines)
+    return defuse("\n".join(lines))
 
 
 def teststatus(data: Mapping[str, Any], when: str) -> tuple[str, str, str] | None:

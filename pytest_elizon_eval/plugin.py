@@ -1,7 +1,7 @@
 """The pytest11 entry point: every hook implementation, thin, delegating.
 
 Options and settings live in ``options``, nodes in ``collect``, outcome
-categories in ``outcomes``, reports in ``reporting``. Reporters are
+categories in ``outcomes``, reports in ``reporting``. The reporter is
 registered only on the process that owns the session (never on an xdist
 worker), so every report is written exactly once.
 """
@@ -10,12 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from . import collect, options, outcomes
-from .reporting import terminal
+from .reporting import files, github, terminal
 from .reporting.aggregate import Aggregate
+from .reporting.regression import Regression, compare
+from .reporting.results import load as load_results
 
 _REPORTER = "elizon-reporter"
 
@@ -25,9 +28,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.stash[options.SETTINGS] = options.resolve(config)
+    settings = options.resolve(config)
+    config.stash[options.SETTINGS] = settings
     if not hasattr(config, "workerinput"):
-        config.pluginmanager.register(SessionReporter(), _REPORTER)
+        config.pluginmanager.register(SessionReporter(config, settings), _REPORTER)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -82,21 +86,70 @@ def elizon_judge() -> object:
     return None
 
 
-class SessionReporter:
-    """Collects every case result from the reports and renders the run's reports."""
+def _is_suite_node(nodeid: str) -> bool:
+    return nodeid.split("::")[0].endswith((".yaml", ".yml"))
 
-    def __init__(self) -> None:
+
+class SessionReporter:
+    """Collects every case result from the reports and writes the run's reports, once."""
+
+    def __init__(self, config: pytest.Config, settings: options.Settings) -> None:
+        self.config = config
+        self.settings = settings
         self.aggregate = Aggregate()
+        self.regression: Regression | None = None
+        self.written: list[tuple[str, Path]] = []
+        self.guard = github.Guard.new() if settings.annotations else None
+        self.previous: dict[str, Any] | None = None
+        if settings.baseline is not None:
+            try:
+                self.previous = load_results(settings.baseline)
+            except ValueError as exc:
+                raise pytest.UsageError(f"--elizon-baseline={settings.baseline}: {exc}") from None
+
+    def _terminal(self) -> pytest.TerminalReporter | None:
+        plugin = self.config.pluginmanager.get_plugin("terminalreporter")
+        return plugin if isinstance(plugin, pytest.TerminalReporter) else None
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        writer = self._terminal()
+        if self.guard is not None and writer is not None:
+            # Nothing printed from here on can run a workflow command (SPEC §8).
+            writer.ensure_newline()
+            writer.write_line(self.guard.stop)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         data = getattr(report, outcomes.REPORT_ATTR, None)
         if data is not None:
             self.aggregate.add(data)
+        elif report.failed and _is_suite_node(report.nodeid) \
+                and getattr(report, "when", None) == "???":
+            # pytest-xdist's report for a case whose worker crashed.
+            self.aggregate.add_crash(report.nodeid, report.longreprtext)
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.previous is not None and self.settings.baseline is not None:
+            self.regression = compare(self.previous, self.aggregate, str(self.settings.baseline))
+        if not len(self.aggregate) and self.regression is None:
+            return
+        try:
+            self.written = files.write_all(self.aggregate, self.regression, self.settings)
+        except OSError as exc:
+            writer = self._terminal()
+            if writer is not None:
+                writer.write_line(f"elizon: cannot write a report: {exc}", red=True)
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
-        lines = terminal.render(self.aggregate)
-        if not lines:
-            return
-        terminalreporter.write_sep("=", "elizon eval")
-        for text, markup in lines:
-            terminalreporter.write_line(text, **markup)
+        lines = terminal.render(self.aggregate, self.regression)
+        if lines:
+            terminalreporter.write_sep("=", "elizon eval")
+            for text, markup in lines:
+                terminalreporter.write_line(text, **markup)
+        for kind, path in self.written:
+            terminalreporter.write_sep("-", f"generated {kind}: {path}")
+        if self.guard is not None:
+            terminalreporter.ensure_newline()
+            terminalreporter.write_line(self.guard.resume)
+            for line in github.annotation_lines(self.aggregate):
+                terminalreporter.write_line(line)

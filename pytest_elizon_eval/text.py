@@ -3,14 +3,16 @@
 Owns the escaping every renderer shares: control characters, DEL, C1
 controls, U+FFFE/U+FFFF and lone surrogates become visible escapes
 (``\\x1b``, ``\\ufffe``, ``\\ud800``), so nothing a model prints can move a
-terminal's cursor, corrupt an XML file or hide text. No pytest import here.
+terminal's cursor, corrupt an XML file or hide text; and :func:`defuse` keeps
+such text from starting a GitHub Actions workflow command when it is printed.
+No pytest import here.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["cap", "visible"]
+__all__ = ["cap", "defuse", "visible"]
 
 # C0 controls except TAB and LF, DEL, C1 controls, lone surrogates, non-characters.
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
@@ -34,3 +36,17 @@ def cap(text: str, limit: int) -> tuple[str, bool]:
     if len(text) <= limit:
         return text, False
     return text[:limit], True
+
+
+# A zero-width space is not whitespace to GitHub's runner (it trims whitespace before
+# looking for "::"), so it breaks a command without changing what a person reads.
+_ZWSP = "\u200b"
+_COMMAND_AT_LINE_START = re.compile(r"^(\s*):(?=:)", re.MULTILINE)
+
+
+def defuse(text: str) -> str:
+    """``text`` that cannot start a workflow command on any of its lines: ``::`` at the
+    start of a line and the legacy ``##[`` anywhere get a zero-width space in between.
+    Use on text that is already :func:`visible` (so a bare CR cannot start a line)."""
+    text = _COMMAND_AT_LINE_START.sub(lambda m: f"{m.group(1)}:{_ZWSP}", text)
+    return text.replace("##[", f"##{_ZWSP}[")

@@ -64,8 +64,11 @@ def answer(text=None, **named):
 
 
 @pytest.fixture(autouse=True)
-def _quiet_inner_runs(monkeypatch: pytest.MonkeyPatch) -> None:
-    # pytester runs pytest in this process, where the plugin is already imported; pytest 8
-    # then warns that it cannot assertion-rewrite it. That is an artefact of in-process
-    # runs, not something a user sees, so inner runs ignore that one warning.
-    monkeypatch.setenv("PYTEST_ADDOPTS", "-W ignore::pytest.PytestAssertRewriteWarning")
+def _quiet_inner_runs(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    # pytester runs pytest in this process, where the plugin is already imported; pytest may
+    # then warn that it cannot assertion-rewrite it. That is an artefact of in-process runs,
+    # not something a user sees, so inner runs ignore that one warning. (pytester clears
+    # PYTEST_ADDOPTS when it is set up, so set it after pytester.)
+    if "pytester" in request.fixturenames:
+        request.getfixturevalue("pytester")
+        monkeypatch.setenv("PYTEST_ADDOPTS", "-W ignore::pytest.PytestAssertRewriteWarning")

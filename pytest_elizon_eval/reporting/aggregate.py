@@ -1,29 +1,59 @@
-"""Every case result of the run, grouped by suite, with the suite metrics (SPEC §6).
+"""Every case result of the run, grouped by suite, with metrics and verdicts (SPEC §6).
 
-Fed on the controller (never on an xdist worker) from the plain data on
-each report; the single source of truth every reporter renders.
+Fed on the controller (never on an xdist worker) from the plain data on each
+report — or, for a case whose xdist worker crashed, from the report xdist
+synthesizes — this is the single source of truth every reporter renders.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..calling import ErrorInfo
 from ..outcomes import ERROR, FAILED, PASSED, TIMEOUT, CaseResult, SuiteInfo
 
-__all__ = ["METRICS", "Aggregate", "SuiteSummary"]
+__all__ = ["METRICS", "Aggregate", "BaselineRow", "SuiteSummary", "format_metric"]
 
 #: The metric names, in the order reports show them.
 METRICS = ("cases", "pass_rate", "fail_rate", "timeout_rate", "mean_latency_ms",
-           "p50_latency_ms", "p95_latency_ms", "max_latency_ms")
+           "p50_latency_ms", "p95_latency_ms", "max_latency_ms", "judge_score")
+
+Number = float | int
+
+
+def format_metric(value: float | int | None, metric: str, missing: str = "-") -> str:
+    """A metric as reports show it: counts whole, latencies in ms to 0.1, rates to 0.001."""
+    if value is None:
+        return missing
+    if metric == "cases":
+        return str(int(value))
+    return f"{value:.1f}" if metric.endswith("_ms") else f"{value:.3f}"
 
 
 def _percentile(sorted_values: list[float], share: float) -> float:
-    """Nearest-rank percentile: the smallest value with at least ``share`` of values at or below."""
+    """Nearest rank: the smallest value with at least ``share`` of the values at or below it."""
     rank = max(1, math.ceil(share * len(sorted_values)))
     return sorted_values[rank - 1]
+
+
+@dataclass(frozen=True)
+class BaselineRow:
+    """One metric of a suite: the author's baseline next to this run."""
+
+    metric: str
+    baseline: float | None
+    run: Number | None
+    #: ``at``, ``above``, ``below``, or why there is no comparison.
+    comparison: str
+
+    @property
+    def delta(self) -> float | None:
+        if self.baseline is None or self.run is None:
+            return None
+        return float(self.run) - self.baseline
 
 
 @dataclass
@@ -44,11 +74,20 @@ class SuiteSummary:
     def passed(self) -> bool:
         return not self.not_passed
 
-    def metrics(self) -> dict[str, float | int | None]:
+    @property
+    def verdict(self) -> str:
+        """``pass``, ``fail`` (a must-pass suite with failures) or ``advisory`` (an advisory
+        suite with failures, which does not fail the run)."""
+        if self.passed:
+            return "pass"
+        return "advisory" if self.info.advisory else "fail"
+
+    def metrics(self) -> dict[str, Number | None]:
         """The named numbers a run is compared on; None where nothing was measured."""
         n = len(self.results)
         latencies = sorted(r.latency_ms for r in self.results if r.latency_ms is not None)
-        values: dict[str, float | int | None] = {
+        scores = [r.judge_score for r in self.results if r.judge_score is not None]
+        return {
             "cases": n,
             "pass_rate": self.count(PASSED) / n if n else None,
             "fail_rate": (self.count(FAILED) + self.count(ERROR)) / n if n else None,
@@ -57,8 +96,35 @@ class SuiteSummary:
             "p50_latency_ms": _percentile(latencies, 0.50) if latencies else None,
             "p95_latency_ms": _percentile(latencies, 0.95) if latencies else None,
             "max_latency_ms": latencies[-1] if latencies else None,
+            "judge_score": sum(scores) / len(scores) if scores else None,
         }
-        return values
+
+    def baseline_rows(self) -> list[BaselineRow]:
+        """Every metric this run measured or the author named, baseline next to run."""
+        metrics = self.metrics()
+        names = [m for m in METRICS if metrics[m] is not None or m in self.info.baseline]
+        names += [m for m in self.info.baseline if m not in METRICS]
+        rows = []
+        for name in names:
+            baseline = self.info.baseline.get(name)
+            run = metrics.get(name)
+            if name not in METRICS:
+                comparison = "not measured by this run"
+            elif run is None:
+                comparison = "nothing measured in this run"
+            elif baseline is None:
+                comparison = "no baseline"
+            elif math.isclose(float(run), baseline, rel_tol=1e-9, abs_tol=1e-9):
+                comparison = "at"
+            else:
+                comparison = "above" if run > baseline else "below"
+            rows.append(BaselineRow(name, baseline, run, comparison))
+        return rows
+
+
+def _crashed_suite(path: str) -> SuiteInfo:
+    """Until a sibling case says otherwise, a crashed case's suite counts as must-pass."""
+    return SuiteInfo(path=path, package="", gate="must-pass", advisory=False)
 
 
 class Aggregate:
@@ -71,13 +137,51 @@ class Aggregate:
         result = CaseResult.from_data(data)
         self._results[result.nodeid] = result
 
+    def add_crash(self, nodeid: str, message: str) -> None:
+        """A case whose worker died: an error in every report, never silently missing."""
+        path = nodeid.split("::")[0]
+        case_id = nodeid.split("::")[-1]
+        self._results[nodeid] = CaseResult(
+            nodeid=nodeid, case_id=case_id, line=1, suite=_crashed_suite(path), outcome=ERROR,
+            error=ErrorInfo("WorkerCrashed", message))
+
     def __len__(self) -> int:
         return len(self._results)
 
     def suites(self) -> list[SuiteSummary]:
         """One summary per suite, ordered by suite path; cases in file order."""
+        known = {r.suite.path: r.suite for r in self._results.values() if r.suite.package}
         by_path: dict[str, SuiteSummary] = {}
         for result in sorted(self._results.values(), key=lambda r: (r.suite.path, r.line)):
-            summary = by_path.setdefault(result.suite.path, SuiteSummary(result.suite))
-            summary.results.append(result)
+            info = known.get(result.suite.path, result.suite)
+            if result.suite is not info:
+                result = replace(result, suite=info)
+            by_path.setdefault(info.path, SuiteSummary(info)).results.append(result)
         return [by_path[p] for p in sorted(by_path)]
+
+    @property
+    def passed(self) -> bool:
+        """Whether the run passes its gates: no must-pass suite has a case that did not pass."""
+        return all(s.verdict != "fail" for s in self.suites())
+
+    def paragraph(self) -> str:
+        """The run's verdict as one paragraph a person can read (smithers' contract)."""
+        suites = self.suites()
+        if not suites:
+            return "No Elizon cases ran."
+        total = sum(len(s.results) for s in suites)
+        head = (f"The run {'passed' if self.passed else 'failed'}: {len(suites)} "
+                f"suite{'s' if len(suites) != 1 else ''}, {total} case{'s' if total != 1 else ''}.")
+        parts = []
+        for s in suites:
+            n = len(s.results)
+            gate = s.info.gate + (" counted as must-pass" if s.info.gate == "advisory"
+                                  and not s.info.advisory else "")
+            if s.passed:
+                parts.append(f"{s.info.path} ({gate}) passed all {n} cases.")
+                continue
+            detail = ", ".join(f"{s.count(o)} {o}" for o in (FAILED, TIMEOUT, ERROR) if s.count(o))
+            tail = ", which does not block" if s.verdict == "advisory" else ""
+            parts.append(f"{s.info.path} ({gate}) passed {s.count(PASSED)} of {n} "
+                         f"({detail}){tail}.")
+        return " ".join([head, *parts])

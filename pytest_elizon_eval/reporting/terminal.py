@@ -1,15 +1,19 @@
 """The ``elizon eval`` section of pytest's terminal summary.
 
-Per suite: gate, counts and verdict; then the timed-out cases (pytest's
-FAILURES section lists failures only) and the advisory cases that did not
-pass, each with its one-line reason.
+Per suite: gate, counts, verdict and the baseline table (metric · author
+baseline · this run · Δ · at/above/below) for the metrics the author named
+(the markdown summary and results JSON show every metric); then the timed-out cases
+(pytest's FAILURES section lists failures only), the advisory cases that did
+not pass, each with its one-line reason, and the changes since an earlier
+run (``--elizon-baseline``).
 """
 
 from __future__ import annotations
 
 from ..outcomes import ERROR, FAILED, PASSED, TIMEOUT, CaseResult
-from ..text import visible
-from .aggregate import Aggregate, SuiteSummary
+from ..text import defuse, visible
+from .aggregate import Aggregate, SuiteSummary, format_metric
+from .regression import Regression
 
 __all__ = ["render"]
 
@@ -38,13 +42,36 @@ def reason(result: CaseResult) -> str:
         return f"no answer within {result.timeout_s:g} s ({result.timeout_source})"
     if result.error is not None:
         first = result.error.text.splitlines()[0] if result.error.text else result.error.type
-        return visible(first, keep_newlines=False)[:200]
+        return defuse(visible(first, keep_newlines=False)[:200])
     failed = [a for a in result.assertions if a.passed is False]
-    return "; ".join(visible(f"✗ {a.name}: {a.found}", keep_newlines=False)[:200]
-                     for a in failed)
+    return defuse("; ".join(visible(f"✗ {a.name}: {a.found}", keep_newlines=False)[:200]
+                            for a in failed))
 
 
-def render(aggregate: Aggregate) -> list[Line]:
+def _baseline_table(summary: SuiteSummary) -> list[Line]:
+    rows = [(r.metric, format_metric(r.baseline, r.metric), format_metric(r.run, r.metric),
+             "-" if r.delta is None else f"{r.delta:+.3g}", r.comparison)
+            for r in summary.baseline_rows() if r.metric in summary.info.baseline]
+    if not rows:
+        return []
+    head = ("metric", "author baseline", "this run", "Δ", "vs baseline")
+    widths = [max(len(row[i]) for row in [head, *rows]) for i in range(len(head))]
+    return [("    " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip(),
+             {"bold": row is head}) for row in [head, *rows]]
+
+
+def _regression(regression: Regression) -> list[Line]:
+    counts = ", ".join(f"{n} {kind}" for kind, n in regression.counts().items())
+    lines: list[Line] = [(f"since {regression.baseline_file}: {counts}", {"bold": True})]
+    lines.extend((f"  suite file changed: {path}", {"yellow": True})
+                 for path in regression.changed_suites)
+    lines.extend((f"  {c.change}: {c.nodeid} ({c.before or '-'} -> {c.after or '-'})",
+                  {"red": c.change == "regressed", "green": c.change == "improved"})
+                 for c in regression.changes if c.change in ("regressed", "improved"))
+    return lines
+
+
+def render(aggregate: Aggregate, regression: Regression | None = None) -> list[Line]:
     """The section's lines with their terminal markup."""
     lines: list[Line] = []
     suites = aggregate.suites()
@@ -55,6 +82,7 @@ def render(aggregate: Aggregate) -> list[Line]:
         verdict, markup = _verdict(summary)
         lines.append((f"{info.path} [{info.package}, {gate}]: {_counts(summary)} — {verdict}",
                       markup))
+        lines.extend(_baseline_table(summary))
     timeouts = [r for s in suites for r in s.results if r.outcome == TIMEOUT]
     if timeouts:
         lines.append(("timed out:", {"yellow": True}))
@@ -64,4 +92,6 @@ def render(aggregate: Aggregate) -> list[Line]:
     if advisory:
         lines.append(("advisory, not passed:", {"yellow": True}))
         lines.extend((f"  {r.nodeid} — {reason(r)}", {}) for r in advisory)
+    if regression is not None:
+        lines.extend(_regression(regression))
     return lines

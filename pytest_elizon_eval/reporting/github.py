@@ -1,0 +1,98 @@
+"""GitHub Actions annotations (``--elizon-annotations=auto|on|off``, SPEC §6, §8).
+
+One ``::error`` (must-pass) or ``::warning`` (advisory) per case that did not
+pass, at the case's ``file`` and 1-based ``line``, escaped exactly as GitHub's
+toolkit escapes (data: ``%``, CR, LF; properties also ``:`` and ``,``), each
+message at most 4096 characters. GitHub keeps 10 annotations of a type per
+step, so at most 10 of each are printed, most important first, then one
+``::notice`` saying how many more are in the summary.
+
+Everything else the session prints sits between ``::stop-commands::TOKEN``
+(printed at session start) and ``::TOKEN::`` (printed just before the
+annotations), so nothing a model or an entry point prints — in a failure
+message or in the captured output pytest replays — can issue a command.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+
+from ..outcomes import ERROR, FAILED, TIMEOUT, CaseResult, failure_message
+from .aggregate import Aggregate
+
+__all__ = ["MAX_PER_TYPE", "MESSAGE_LIMIT", "Guard", "annotation_lines", "escape_data",
+           "escape_property"]
+
+MAX_PER_TYPE = 10
+MESSAGE_LIMIT = 4096
+_RANK = {FAILED: 0, TIMEOUT: 1, ERROR: 2}
+
+
+def escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def _capped_data(text: str, limit: int = MESSAGE_LIMIT) -> str:
+    """``escape_data(text)``, cut on a whole character so it stays within ``limit``."""
+    out: list[str] = []
+    size = 0
+    for char in text:
+        piece = escape_data(char)
+        if size + len(piece) > limit - 1:
+            out.append("…")
+            break
+        out.append(piece)
+        size += len(piece)
+    return "".join(out)
+
+
+@dataclass(frozen=True)
+class Guard:
+    """The stop-commands token of one session."""
+
+    token: str
+
+    @classmethod
+    def new(cls) -> Guard:
+        return cls(secrets.token_hex(16))
+
+    @property
+    def stop(self) -> str:
+        return f"::stop-commands::{self.token}"
+
+    @property
+    def resume(self) -> str:
+        return f"::{self.token}::"
+
+
+def _line(kind: str, result: CaseResult) -> str:
+    title = f"{result.case_id}: {result.outcome}" + (" (advisory)" if kind == "warning" else "")
+    properties = ",".join([
+        f"file={escape_property(result.suite.path)}",
+        f"line={result.line}",
+        f"title={escape_property(title)}",
+    ])
+    message = f"{result.nodeid}\n{failure_message(result)}"
+    return f"::{kind} {properties}::{_capped_data(message)}"
+
+
+def annotation_lines(aggregate: Aggregate) -> list[str]:
+    """The workflow-command lines: errors, warnings, then a notice for what was left out."""
+    failing = [r for s in aggregate.suites() for r in s.not_passed]
+    lines: list[str] = []
+    left_out = 0
+    for kind, advisory in (("error", False), ("warning", True)):
+        chosen = sorted((r for r in failing if r.suite.advisory is advisory),
+                        key=lambda r: (_RANK.get(r.outcome, 3), r.suite.path, r.line))
+        lines.extend(_line(kind, r) for r in chosen[:MAX_PER_TYPE])
+        left_out += max(0, len(chosen) - MAX_PER_TYPE)
+    if left_out:
+        lines.append(f"::notice title={escape_property('elizon eval')}::{left_out} more cases "
+                     "did not pass; they are listed in the step summary and the "
+                     "'elizon eval' section of the log")
+    return lines

@@ -1,0 +1,103 @@
+"""JUnit XML (``--elizon-junit=PATH``), written with the ``junit-xml`` package (SPEC §6).
+
+One ``<testsuite>`` per suite with its properties (package, gate, baseline,
+metrics); one ``<testcase>`` per case with ``file`` and a 1-based ``line``,
+``time`` = latency, ``<failure>`` naming the failed assertions,
+``<error type="timeout">`` for a timeout, the output in ``system-out``.
+
+Advisory cases that did not pass are written as ``<skipped message="advisory, …">``
+with the whole failure in the message and ``system-out``: every CI test tab
+shows them, and no consumer that fails a build on ``<failure>`` or
+``<error>`` fails on them. (``--elizon-strict`` makes them real failures.)
+
+junit-xml 1.9 silently drops characters XML cannot hold and treats a failure
+with an empty message as a pass, so every string is made safe and capped
+here first, and every failure message is non-empty.
+"""
+
+from __future__ import annotations
+
+from junit_xml import TestCase, TestSuite, to_xml_report_string
+
+from ..outcomes import ERROR, FAILED, PASSED, TIMEOUT, CaseResult, failure_message
+from ..text import cap, visible
+from .aggregate import Aggregate, SuiteSummary
+
+__all__ = ["render"]
+
+#: Largest message attribute, and largest system-out, in characters.
+MESSAGE_CAP = 1000
+OUTPUT_CAP = 64 * 1024
+
+
+def _safe(text: str, limit: int) -> str:
+    shown, cut = cap(visible(text), limit)
+    return shown + (f" … [{len(text) - limit:,} more characters]" if cut else "")
+
+
+def _number(value: float | int | None) -> str:
+    return "" if value is None else f"{value:.6g}"
+
+
+def _message(result: CaseResult) -> str:
+    if result.outcome == TIMEOUT:
+        return f"timed out: no answer within {result.timeout_s:g} s ({result.timeout_source})"
+    if result.error is not None and not any(a.name == "errorContains"
+                                            for a in result.assertions):
+        return f"{result.error.type}: {result.error.message}"
+    failed = [f"✗ {a.name}: expected {a.expected}; found {a.found}"
+              for a in result.assertions if a.passed is False]
+    return "; ".join(failed) or f"case {result.case_id} did not pass"
+
+
+def _case(summary: SuiteSummary, result: CaseResult) -> TestCase:
+    info = summary.info
+    output = result.output or ""
+    detail = failure_message(result) if result.outcome != PASSED else ""
+    case = TestCase(
+        name=result.case_id,
+        classname=f"{info.package or 'elizon'}.{info.path.rsplit('/', 1)[-1].split('.')[0]}",
+        elapsed_sec=(result.latency_ms or 0.0) / 1000,
+        stdout=_safe(f"{detail}\n\noutput:\n{output}" if detail else output, OUTPUT_CAP),
+        file=info.path,
+        line=result.line,
+    )
+    message = _safe(_message(result), MESSAGE_CAP)
+    if result.outcome == PASSED:
+        return case
+    if info.advisory:
+        case.add_skipped_info(message=f"advisory {result.outcome}, does not fail the run: "
+                                      f"{message}",
+                              output=_safe(detail, OUTPUT_CAP))
+    elif result.outcome == FAILED:
+        case.add_failure_info(message=message, output=_safe(detail, OUTPUT_CAP),
+                              failure_type="assertion")
+    elif result.outcome == TIMEOUT:
+        case.add_error_info(message=message, output=_safe(detail, OUTPUT_CAP),
+                            error_type="timeout")
+    elif result.outcome == ERROR:
+        case.add_error_info(message=message, output=_safe(detail, OUTPUT_CAP),
+                            error_type="error")
+    return case
+
+
+def _suite(summary: SuiteSummary) -> TestSuite:
+    info = summary.info
+    properties = {"package": info.package, "gate": info.gate, "suite": info.path,
+                  "sha256": info.sha256, "advisory": str(info.advisory).lower()}
+    properties.update({f"baseline.{k}": _number(v) for k, v in info.baseline.items()})
+    properties.update({f"metric.{k}": _number(v) for k, v in summary.metrics().items()})
+    return TestSuite(
+        name=f"{info.package or 'elizon'}: {info.path}",
+        test_cases=[_case(summary, r) for r in summary.results],
+        package=info.package,
+        file=info.path,
+        properties={k: visible(v, keep_newlines=False) for k, v in properties.items()},
+    )
+
+
+def render(aggregate: Aggregate) -> str:
+    """The whole JUnit document."""
+    text: str = to_xml_report_string([_suite(s) for s in aggregate.suites()], prettyprint=True,
+                                     encoding="utf-8")
+    return text

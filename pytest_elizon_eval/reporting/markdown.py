@@ -1,0 +1,138 @@
+"""The markdown summary (``--elizon-markdown=PATH`` and ``$GITHUB_STEP_SUMMARY``, SPEC §6).
+
+Per suite: a verdict line (✅ / ❌ / ⚠️ advisory), the baseline table, a table
+of the cases that failed or timed out, and their outputs in collapsed
+``<details>``. Every string a model or an entry point produced is escaped so
+a table keeps its columns and nothing renders as HTML: table cells get
+``|``, backticks, newlines and ``<>&`` escaped; outputs go in a code fence
+longer than any backtick run inside them. The whole document stays under
+GitHub's 1 MiB step-summary limit, with a note of what was left out.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+from ..outcomes import PASSED, TIMEOUT, CaseResult
+from ..text import cap, visible
+from .aggregate import Aggregate, SuiteSummary, format_metric
+from .regression import Regression
+
+__all__ = ["LIMIT_BYTES", "cell", "render"]
+
+#: GitHub drops a step summary over 1 MiB whole; stay well under it.
+LIMIT_BYTES = 1024 * 1024 - 16 * 1024
+#: Characters of one case's output shown in its <details>.
+OUTPUT_SHOWN = 4000
+_VERDICT = {"pass": "✅", "fail": "❌", "advisory": "⚠️"}
+
+
+def cell(text: str) -> str:
+    """Text that stays inside one table cell and renders as text."""
+    text = html.escape(visible(text, keep_newlines=False), quote=False)
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")
+
+
+def _fence(text: str) -> str:
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}text\n{text}\n{fence}"
+
+
+def _baseline_table(summary: SuiteSummary) -> list[str]:
+    rows = summary.baseline_rows()
+    if not rows:
+        return []
+    lines = ["| metric | author baseline | this run | Δ | vs baseline |", "|---|---|---|---|---|"]
+    for row in rows:
+        delta = "—" if row.delta is None else f"{row.delta:+.3g}"
+        baseline = format_metric(row.baseline, row.metric, "—")
+        run = format_metric(row.run, row.metric, "—")
+        lines.append(f"| {cell(row.metric)} | {baseline} | {run} | {delta} | "
+                     f"{cell(row.comparison)} |")
+    return lines
+
+
+def _failed_assertions(result: CaseResult) -> str:
+    if result.outcome == TIMEOUT:
+        return f"no answer within {result.timeout_s:g} s"
+    if result.error is not None and not any(a.name == "errorContains" for a in result.assertions):
+        return f"raised {result.error.type}: {cap(result.error.message, 200)[0]}"
+    return "; ".join(f"✗ {a.name}: {cap(a.found, 200)[0]}"
+                     for a in result.assertions if a.passed is False)
+
+
+def _latency(result: CaseResult) -> str:
+    return "—" if result.latency_ms is None else f"{result.latency_ms:.1f} ms"
+
+
+def _details(result: CaseResult) -> str:
+    shown, cut = cap(result.output or "", OUTPUT_SHOWN)
+    note = f", first {len(shown):,} shown" if cut or result.output_length > len(shown) else ""
+    summary = html.escape(f"{result.case_id} output ({result.output_length:,} chars{note})")
+    return f"<details><summary>{summary}</summary>\n\n{_fence(visible(shown))}\n\n</details>\n"
+
+
+class _Budget:
+    """Parts of the document, added only while they fit under the limit."""
+
+    def __init__(self, limit: int) -> None:
+        self.parts: list[str] = []
+        self.left = limit
+        self.dropped = 0
+
+    def add(self, text: str, *, optional: bool = False) -> bool:
+        size = len(text.encode("utf-8", "replace")) + 1
+        if optional and size > self.left:
+            self.dropped += 1
+            return False
+        self.parts.append(text)
+        self.left -= size
+        return True
+
+
+def render(aggregate: Aggregate, regression: Regression | None = None,
+           limit: int = LIMIT_BYTES) -> str:
+    """The whole summary, at most ``limit`` bytes of UTF-8."""
+    doc = _Budget(limit - 1024)  # room for the closing note
+    mark = "✅" if aggregate.passed else "❌"
+    doc.add(f"# Elizon eval\n\n{mark} {cell(aggregate.paragraph())}\n")
+    for summary in aggregate.suites():
+        info = summary.info
+        gate = info.gate + (" (does not fail the run)" if summary.verdict == "advisory" else "")
+        shown = ["passed", "failed", "timeout"] + (["error"] if summary.count("error") else [])
+        counts = " · ".join(f"{summary.count(o)} {o}" for o in shown)
+        doc.add(f"## {_VERDICT[summary.verdict]} {cell(info.path)}\n\n"
+                f"Package **{cell(info.package)}**, gate **{gate}**: {counts}.\n")
+        table = _baseline_table(summary)
+        if table:
+            doc.add("\n".join(table) + "\n")
+        failing = [r for r in summary.results if r.outcome != PASSED]
+        if not failing:
+            continue
+        rows = ["| case | outcome | failed assertions | latency |", "|---|---|---|---|"]
+        doc.add("### Cases that did not pass\n\n" + "\n".join(rows))
+        for r in failing:
+            doc.add(f"| `{cell(r.case_id)}` | {r.outcome} | {cell(_failed_assertions(r))} | "
+                    f"{_latency(r)} |", optional=True)
+        doc.add("")
+        for r in failing:
+            if r.output is not None:
+                doc.add(_details(r), optional=True)
+    if regression is not None:
+        doc.add(f"## Changes since {cell(regression.baseline_file)}\n\n" + " · ".join(
+            f"{n} {kind}" for kind, n in regression.counts().items()) + "\n")
+        for path in regression.changed_suites:
+            doc.add(f"- The suite file `{cell(path)}` changed since that run.")
+        moved = [c for c in regression.changes if c.change != "unchanged"]
+        if moved:
+            doc.add("\n| case | change | before | after |\n|---|---|---|---|")
+            for c in moved:
+                doc.add(f"| `{cell(c.nodeid)}` | {c.change} | {c.before or '—'} | "
+                        f"{c.after or '—'} |", optional=True)
+            doc.add("")
+    if doc.dropped:
+        doc.parts.append(f"\n> {doc.dropped} rows or outputs were left out to stay under "
+                         "GitHub's 1 MiB summary limit; the results JSON has everything.\n")
+    return "\n".join(doc.parts) + "\n"

@@ -1,0 +1,76 @@
+"""This run next to an earlier results file (``--elizon-baseline=PATH``): per case, what
+regressed, improved, stayed, appeared or went away; per suite, whether its file changed."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..outcomes import PASSED
+from .aggregate import Aggregate
+
+__all__ = ["CHANGES", "CaseChange", "Regression", "compare"]
+
+#: The kinds of change, most important first.
+CHANGES = ("regressed", "improved", "new", "removed", "unchanged")
+
+
+@dataclass(frozen=True)
+class CaseChange:
+    nodeid: str
+    change: str
+    before: str | None
+    after: str | None
+
+
+@dataclass(frozen=True)
+class Regression:
+    baseline_file: str
+    changes: tuple[CaseChange, ...]
+    #: Paths of suites whose file hash differs from the earlier run's.
+    changed_suites: tuple[str, ...]
+
+    def counts(self) -> dict[str, int]:
+        found = Counter(c.change for c in self.changes)
+        return {kind: found[kind] for kind in CHANGES}
+
+    def to_data(self) -> dict[str, Any]:
+        return {
+            "baseline_file": self.baseline_file,
+            "changed_suites": list(self.changed_suites),
+            "counts": self.counts(),
+            "cases": [{"nodeid": c.nodeid, "change": c.change, "before": c.before,
+                       "after": c.after} for c in self.changes],
+        }
+
+
+def _change(before: str | None, after: str | None) -> str:
+    if before is None:
+        return "new"
+    if after is None:
+        return "removed"
+    if (before == PASSED) == (after == PASSED):
+        return "unchanged"
+    return "improved" if after == PASSED else "regressed"
+
+
+def compare(previous: Mapping[str, Any], aggregate: Aggregate, source: str) -> Regression:
+    """Compare ``aggregate`` with ``previous``, a results file's data (already validated).
+
+    "removed" means: in the earlier run, not in this one — deleted, or not selected now.
+    """
+    before = {c["nodeid"]: c["outcome"] for s in previous["suites"] for c in s["cases"]}
+    old_hashes = {s["path"]: s["sha256"] for s in previous["suites"]}
+    after: dict[str, str] = {}
+    changed: list[str] = []
+    for summary in aggregate.suites():
+        old = old_hashes.get(summary.info.path)
+        if old and summary.info.sha256 and old != summary.info.sha256:
+            changed.append(summary.info.path)
+        after.update({r.nodeid: r.outcome for r in summary.results})
+    changes = [CaseChange(n, _change(before.get(n), after.get(n)), before.get(n), after.get(n))
+               for n in sorted(set(before) | set(after))]
+    changes.sort(key=lambda c: (CHANGES.index(c.change), c.nodeid))
+    return Regression(source, tuple(changes), tuple(changed))

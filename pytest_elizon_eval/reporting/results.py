@@ -1,0 +1,84 @@
+"""The results JSON (``--elizon-results=PATH``): everything, for machines (SPEC §6).
+
+The file's shape is the JSON Schema shipped beside this package
+(``results.schema.json``); :func:`load` checks an earlier file against it
+before it is used as a ``--elizon-baseline``.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from .aggregate import Aggregate
+from .regression import Regression
+
+__all__ = ["FORMAT", "build", "load", "schema"]
+
+FORMAT = "pytest-elizon-eval/results/v1"
+
+
+@cache
+def schema() -> dict[str, Any]:
+    """The JSON Schema of a results file."""
+    text = resources.files("pytest_elizon_eval").joinpath("results.schema.json").read_text(
+        encoding="utf-8")
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+def build(aggregate: Aggregate, regression: Regression | None = None) -> dict[str, Any]:
+    """The results file's data."""
+    suites = []
+    for summary in aggregate.suites():
+        info = summary.info
+        suites.append({
+            "package": info.package, "path": info.path, "sha256": info.sha256,
+            "gate": info.gate, "advisory": info.advisory, "verdict": summary.verdict,
+            "baseline": dict(info.baseline), "metrics": summary.metrics(),
+            "comparison": [{"metric": r.metric, "baseline": r.baseline, "run": r.run,
+                            "delta": r.delta, "comparison": r.comparison}
+                           for r in summary.baseline_rows()],
+            "cases": [{
+                "id": r.case_id, "nodeid": r.nodeid, "line": r.line, "outcome": r.outcome,
+                "assertions": [a.to_data() for a in r.assertions],
+                "latency_ms": r.latency_ms, "output": r.output,
+                "output_length": r.output_length,
+                "error": r.error.to_data() if r.error else None,
+                "judge_score": r.judge_score, "judge_reasoning": r.judge_reasoning,
+                "timeout_s": r.timeout_s, "entry": r.entry,
+            } for r in summary.results],
+        })
+    data: dict[str, Any] = {
+        "format": FORMAT,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "verdict": {"pass": aggregate.passed, "paragraph": aggregate.paragraph()},
+        "suites": suites,
+    }
+    if regression is not None:
+        data["regression"] = regression.to_data()
+    return data
+
+
+def load(path: Path) -> dict[str, Any]:
+    """An earlier results file, checked; ``ValueError`` says what is wrong with it."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ValueError(f"cannot read it: {exc.strerror}") from None
+    except ValueError as exc:
+        raise ValueError(f"not JSON: {exc}") from None
+    error = jsonschema.exceptions.best_match(
+        jsonschema.Draft202012Validator(schema()).iter_errors(data))
+    if error is not None:
+        where = "/".join(str(p) for p in error.absolute_path) or "the top level"
+        raise ValueError(f"not a pytest-elizon-eval results file (at {where}: "
+                         f"{error.message[:200]})")
+    result: dict[str, Any] = data
+    return result
