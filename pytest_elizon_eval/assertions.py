@@ -98,9 +98,10 @@ def _equals(value: str, text: str) -> AssertionResult:
     return AssertionResult("equals", False, repr(value), found)
 
 
-def _max_latency(limit_ms: int, latency_ms: float) -> AssertionResult:
+def _max_latency(limit_ms: int, latency_ms: float, replayed: bool) -> AssertionResult:
+    took = f"took {latency_ms:.1f} ms" + (" (recorded latency, replayed)" if replayed else "")
     return AssertionResult("maxLatencyMs", latency_ms <= limit_ms, f"at most {limit_ms} ms",
-                           f"took {latency_ms:.1f} ms")
+                           took)
 
 
 def _matches(patterns: list[str], text: str) -> AssertionResult:
@@ -234,7 +235,8 @@ def check(expect: Expect | None, call: EntryCall, route_key: str = "route"
               lambda: _equals(expect.equals or "", text or ""))
     if expect.max_latency_ms is not None:
         on_output("maxLatencyMs", expect.max_latency_ms, f"at most {expect.max_latency_ms} ms",
-                  lambda: _max_latency(expect.max_latency_ms or 0, call.latency_ms or 0.0))
+                  lambda: _max_latency(expect.max_latency_ms or 0, call.latency_ms or 0.0,
+                                       call.replayed))
     on_output("matches", expect.matches, f"every regex of: {_quoted(expect.matches or [])}",
               lambda: _matches(expect.matches or [], text or ""))
     on_output("route", expect.route, f"route ({route_key}) exactly {expect.route!r}",

@@ -22,17 +22,21 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from . import errors
+from .entries import DeadlineEntry, HttpEntry, ProcessEntry
 from .errors import ElizonError
 from .judging import EndpointJudge
-from .model import JudgeEndpoint
+from .model import CommandEntry, JudgeEndpoint, UrlEntry
 
-__all__ = ["ENTRY", "JUDGE", "Bound", "Candidate", "Kind", "bind", "import_attribute"]
+_M = TypeVar("_M", bound=BaseModel)
+
+__all__ = ["ENTRY", "JUDGE", "BindContext", "Bound", "Candidate", "Kind", "bind",
+           "import_attribute"]
 
 
 @dataclass(frozen=True)
@@ -47,7 +51,7 @@ class Candidate:
 class Bound:
     """A callable ready to use: an entry point, or a judge."""
 
-    call: Callable[..., Any]
+    call: Callable[..., Any] | DeadlineEntry
     #: What it is, for reports: the spec string or the callable's qualified name.
     description: str
     source: str
@@ -136,28 +140,48 @@ JUDGE = Kind("judge", errors.ELIZON_JUDGE_UNBOUND, errors.ELIZON_JUDGE_INVALID,
              "elizon.yaml, or the ini option elizon_judge")
 
 
-def _endpoint(value: object) -> EndpointJudge | None:
-    """An endpoint judge from a manifest mapping or a ``{url: …, model: …}`` string."""
-    if isinstance(value, str) and value.strip().startswith("{"):
-        try:
-            value = yaml.safe_load(value)
-        except yaml.YAMLError as exc:
-            raise ValueError(f"not a valid mapping: {exc}") from None
+def _as_model(value: object, model: type[_M], shape: str) -> _M | None:
+    """``value`` as ``model`` if it is a mapping (or already one); None otherwise."""
     if isinstance(value, dict):
         try:
-            value = JudgeEndpoint.model_validate(value)
+            return model.model_validate(value)
         except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'judge'}: {e['msg']}"
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}"
                                  for e in exc.errors())
-            raise ValueError(f"not a judge endpoint {{url, model, apiKeyEnv}}: {problems}") \
-                from None
-    if isinstance(value, JudgeEndpoint):
-        return EndpointJudge(value.url, value.model, value.api_key_env)
-    return None
+            raise ValueError(f"not {shape}: {problems}") from None
+    return value if isinstance(value, model) else None
 
 
-def bind(candidates: Sequence[Candidate], folders: Sequence[Path], kind: Kind = ENTRY
-         ) -> Bound:
+def _structured(value: object, kind: Kind, context: BindContext) -> object | None:
+    """A judge endpoint, a process or an HTTP entry built from a mapping; None otherwise.
+    A mapping given as an option's text (``{url: …}``) is read as YAML flow."""
+    if isinstance(value, str) and value.strip().startswith("{"):
+        value = yaml.safe_load(value)
+    if kind is JUDGE:
+        endpoint = _as_model(value, JudgeEndpoint, "a judge endpoint {url, model, apiKeyEnv}")
+        return EndpointJudge(endpoint.url, endpoint.model, endpoint.api_key_env) \
+            if endpoint else None
+    if isinstance(value, UrlEntry) or (isinstance(value, dict) and "url" in value):
+        url = _as_model(value, UrlEntry, "an HTTP entry {url, method, headers, timeout}")
+        assert url is not None
+        return HttpEntry(url.url, url.method, url.headers, url.timeout)
+    command = _as_model(value, CommandEntry, "a process entry {command, cwd, env}")
+    if command is None:
+        return None
+    return ProcessEntry(command.command, context.folder, command.cwd, command.env,
+                        context.output_json)
+
+
+@dataclass(frozen=True)
+class BindContext:
+    """Where the package lives, for module imports and a process's working folder."""
+
+    folder: Path
+    rootpath: Path
+    output_json: bool = False
+
+
+def bind(candidates: Sequence[Candidate], context: BindContext, kind: Kind = ENTRY) -> Bound:
     """Bind the first candidate whose value is not None, in the order given."""
     chosen = next((c for c in candidates if c.value is not None), None)
     if chosen is None:
@@ -168,14 +192,15 @@ def bind(candidates: Sequence[Candidate], folders: Sequence[Path], kind: Kind = 
     value = chosen.value
     description = getattr(value, "__qualname__", None) or repr(value)
     try:
-        endpoint = _endpoint(value) if kind is JUDGE else None
-        if endpoint is not None:
-            value, description = endpoint, repr(endpoint)
+        structured = _structured(value, kind, context)
+        if structured is not None:
+            value, description = structured, repr(structured)
         elif isinstance(value, str):
-            value, description = import_attribute(value, folders), value
-    except ValueError as exc:
+            value, description = import_attribute(value, [context.folder, context.rootpath]), \
+                value
+    except (ValueError, yaml.YAMLError) as exc:
         raise ElizonError(kind.invalid, [f"{chosen.value!r} ({chosen.source}): {exc}"]) from None
-    if not callable(value):
+    if not callable(value) and not isinstance(value, DeadlineEntry):
         raise ElizonError(kind.invalid, [
             f"{chosen.source} gave {_describe(value)}, which is not callable; "
             "give a callable or a 'module.path:attribute' string"])

@@ -62,6 +62,8 @@ class EntryCall:
     #: Milliseconds around the call (and the stream, if any); None when it timed out.
     latency_ms: float | None = None
     timed_out: bool = False
+    #: Answered from a cassette (``--elizon-replay``), not by calling the entry point.
+    replayed: bool = False
 
 
 class OutputError(Exception):

@@ -25,8 +25,10 @@ import pytest
 
 from . import _pytest_compat as compat
 from . import errors
-from .binding import ENTRY, JUDGE, Bound, Candidate, Kind, bind
-from .calling import ErrorInfo
+from .binding import ENTRY, JUDGE, BindContext, Bound, Candidate, Kind, bind
+from .calling import EntryCall, ErrorInfo
+from .cassette import CassetteMiss, call_to_data, input_sha256
+from .entries import DeadlineEntry
 from .errors import ElizonError
 from .model import Case
 from .options import SETTINGS
@@ -197,6 +199,9 @@ class CaseItem(pytest.Item):
         self.entry: Bound | None = None
         self.judge: Bound | None = None
         self.result: CaseResult | None = None
+        self.replay: list[EntryCall] | None = None
+        #: The entry point's calls as the cassette keeps them (with --elizon-record).
+        self.recording: dict[str, Any] | None = None
         for tag in case.tags or ():
             self.add_marker(tag)
         suite = self.parent
@@ -218,15 +223,35 @@ class CaseItem(pytest.Item):
             nodeid=self.nodeid, case_id=self.name, line=self.line, suite=self.suite_info,
             outcome=PASSED, timeout_s=settings.timeout_s,
             timeout_source=settings.timeout_source,
-            entry=self.entry.description if self.entry else "")
+            entry=self.entry.description if self.entry else
+            ("cassette" if settings.replay is not None else ""))
+
+    @property
+    def repeat(self) -> tuple[int, float]:
+        """(runs, minPassRate): the case's own, else its suite's defaults, else (1, 1.0)."""
+        spec = self.parent.spec
+        runs = self.case.repeat or spec.repeat or 1
+        rate = self.case.min_pass_rate if self.case.min_pass_rate is not None \
+            else spec.min_pass_rate if spec.min_pass_rate is not None else 1.0
+        return runs, rate
 
     def setup(self) -> None:
         self.result = None
+        self.replay = None
+        self.recording = None
         compat.fill_fixtures(self)
         settings = self.config.stash[SETTINGS]
         package = self.parent.package
-        self.entry = self._bind(ENTRY, ENTRY_FIXTURE, settings.cli_entry, package.entry,
-                                package.entry_line, settings.ini_entry, settings.ini_entry_source)
+        if settings.replay is not None:  # answered from the cassette: no entry point is called
+            try:
+                self.replay = settings.replay.answers(self.suite_info.path, self.name,
+                                                      self.case.input, self.repeat[0])
+            except CassetteMiss as exc:
+                raise ElizonError(exc.code, [str(exc)]) from None
+        else:
+            self.entry = self._bind(ENTRY, ENTRY_FIXTURE, settings.cli_entry, package.entry,
+                                    package.entry_line, settings.ini_entry,
+                                    settings.ini_entry_source)
         if self.case.expect is not None and self.case.expect.judge is not None:
             self.judge = self._bind(JUDGE, JUDGE_FIXTURE, settings.cli_judge, package.judge,
                                     package.judge_line, settings.ini_judge,
@@ -249,17 +274,24 @@ class CaseItem(pytest.Item):
             Candidate(fixture_value, fixture_source),
             Candidate(manifest, manifest_source),
             Candidate(ini, ini_source),
-        ], folders=[package.folder, self.config.rootpath], kind=kind)
+        ], BindContext(package.folder, self.config.rootpath, package.output_json), kind=kind)
 
     def runtest(self) -> None:
-        assert self.entry is not None
         settings = self.config.stash[SETTINGS]
-        result = run_case(
-            self.case, self.entry.call, self.base_result(),
-            judge=self.judge.call if self.judge else None,
+        runs, rate = self.repeat
+        judge = self.judge.call if self.judge else None
+        assert not isinstance(judge, DeadlineEntry)  # a judge is always a callable
+        run = run_case(
+            self.case, self.entry.call if self.entry else None, self.base_result(),
+            judge=judge,
             judge_name=f"judge {self.judge.description}" if self.judge else "the judge",
-            route_key=settings.route_key)
+            route_key=settings.route_key, repeat=runs, min_pass_rate=rate, replay=self.replay)
+        result = run.result
         self.result = result
+        if settings.record is not None:
+            self.recording = {"suite": self.suite_info.path, "case": self.name,
+                              "input_sha256": input_sha256(self.case.input),
+                              "runs": [call_to_data(c) for c in run.calls]}
         self.user_properties.append(("elizon_outcome", result.outcome))
         if result.outcome != PASSED:
             raise CaseNotPassed(result)
@@ -289,6 +321,9 @@ def annotate_report(report: pytest.TestReport, item: pytest.Item, call: pytest.C
                          error=ErrorInfo(type(exc).__name__, str(exc)))
     else:
         return
-    setattr(report, REPORT_ATTR, result.to_data())
+    data = result.to_data()
+    if item.recording is not None and call.when == "call":
+        data["recording"] = item.recording  # the controller writes the one cassette
+    setattr(report, REPORT_ATTR, data)
     if result.outcome in (FAILED, TIMEOUT) and result.suite.advisory:
         report.outcome = "passed"  # shown as advisory everywhere; never fails the run

@@ -33,6 +33,7 @@ from .loading import Problem, YamlMapping, YamlSequence, line_of
 __all__ = [
     "CASE_ID_PATTERN",
     "Case",
+    "CommandEntry",
     "Evaluation",
     "Expect",
     "JudgeEndpoint",
@@ -40,6 +41,7 @@ __all__ = [
     "Manifest",
     "Suite",
     "SuiteRef",
+    "UrlEntry",
     "duplicate_case_ids",
     "manifest_shape",
     "validate",
@@ -47,6 +49,8 @@ __all__ = [
 
 _ModelT = TypeVar("_ModelT", bound=BaseModel)
 
+#: Most runs of one case ``repeat`` may ask for.
+MAX_REPEAT = 100
 CASE_ID_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 
 
@@ -133,6 +137,8 @@ class Case(_Strict):
     input: Any
     expect: Expect | None = None
     tags: list[Annotated[str, AfterValidator(_check_tag)]] | None = None
+    repeat: int | None = Field(None, ge=1, le=MAX_REPEAT)
+    min_pass_rate: float | None = Field(None, alias="minPassRate", ge=0.0, le=1.0)
 
     @field_validator("id")
     @classmethod
@@ -161,6 +167,9 @@ class SuiteRef(_Strict):
     suite: str
     author_baseline: dict[str, float] | None = Field(None, alias="authorBaseline")
     gate: Gate = "must-pass"
+    #: Suite defaults for the cases' ``repeat`` and ``minPassRate``.
+    repeat: int | None = Field(None, ge=1, le=MAX_REPEAT)
+    min_pass_rate: float | None = Field(None, alias="minPassRate", ge=0.0, le=1.0)
 
 
 class Evaluation(_Strict):
@@ -169,16 +178,18 @@ class Evaluation(_Strict):
     suite: str | None = None
     author_baseline: dict[str, float] | None = Field(None, alias="authorBaseline")
     gate: Gate | None = None
+    repeat: int | None = Field(None, ge=1, le=MAX_REPEAT)
+    min_pass_rate: float | None = Field(None, alias="minPassRate", ge=0.0, le=1.0)
     suites: list[SuiteRef] | None = Field(None, min_length=1)
 
     def refs(self) -> list[SuiteRef]:
         """The test sets, whichever form the manifest used."""
         if self.suites is not None:
             return list(self.suites)
-        assert self.suite is not None  # guaranteed by validate_manifest_shape
-        return [SuiteRef.model_validate(
-            {"suite": self.suite, "authorBaseline": self.author_baseline,
-             "gate": self.gate or "must-pass"})]
+        assert self.suite is not None  # guaranteed by manifest_shape
+        return [SuiteRef(suite=self.suite, authorBaseline=self.author_baseline,
+                         gate=self.gate or "must-pass", repeat=self.repeat,
+                         minPassRate=self.min_pass_rate)]
 
 
 #: Tags of union members: pydantic puts them in error locations; messages leave them out.
@@ -189,6 +200,42 @@ def _text_or_mapping(text_tag: str, mapping_tag: str) -> Callable[[Any], str]:
     """A discriminator: a string is one form, a mapping the other (errors name one form)."""
     _UNION_TAGS.update((text_tag, mapping_tag))
     return lambda value: mapping_tag if isinstance(value, dict) else text_tag
+
+
+def _entry_form(value: Any) -> str:
+    if not isinstance(value, dict):
+        return "entry-spec"
+    return "entry-url" if "url" in value else "entry-command"
+
+
+_UNION_TAGS.update(("entry-spec", "entry-url", "entry-command"))
+
+
+class CommandEntry(_Strict):
+    """``entry: {command: [argv…], cwd?, env?}``: the application as a process."""
+
+    command: list[str] = Field(min_length=1)
+    cwd: str | None = None
+    #: Values may name the operator's variables as ``${NAME}``.
+    env: dict[str, str] | None = None
+
+
+class UrlEntry(_Strict):
+    """``entry: {url, method?, headers?, timeout?}``: the application as an HTTP service."""
+
+    url: str = Field(pattern=r"^https?://")
+    method: Literal["POST", "PUT", "PATCH"] = "POST"
+    #: Values may name the operator's variables as ``${NAME}``.
+    headers: dict[str, str] | None = None
+    timeout: float | None = Field(None, gt=0, le=90)
+
+
+EntrySpec = Annotated[
+    Annotated[str, Tag("entry-spec")]
+    | Annotated[CommandEntry, Tag("entry-command")]
+    | Annotated[UrlEntry, Tag("entry-url")],
+    Discriminator(_entry_form),
+]
 
 
 class JudgeEndpoint(_Strict):
@@ -206,7 +253,9 @@ class Manifest(_Strict):
     name: str | None = None
     version: str | None = None
     description: str | None = None
-    entry: str | None = None
+    entry: EntrySpec | None = None
+    #: How a process or HTTP entry's answer is read: as text, or parsed as JSON.
+    output: Literal["text", "json"] = "text"
     judge: Annotated[
         Annotated[str, Tag("judge-spec")] | Annotated[JudgeEndpoint, Tag("judge-endpoint")],
         Discriminator(_text_or_mapping("judge-spec", "judge-endpoint")),
@@ -219,7 +268,8 @@ class Manifest(_Strict):
 #: The keys allowed under each parent key, per file kind, for "did you mean" hints.
 _KEYS_UNDER: dict[type[BaseModel], dict[str, type[BaseModel]]] = {
     Suite: {"cases": Case, "expect": Expect, "judge": JudgeExpect},
-    Manifest: {"evaluation": Evaluation, "suites": SuiteRef, "judge": JudgeEndpoint},
+    Manifest: {"evaluation": Evaluation, "suites": SuiteRef, "judge": JudgeEndpoint,
+               "entry": CommandEntry},
 }
 
 
@@ -352,11 +402,12 @@ def manifest_shape(data: Any) -> list[Problem]:
         return []
     line = data.key_lines.get("evaluation")
     if "suites" in evaluation:
-        mixed = [k for k in ("suite", "authorBaseline", "gate") if k in evaluation]
+        mixed = [k for k in ("suite", "authorBaseline", "gate", "repeat", "minPassRate")
+                 if k in evaluation]
         if mixed:
             return [Problem(evaluation.key_lines[mixed[0]],
                             f"evaluation.{mixed[0]}: with 'suites:' each set carries its own "
-                            "suite, authorBaseline and gate")]
+                            "suite, authorBaseline, gate, repeat and minPassRate")]
         return []
     if "suite" not in evaluation:
         return [Problem(line, "evaluation: needs 'suite: <path>' or a 'suites:' list")]

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from .cassette import Cassette
+
 __all__ = ["HARD_LIMIT_S", "SETTINGS", "Settings", "register", "resolve"]
 
 #: Elizon's hard per-case limit; options may lower it, never raise it (SPEC §5).
@@ -34,6 +36,8 @@ _HELP = {
     "baseline": "An earlier --elizon-results file: report what regressed, improved or stayed.",
     "annotations": "GitHub Actions annotations for cases that did not pass: auto (when "
                    "GITHUB_ACTIONS=true), on or off.",
+    "record": "Record every case's entry-point result into the cassette file PATH.",
+    "replay": "Answer every case from the cassette file PATH instead of calling the entry point.",
     "strict": "Treat advisory suites as must-pass: their failures fail the run.",
     "suite_files": "Glob patterns of stand-alone suite files to collect (default: *.eval.yaml).",
 }
@@ -64,6 +68,9 @@ class Settings:
     annotations: bool
     #: ``$GITHUB_STEP_SUMMARY``, where the markdown summary is appended.
     step_summary: Path | None
+    record: Path | None
+    #: The cassette replayed, read once per process.
+    replay: Cassette | None
 
 
 SETTINGS = pytest.StashKey[Settings]()
@@ -81,6 +88,8 @@ def register(parser: pytest.Parser) -> None:
     group.addoption("--elizon-baseline", metavar="PATH", default=None, help=_HELP["baseline"])
     group.addoption("--elizon-annotations", choices=("auto", "on", "off"), default="auto",
                     help=_HELP["annotations"])
+    group.addoption("--elizon-record", metavar="PATH", default=None, help=_HELP["record"])
+    group.addoption("--elizon-replay", metavar="PATH", default=None, help=_HELP["replay"])
     group.addoption("--elizon-strict", action="store_true", default=False, help=_HELP["strict"])
     parser.addini("elizon_entry", _HELP["entry"], default=None)
     parser.addini("elizon_timeout", _HELP["timeout"], default=None)
@@ -137,6 +146,18 @@ def _annotations(config: pytest.Config) -> bool:
     return bool(choice == "on")
 
 
+def _cassette(config: pytest.Config) -> Cassette | None:
+    path = _path(config, "elizon_replay")
+    if path is None:
+        return None
+    if config.getoption("elizon_record"):
+        raise pytest.UsageError("--elizon-record and --elizon-replay cannot be used together")
+    try:
+        return Cassette.load(path)
+    except ValueError as exc:
+        raise pytest.UsageError(f"--elizon-replay={path}: {exc}") from None
+
+
 def resolve(config: pytest.Config) -> Settings:
     """Read and check every setting; a bad value is a usage error naming its source."""
     timeout_s, timeout_source = _timeout(config)
@@ -160,4 +181,6 @@ def resolve(config: pytest.Config) -> Settings:
         annotations=_annotations(config),
         step_summary=Path(os.environ["GITHUB_STEP_SUMMARY"])
         if os.environ.get("GITHUB_STEP_SUMMARY") else None,
+        record=_path(config, "elizon_record"),
+        replay=_cassette(config),
     )

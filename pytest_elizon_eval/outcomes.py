@@ -13,6 +13,7 @@ import here.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -32,6 +33,7 @@ __all__ = [
     "SuiteInfo",
     "failure_message",
     "grade",
+    "run_data",
     "teststatus",
 ]
 
@@ -87,6 +89,12 @@ class CaseResult:
     entry: str = ""
     judge_score: float | None = None
     judge_reasoning: str | None = None
+    #: Every run of a ``repeat`` case, as :func:`run_data`; empty for a single run.
+    runs: tuple[dict[str, Any], ...] = ()
+    passed_runs: int | None = None
+    min_pass_rate: float | None = None
+    #: Answered from a cassette: the latency is the recorded one.
+    replayed: bool = False
 
     @property
     def counts_against_run(self) -> bool:
@@ -103,7 +111,9 @@ class CaseResult:
             "error": self.error.to_data() if self.error else None,
             "timeout_s": self.timeout_s, "timeout_source": self.timeout_source,
             "entry": self.entry, "judge_score": self.judge_score,
-            "judge_reasoning": self.judge_reasoning,
+            "judge_reasoning": self.judge_reasoning, "runs": list(self.runs),
+            "passed_runs": self.passed_runs, "min_pass_rate": self.min_pass_rate,
+            "replayed": self.replayed,
         }
 
     @classmethod
@@ -117,7 +127,9 @@ class CaseResult:
             error=ErrorInfo.from_data(data["error"]) if data["error"] else None,
             timeout_s=data["timeout_s"], timeout_source=data["timeout_source"],
             entry=data["entry"], judge_score=data.get("judge_score"),
-            judge_reasoning=data.get("judge_reasoning"),
+            judge_reasoning=data.get("judge_reasoning"), runs=tuple(data.get("runs") or ()),
+            passed_runs=data.get("passed_runs"), min_pass_rate=data.get("min_pass_rate"),
+            replayed=bool(data.get("replayed")),
         )
 
 
@@ -149,6 +161,36 @@ def grade(
     )
 
 
+#: Characters of each run's output kept in a repeat case's run list.
+RUN_OUTPUT_KEPT = 4096
+
+
+def run_data(run: CaseResult) -> dict[str, Any]:
+    """One run of a ``repeat`` case, as plain data."""
+    output = cap(run.output, RUN_OUTPUT_KEPT)[0] if run.output is not None else None
+    return {"outcome": run.outcome, "latency_ms": run.latency_ms,
+            "assertions": [a.to_data() for a in run.assertions], "output": output,
+            "error": run.error.to_data() if run.error else None,
+            "judge_score": run.judge_score}
+
+
+def _runs_lines(result: CaseResult) -> list[str]:
+    if not result.runs:
+        return []
+    n = len(result.runs)
+    lines = [f"runs: {result.passed_runs}/{n} passed, minPassRate {result.min_pass_rate:g} "
+             f"needs {math.ceil((result.min_pass_rate or 0) * n - 1e-9)}"]
+    for index, run in enumerate(result.runs, 1):
+        failed = [f"✗ {a['name']}" for a in run["assertions"] if a["passed"] is False]
+        if run["error"]:
+            failed.append(f"raised {run['error']['type']}")
+        latency = "" if run["latency_ms"] is None else f" in {run['latency_ms']:.1f} ms"
+        lines.append(f"  run {index}: {run['outcome']}{latency}"
+                     + (f" — {', '.join(failed)}" if failed else ""))
+    lines.append("the first run that did not pass:")
+    return lines
+
+
 def _indent(text: str, prefix: str) -> str:
     return "\n".join(prefix + line for line in text.splitlines()) if text else prefix
 
@@ -156,7 +198,7 @@ def _indent(text: str, prefix: str) -> str:
 def failure_message(result: CaseResult) -> str:
     """The SPEC §2 message: the case, every assertion ✓/✗, latency, and the output."""
     where = f"{result.suite.gate} suite {result.suite.path}:{result.line}"
-    if result.outcome == TIMEOUT:  # nothing untrusted in it
+    if result.outcome == TIMEOUT and not result.runs:  # nothing untrusted in it
         return (f"case {result.case_id!r} timed out ({where}): no answer within "
                 f"{result.timeout_s:g} s ({result.timeout_source}); the call was abandoned. "
                 "A timeout is not an assertion failure.")
@@ -165,7 +207,7 @@ def failure_message(result: CaseResult) -> str:
                 f"{visible(result.error.text, keep_newlines=False)}")
     else:
         head = f"case {result.case_id!r} failed ({where})"
-    lines = [head]
+    lines = [head, *_runs_lines(result)]
     if result.error is not None and result.error.traceback:
         lines.append(_indent(visible(result.error.traceback), "    "))
     for a in result.assertions:
@@ -180,7 +222,9 @@ def failure_message(result: CaseResult) -> str:
     if not result.assertions and result.error is None:
         lines.append("  (no assertions: the case checks the run end to end)")
     if result.latency_ms is not None:
-        lines.append(f"latency: {result.latency_ms:.1f} ms")
+        replayed = " (recorded latency, replayed from the cassette)" if result.replayed else ""
+        mean = "mean " if result.runs else ""
+        lines.append(f"latency: {mean}{result.latency_ms:.1f} ms{replayed}")
     if result.output is not None:
         shown, cut = cap(result.output, OUTPUT_SHOWN)
         size = f"{result.output_length:,} chars"

@@ -19,9 +19,11 @@ from .errors import ElizonError
 from .loading import LoadFailed, YamlMapping, YamlSequence, load_yaml
 from .model import (
     Case,
+    CommandEntry,
     JudgeEndpoint,
     Manifest,
     Suite,
+    UrlEntry,
     duplicate_case_ids,
     manifest_shape,
     validate,
@@ -41,6 +43,9 @@ class SuiteSpec:
     baseline: dict[str, float] = field(default_factory=dict)
     #: 1-based line of the ``suite:`` key in the manifest (None for a stand-alone suite).
     declared_at: int | None = None
+    #: Defaults for the cases' ``repeat`` and ``minPassRate``.
+    repeat: int | None = None
+    min_pass_rate: float | None = None
 
 
 @dataclass(frozen=True)
@@ -50,8 +55,10 @@ class Package:
     name: str
     folder: Path
     manifest: Path | None = None
-    entry: str | None = None
+    entry: str | CommandEntry | UrlEntry | None = None
     entry_line: int | None = None
+    #: ``output: json``: a process or HTTP entry's answer is parsed as JSON.
+    output_json: bool = False
     judge: str | JudgeEndpoint | None = None
     judge_line: int | None = None
     suites: tuple[SuiteSpec, ...] = ()
@@ -100,7 +107,8 @@ def load_manifest(path: Path, display: str) -> Package:
                 raise ElizonError(code, [f"{display}:{line}: suite {ref.suite!r} is listed twice "
                                          f"(first at line {seen[suite_path]})"])
             seen[suite_path] = line
-            suites.append(SuiteSpec(suite_path, ref.gate, dict(ref.author_baseline or {}), line))
+            suites.append(SuiteSpec(suite_path, ref.gate, dict(ref.author_baseline or {}), line,
+                                    ref.repeat, ref.min_pass_rate))
     key_lines = data.key_lines if isinstance(data, YamlMapping) else {}
     return Package(
         name=manifest.name or folder.name,
@@ -108,6 +116,7 @@ def load_manifest(path: Path, display: str) -> Package:
         manifest=path,
         entry=manifest.entry,
         entry_line=key_lines.get("entry"),
+        output_json=manifest.output == "json",
         judge=manifest.judge,
         judge_line=key_lines.get("judge"),
         suites=tuple(suites),

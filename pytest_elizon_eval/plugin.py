@@ -99,6 +99,7 @@ class SessionReporter:
         self.aggregate = Aggregate()
         self.regression: Regression | None = None
         self.written: list[tuple[str, Path]] = []
+        self.recordings: list[dict[str, Any]] = []
         self.guard = github.Guard.new() if settings.annotations else None
         self.previous: dict[str, Any] | None = None
         if settings.baseline is not None:
@@ -122,6 +123,8 @@ class SessionReporter:
         data = getattr(report, outcomes.REPORT_ATTR, None)
         if data is not None:
             self.aggregate.add(data)
+            if "recording" in data:
+                self.recordings.append(data["recording"])
         elif report.failed and _is_suite_node(report.nodeid) \
                 and getattr(report, "when", None) == "???":
             # pytest-xdist's report for a case whose worker crashed.
@@ -134,6 +137,9 @@ class SessionReporter:
             return
         try:
             self.written = files.write_all(self.aggregate, self.regression, self.settings)
+            if self.settings.record is not None:
+                files.write_cassette(self.settings.record, self.recordings)
+                self.written.append(("cassette", self.settings.record))
         except OSError as exc:
             writer = self._terminal()
             if writer is not None:

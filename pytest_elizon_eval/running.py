@@ -4,23 +4,37 @@ The whole of a case's life that is not pytest: the result is a plain
 :class:`~.outcomes.CaseResult`, so cases can be run ahead of pytest's item
 loop (concurrency) and reported from anywhere. The judge, when a case has
 one, runs after the entry point inside what is left of the same time limit.
-No pytest import here.
+A case with ``repeat: n`` runs n times, each run with its own time limit,
+and passes when at least ``minPassRate`` of its runs pass. With a cassette,
+the recorded calls answer instead of the entry point. No pytest import here.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from time import perf_counter
 from typing import Any
 
 from .assertions import AssertionResult, check
 from .calling import EntryCall, call_with_deadline, invoke
+from .entries import DeadlineEntry
 from .judging import EndpointJudge, score_of
 from .model import Case, JudgeExpect
-from .outcomes import CaseResult, grade
+from .outcomes import FAILED, PASSED, TIMEOUT, CaseResult, grade, run_data
 
-__all__ = ["run_case"]
+__all__ = ["CaseRun", "run_case"]
+
+Entry = Callable[..., Any] | DeadlineEntry
+
+
+@dataclass
+class CaseRun:
+    """A case's result, and the entry point's calls (what ``--elizon-record`` keeps)."""
+
+    result: CaseResult
+    calls: list[EntryCall] = field(default_factory=list)
 
 
 def _as_grade(raw: object) -> tuple[Any, str | None]:
@@ -52,18 +66,19 @@ def _judge(spec: JudgeExpect, judge: Callable[..., Any], name: str, case: Case, 
     return AssertionResult("judge", score >= spec.threshold, wanted, found), score, reasoning
 
 
-def run_case(
-    case: Case,
-    entry: Callable[..., Any],
-    base: CaseResult,
-    *,
-    judge: Callable[..., Any] | None = None,
-    judge_name: str = "the judge",
-    route_key: str = "route",
-) -> CaseResult:
-    """Call ``entry`` with the case's input and grade it; ``base`` carries identity and limits."""
+def _call(entry: Entry, case: Case, timeout_s: float) -> EntryCall:
+    if isinstance(entry, DeadlineEntry):
+        return entry.run(case.input, timeout_s)
+    return invoke(entry, case.input, timeout_s)
+
+
+def _run_once(case: Case, call: EntryCall | None, entry: Entry | None, base: CaseResult,
+              judge: Callable[..., Any] | None, judge_name: str, route_key: str
+              ) -> tuple[CaseResult, EntryCall]:
     started = perf_counter()
-    call = invoke(entry, case.input, base.timeout_s)
+    if call is None:
+        assert entry is not None
+        call = _call(entry, case, base.timeout_s)
     expect = case.expect
     assertions = check(expect, call, route_key)
     score = reasoning = None
@@ -72,6 +87,47 @@ def run_case(
         remaining = base.timeout_s - (perf_counter() - started)
         result, score, reasoning = _judge(expect.judge, judge, judge_name, case, call, remaining)
         assertions.append(result)
-    return grade(base, call, assertions,
-                 expects_error=bool(expect and expect.error_contains is not None),
-                 judge_score=score, judge_reasoning=reasoning)
+    graded = grade(base, call, assertions,
+                   expects_error=bool(expect and expect.error_contains is not None),
+                   judge_score=score, judge_reasoning=reasoning)
+    return graded, call
+
+
+def run_case(
+    case: Case,
+    entry: Entry | None,
+    base: CaseResult,
+    *,
+    judge: Callable[..., Any] | None = None,
+    judge_name: str = "the judge",
+    route_key: str = "route",
+    repeat: int = 1,
+    min_pass_rate: float = 1.0,
+    replay: Sequence[EntryCall] | None = None,
+) -> CaseRun:
+    """Run ``case`` ``repeat`` times (with ``entry``, or answered by ``replay``) and grade it."""
+    runs: list[CaseResult] = []
+    calls: list[EntryCall] = []
+    for index in range(repeat):
+        recorded = replay[index] if replay is not None else None
+        result, call = _run_once(case, recorded, entry, base, judge, judge_name, route_key)
+        runs.append(result)
+        calls.append(call)
+    if repeat == 1:
+        return CaseRun(replace(runs[0], replayed=replay is not None), calls)
+    passed = sum(r.outcome == PASSED for r in runs)
+    if passed / repeat >= min_pass_rate - 1e-9:  # 3/5 meets 0.6 despite float rounding
+        outcome = PASSED
+    else:
+        outcome = TIMEOUT if all(r.outcome == TIMEOUT for r in runs) else FAILED
+    shown = next((r for r in runs if r.outcome != PASSED), runs[-1]) \
+        if outcome != PASSED else runs[-1]
+    latencies = [r.latency_ms for r in runs if r.latency_ms is not None]
+    scores = [r.judge_score for r in runs if r.judge_score is not None]
+    summary = replace(
+        shown, outcome=outcome, replayed=replay is not None,
+        latency_ms=sum(latencies) / len(latencies) if latencies else None,
+        judge_score=sum(scores) / len(scores) if scores else None,
+        runs=tuple(run_data(r) for r in runs), passed_runs=passed,
+        min_pass_rate=min_pass_rate)
+    return CaseRun(summary, calls)

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
+from ..cassette import Cassette
 from ..options import Settings
 from . import junit, markdown, results
 from .aggregate import Aggregate
 from .regression import Regression
 
-__all__ = ["write_all"]
+__all__ = ["write_all", "write_cassette"]
 
 
 def _write(path: Path, text: str) -> None:
@@ -42,3 +44,13 @@ def write_all(aggregate: Aggregate, regression: Regression | None, settings: Set
             fh.write(text)  # appended, never overwritten: other steps' summaries stay
         written.append(("step summary", settings.step_summary))
     return written
+
+
+def write_cassette(path: Path, recordings: list[dict[str, Any]]) -> None:
+    """Merge this run's recordings into the cassette at ``path`` (other cases stay)."""
+    try:
+        cassette = Cassette.load(path) if path.exists() else Cassette()
+    except ValueError:
+        cassette = Cassette()  # not a cassette: replaced by one
+    cassette.update(recordings)
+    _write(path, cassette.dump())
