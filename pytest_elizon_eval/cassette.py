@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from . import errors
 from .calling import EntryCall, ErrorInfo
 
 __all__ = ["FORMAT", "Cassette", "CassetteMiss", "call_from_data", "call_to_data",
@@ -87,14 +88,14 @@ class Cassette:
         """The recorded calls for ``runs`` runs of a case, or :class:`CassetteMiss`."""
         entry = self.entries.get(key(suite_path, case_id))
         if entry is None:
-            raise CassetteMiss("ELIZON_CASSETTE_MISSING", f"{key(suite_path, case_id)} is not "
+            raise CassetteMiss(errors.ELIZON_CASSETTE_MISSING, f"{key(suite_path, case_id)} is not "
                                "in the cassette; record it again with --elizon-record")
         if entry["input_sha256"] != input_sha256(case_input):
-            raise CassetteMiss("ELIZON_CASSETTE_STALE", f"the input of {key(suite_path, case_id)}"
-                               " changed since it was recorded; record it again with "
-                               "--elizon-record")
+            raise CassetteMiss(errors.ELIZON_CASSETTE_STALE,
+                               f"the input of {key(suite_path, case_id)} changed since it was "
+                               "recorded; record it again with --elizon-record")
         if len(entry["runs"]) < runs:
-            raise CassetteMiss("ELIZON_CASSETTE_MISSING", f"{key(suite_path, case_id)} has "
+            raise CassetteMiss(errors.ELIZON_CASSETTE_MISSING, f"{key(suite_path, case_id)} has "
                                f"{len(entry['runs'])} recorded run(s); repeat asks for {runs}")
         return [call_from_data(run) for run in entry["runs"][:runs]]
 

@@ -158,20 +158,18 @@ class ProcessEntry(DeadlineEntry):
         assert process.stderr
         stdout = _CappedReader(process.stdout, MAX_OUTPUT_BYTES)
         stderr = _CappedReader(process.stderr, 64 * 1024)
-        threading.Thread(target=self._feed, args=(process.stdin, _input_bytes(case_input)),
-                         daemon=True, name="elizon-stdin").start()
+        feeder = threading.Thread(target=self._feed, args=(process.stdin,
+                                                           _input_bytes(case_input)),
+                                  daemon=True, name="elizon-stdin")
+        feeder.start()
         try:
             status = process.wait(timeout=max(deadline - time.monotonic(), 0))
         except subprocess.TimeoutExpired:
-            _kill_group(process)
-            self._reap(process)
+            _finish(process, feeder, stdout, stderr)
             return EntryCall(timed_out=True)
         # The command is done; children it left behind (holding our pipes open) go too.
-        if not stdout.done.wait(min(0.5, max(deadline - time.monotonic(), 0))):
-            _kill_group(process)
-        stdout.done.wait(_REAP_S)
-        stderr.done.wait(_REAP_S)
-        _kill_group(process)
+        stdout.done.wait(min(0.5, max(deadline - time.monotonic(), 0)))
+        _finish(process, feeder, stdout, stderr)
         latency = (time.perf_counter() - started) * 1000
         if status != 0:
             why = f"killed by signal {-status}" if status < 0 else f"exit status {status}"
@@ -192,21 +190,30 @@ class ProcessEntry(DeadlineEntry):
 
     @staticmethod
     def _feed(pipe: IO[bytes], data: bytes) -> None:
-        try:
+        with contextlib.suppress(OSError, ValueError):  # a process need not read its input
             pipe.write(data)
+        with contextlib.suppress(OSError, ValueError):
             pipe.close()
-        except (BrokenPipeError, OSError, ValueError):
-            pass  # the process did not read its input; what it answers still counts
 
-    @staticmethod
-    def _reap(process: subprocess.Popen[bytes]) -> None:
-        # An unkillable process (stuck in the kernel) is abandoned, never waited on again.
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            process.wait(timeout=_REAP_S)
-        for pipe in (process.stdin, process.stdout, process.stderr):
-            if pipe is not None:
-                with contextlib.suppress(OSError):
-                    pipe.close()
+
+def _finish(process: subprocess.Popen[bytes], feeder: threading.Thread,
+            stdout: _CappedReader, stderr: _CappedReader) -> None:
+    """Kill what is left of the process group, reap it, and close our ends of its pipes —
+    each within a bound, so nothing a process leaves behind keeps pytest waiting."""
+    _kill_group(process)
+    # An unkillable process (stuck in the kernel) is abandoned, never waited on again.
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=_REAP_S)
+    feeder.join(_REAP_S)
+    for reader in (stdout, stderr):
+        reader.done.wait(_REAP_S)
+    # A pipe is closed only once its thread is done with it.
+    for pipe, idle in ((process.stdin, not feeder.is_alive()),
+                       (process.stdout, stdout.done.is_set()),
+                       (process.stderr, stderr.done.is_set())):
+        if pipe is not None and idle:
+            with contextlib.suppress(OSError):
+                pipe.close()
 
 
 class HttpEntry(DeadlineEntry):

@@ -240,6 +240,11 @@ def teststatus(data: Mapping[str, Any], when: str) -> tuple[str, str, str] | Non
         return None
     outcome = data["outcome"]
     advisory = data["suite"]["advisory"]
+    runs = data.get("runs") or ()
+    if runs and outcome in (PASSED, FAILED) and not (outcome == FAILED and advisory):
+        ratio = f"{data['passed_runs']}/{len(runs)}"
+        return (outcome, "." if outcome == PASSED else "F",
+                f"{outcome.upper()} ({ratio} runs passed)")
     if outcome == TIMEOUT:
         return ("advisory_timeout", "t", "ADVISORY TIMEOUT") if advisory \
             else ("timeout", "T", "TIMEOUT")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import html
 import re
+from dataclasses import replace
 
 from ..outcomes import PASSED, TIMEOUT, CaseResult
 from ..text import cap, visible
@@ -55,6 +56,9 @@ def _baseline_table(summary: SuiteSummary) -> list[str]:
 
 
 def _failed_assertions(result: CaseResult) -> str:
+    if result.runs:
+        runs = f"{result.passed_runs}/{len(result.runs)} runs passed; first that did not: "
+        return runs + _failed_assertions(replace(result, runs=()))
     if result.outcome == TIMEOUT:
         return f"no answer within {result.timeout_s:g} s"
     if result.error is not None and not any(a.name == "errorContains" for a in result.assertions):

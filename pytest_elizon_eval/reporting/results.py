@@ -52,7 +52,9 @@ def build(aggregate: Aggregate, regression: Regression | None = None) -> dict[st
                 "output_length": r.output_length,
                 "error": r.error.to_data() if r.error else None,
                 "judge_score": r.judge_score, "judge_reasoning": r.judge_reasoning,
-                "timeout_s": r.timeout_s, "entry": r.entry,
+                "timeout_s": r.timeout_s, "entry": r.entry, "replayed": r.replayed,
+                "runs": list(r.runs), "passed_runs": r.passed_runs,
+                "min_pass_rate": r.min_pass_rate,
             } for r in summary.results],
         })
     data: dict[str, Any] = {
