@@ -16,7 +16,9 @@ Either way a case's node id is ``<suite file path>::<case id>``.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
+from concurrent.futures import CancelledError
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,7 @@ from . import errors
 from .binding import ENTRY, JUDGE, BindContext, Bound, Candidate, Kind, bind
 from .calling import EntryCall, ErrorInfo
 from .cassette import CassetteMiss, call_to_data, input_sha256
+from .concurrency import CaseScheduler
 from .entries import DeadlineEntry
 from .errors import ElizonError
 from .model import Case
@@ -35,12 +38,17 @@ from .options import SETTINGS
 from .outcomes import ERROR, FAILED, PASSED, REPORT_ATTR, TIMEOUT, CaseResult, SuiteInfo
 from .outcomes import failure_message as render_failure
 from .packages import MANIFEST_NAME, Package, SuiteSpec, load_manifest, load_suite, standalone
-from .running import run_case
+from .running import CaseRun, run_case
 
-__all__ = ["CaseItem", "ManifestCollector", "SuiteFile", "annotate_report", "collect_file"]
+__all__ = ["SCHEDULER", "CaseItem", "ManifestCollector", "SuiteFile", "annotate_report",
+           "collect_file", "prefetch"]
 
 ENTRY_FIXTURE = "elizon_entry"
 JUDGE_FIXTURE = "elizon_judge"
+#: The case scheduler of a session with --elizon-concurrency > 1.
+SCHEDULER = pytest.StashKey[CaseScheduler]()
+#: Values of session-wide entry/judge fixtures, by fixture identity, once set up.
+_SESSION_VALUES = pytest.StashKey[dict[int, object]]()
 _PACKAGES = pytest.StashKey[dict[Path, "Package | ElizonError"]]()
 
 
@@ -216,14 +224,14 @@ class CaseItem(pytest.Item):
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, self.line - 1, f"case {self.name}"
 
-    def base_result(self) -> CaseResult:
+    def base_result(self, entry: Bound | None = None) -> CaseResult:
         """This case's identity and limits, before it has run."""
         settings = self.config.stash[SETTINGS]
         return CaseResult(
             nodeid=self.nodeid, case_id=self.name, line=self.line, suite=self.suite_info,
             outcome=PASSED, timeout_s=settings.timeout_s,
             timeout_source=settings.timeout_source,
-            entry=self.entry.description if self.entry else
+            entry=entry.description if entry else
             ("cassette" if settings.replay is not None else ""))
 
     @property
@@ -235,34 +243,51 @@ class CaseItem(pytest.Item):
             else spec.min_pass_rate if spec.min_pass_rate is not None else 1.0
         return runs, rate
 
+    def _fixtures_needed(self) -> list[str]:
+        judged = self.case.expect is not None and self.case.expect.judge is not None
+        return [ENTRY_FIXTURE, JUDGE_FIXTURE] if judged else [ENTRY_FIXTURE]
+
     def setup(self) -> None:
         self.result = None
         self.replay = None
         self.recording = None
         compat.fill_fixtures(self)
         settings = self.config.stash[SETTINGS]
-        package = self.parent.package
+        known = self.config.stash.setdefault(_SESSION_VALUES, {})
+        for name in self._fixtures_needed():  # for the cases that may start ahead of their turn
+            wide = compat.session_wide_fixture(self, name)
+            if wide is not None:
+                known[wide[0]] = self.funcargs[name]  # type: ignore[attr-defined]
         if settings.replay is not None:  # answered from the cassette: no entry point is called
             try:
                 self.replay = settings.replay.answers(self.suite_info.path, self.name,
                                                       self.case.input, self.repeat[0])
             except CassetteMiss as exc:
                 raise ElizonError(exc.code, [str(exc)]) from None
-        else:
-            self.entry = self._bind(ENTRY, ENTRY_FIXTURE, settings.cli_entry, package.entry,
-                                    package.entry_line, settings.ini_entry,
-                                    settings.ini_entry_source)
-        if self.case.expect is not None and self.case.expect.judge is not None:
-            self.judge = self._bind(JUDGE, JUDGE_FIXTURE, settings.cli_judge, package.judge,
-                                    package.judge_line, settings.ini_judge,
-                                    settings.ini_judge_source)
+        self.entry, self.judge = self._bindings(
+            self.funcargs, entry=settings.replay is None)  # type: ignore[attr-defined]
 
-    def _bind(self, kind: Kind, fixture: str, cli: str | None, manifest: object,
-              manifest_line: int | None, ini: str | None, ini_source: str) -> Bound:
+    def _bindings(self, fixture_values: dict[str, object], *, entry: bool = True
+                  ) -> tuple[Bound | None, Bound | None]:
+        """The entry point and, if the case has a judge assertion, the judge."""
+        settings = self.config.stash[SETTINGS]
+        package = self.parent.package
+        bound_entry = self._bind(ENTRY, ENTRY_FIXTURE, fixture_values[ENTRY_FIXTURE],
+                                 settings.cli_entry, package.entry, package.entry_line,
+                                 settings.ini_entry, settings.ini_entry_source) if entry else None
+        bound_judge = None
+        if JUDGE_FIXTURE in self._fixtures_needed():
+            bound_judge = self._bind(JUDGE, JUDGE_FIXTURE, fixture_values[JUDGE_FIXTURE],
+                                     settings.cli_judge, package.judge, package.judge_line,
+                                     settings.ini_judge, settings.ini_judge_source)
+        return bound_entry, bound_judge
+
+    def _bind(self, kind: Kind, fixture: str, fixture_value: object, cli: str | None,
+              manifest: object, manifest_line: int | None, ini: str | None, ini_source: str
+              ) -> Bound:
         """Bind by precedence: command line > fixture > manifest > ini."""
         package = self.parent.package
         option = f"--{fixture.replace('_', '-')}"
-        fixture_value = self.funcargs[fixture]  # type: ignore[attr-defined]
         fixture_source = f"the {fixture} fixture"
         if fixture_value is not None and cli is None:
             fixture_source += f" ({compat.fixture_location(self, fixture)})"
@@ -276,19 +301,49 @@ class CaseItem(pytest.Item):
             Candidate(ini, ini_source),
         ], BindContext(package.folder, self.config.rootpath, package.output_json), kind=kind)
 
-    def runtest(self) -> None:
+    def background_work(self) -> Callable[[], CaseRun] | None:
+        """This case's run, to start before its turn — or None when it must wait for its own
+        setup: its entry (or judge) fixture is not session-wide or has not been set up yet,
+        or binding fails (its setup then reports why)."""
+        if self.config.stash[SETTINGS].replay is not None:
+            return None  # a replay answers at once
+        known = self.config.stash.get(_SESSION_VALUES, {})
+        values: dict[str, object] = {}
+        for name in self._fixtures_needed():
+            wide = compat.session_wide_fixture(self, name)
+            if wide is None or not (wide[1] or wide[0] in known):
+                return None
+            values[name] = None if wide[1] else known[wide[0]]
+        try:
+            entry, judge = self._bindings(values)
+        except ElizonError:
+            return None
+        return functools.partial(self._run, entry, judge, None)
+
+    def _run(self, entry: Bound | None, judge: Bound | None,
+             replay: list[EntryCall] | None) -> CaseRun:
         settings = self.config.stash[SETTINGS]
         runs, rate = self.repeat
-        judge = self.judge.call if self.judge else None
-        assert not isinstance(judge, DeadlineEntry)  # a judge is always a callable
-        run = run_case(
-            self.case, self.entry.call if self.entry else None, self.base_result(),
-            judge=judge,
-            judge_name=f"judge {self.judge.description}" if self.judge else "the judge",
-            route_key=settings.route_key, repeat=runs, min_pass_rate=rate, replay=self.replay)
+        judge_call = judge.call if judge else None
+        assert not isinstance(judge_call, DeadlineEntry)  # a judge is always a callable
+        return run_case(
+            self.case, entry.call if entry else None, self.base_result(entry),
+            judge=judge_call,
+            judge_name=f"judge {judge.description}" if judge else "the judge",
+            route_key=settings.route_key, repeat=runs, min_pass_rate=rate, replay=replay)
+
+    def runtest(self) -> None:
+        scheduler = self.config.stash.get(SCHEDULER, None)
+        future = scheduler.take(self.nodeid) if scheduler is not None else None
+        try:
+            run = future.result() if future is not None else None  # waits; Ctrl-C still stops
+        except CancelledError:
+            run = None
+        if not isinstance(run, CaseRun):
+            run = self._run(self.entry, self.judge, self.replay)
         result = run.result
         self.result = result
-        if settings.record is not None:
+        if self.config.stash[SETTINGS].record is not None:
             self.recording = {"suite": self.suite_info.path, "case": self.name,
                               "input_sha256": input_sha256(self.case.input),
                               "runs": [call_to_data(c) for c in run.calls]}
@@ -317,7 +372,7 @@ def annotate_report(report: pytest.TestReport, item: pytest.Item, call: pytest.C
         exc = call.excinfo.value
         if isinstance(exc, ElizonError):
             report.longrepr = str(exc)  # the code and message, not a traceback into the plugin
-        result = replace(item.base_result(), outcome=ERROR,
+        result = replace(item.base_result(item.entry), outcome=ERROR,
                          error=ErrorInfo(type(exc).__name__, str(exc)))
     else:
         return
@@ -327,3 +382,18 @@ def annotate_report(report: pytest.TestReport, item: pytest.Item, call: pytest.C
     setattr(report, REPORT_ATTR, data)
     if result.outcome in (FAILED, TIMEOUT) and result.suite.advisory:
         report.outcome = "passed"  # shown as advisory everywhere; never fails the run
+
+
+def prefetch(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """With --elizon-concurrency=N: make sure this item and the next N-1 are under way."""
+    scheduler = item.config.stash.get(SCHEDULER, None)
+    if scheduler is None:
+        return
+    if item.session.shouldfail or item.session.shouldstop:
+        scheduler.stop()  # -x / --maxfail: nothing new starts
+        return
+    for upcoming in [item, *compat.upcoming_items(item, nextitem, scheduler.slots - 1)]:
+        if isinstance(upcoming, CaseItem) and not scheduler.started(upcoming.nodeid):
+            work = upcoming.background_work()
+            if work is not None:
+                scheduler.start(upcoming.nodeid, work)

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from .cassette import Cassette
+from .concurrency import MAX_CONCURRENCY
 
 __all__ = ["HARD_LIMIT_S", "SETTINGS", "Settings", "register", "resolve"]
 
@@ -38,6 +39,8 @@ _HELP = {
                    "GITHUB_ACTIONS=true), on or off.",
     "record": "Record every case's entry-point result into the cassette file PATH.",
     "replay": "Answer every case from the cassette file PATH instead of calling the entry point.",
+    "concurrency": "Run up to N cases at once in this process (1-64; per worker with -n), "
+                   "for I/O-bound model calls (default 1).",
     "strict": "Treat advisory suites as must-pass: their failures fail the run.",
     "suite_files": "Glob patterns of stand-alone suite files to collect (default: *.eval.yaml).",
 }
@@ -68,6 +71,7 @@ class Settings:
     annotations: bool
     #: ``$GITHUB_STEP_SUMMARY``, where the markdown summary is appended.
     step_summary: Path | None
+    concurrency: int
     record: Path | None
     #: The cassette replayed, read once per process.
     replay: Cassette | None
@@ -90,11 +94,14 @@ def register(parser: pytest.Parser) -> None:
                     help=_HELP["annotations"])
     group.addoption("--elizon-record", metavar="PATH", default=None, help=_HELP["record"])
     group.addoption("--elizon-replay", metavar="PATH", default=None, help=_HELP["replay"])
+    group.addoption("--elizon-concurrency", metavar="N", default=None,
+                    help=_HELP["concurrency"])
     group.addoption("--elizon-strict", action="store_true", default=False, help=_HELP["strict"])
     parser.addini("elizon_entry", _HELP["entry"], default=None)
     parser.addini("elizon_timeout", _HELP["timeout"], default=None)
     parser.addini("elizon_judge", _HELP["judge"], default=None)
     parser.addini("elizon_route_key", _HELP["route_key"], default="route")
+    parser.addini("elizon_concurrency", _HELP["concurrency"], default=None)
     parser.addini("elizon_strict", _HELP["strict"], type="bool", default=False)
     parser.addini("elizon_suite_files", _HELP["suite_files"], type="args",
                   default=["*.eval.yaml"])
@@ -146,6 +153,24 @@ def _annotations(config: pytest.Config) -> bool:
     return bool(choice == "on")
 
 
+def _concurrency(config: pytest.Config) -> int:
+    raw = config.getoption("elizon_concurrency")
+    source = f"--elizon-concurrency={raw}"
+    if raw is None:
+        raw = config.getini("elizon_concurrency")
+        source = f"{_ini_source(config, 'elizon_concurrency')} ({raw!r})"
+    if raw is None or raw == "":
+        return 1
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= MAX_CONCURRENCY:
+        raise pytest.UsageError(f"{source}: expected a whole number from 1 to "
+                                f"{MAX_CONCURRENCY}")
+    return value
+
+
 def _cassette(config: pytest.Config) -> Cassette | None:
     path = _path(config, "elizon_replay")
     if path is None:
@@ -181,6 +206,7 @@ def resolve(config: pytest.Config) -> Settings:
         annotations=_annotations(config),
         step_summary=Path(os.environ["GITHUB_STEP_SUMMARY"])
         if os.environ.get("GITHUB_STEP_SUMMARY") else None,
+        concurrency=_concurrency(config),
         record=_path(config, "elizon_record"),
         replay=_cassette(config),
     )

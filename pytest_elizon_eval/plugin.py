@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from . import collect, options, outcomes
+from .concurrency import CaseScheduler
 from .reporting import files, github, terminal
 from .reporting.aggregate import Aggregate
 from .reporting.regression import Regression, compare
@@ -30,8 +31,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     settings = options.resolve(config)
     config.stash[options.SETTINGS] = settings
+    if settings.concurrency > 1:
+        config.stash[collect.SCHEDULER] = CaseScheduler(settings.concurrency)
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(SessionReporter(config, settings), _REPORTER)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None
+                            ) -> Generator[None, object, object]:
+    collect.prefetch(item, nextitem)
+    return (yield)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    scheduler = session.config.stash.get(collect.SCHEDULER, None)
+    if scheduler is not None:
+        scheduler.stop()  # cases started ahead of an item that never ran are abandoned
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -1,0 +1,261 @@
+"""SPEC §7 --elizon-concurrency: cases overlap, yet everything pytest and the reports show is
+exactly what a serial run shows (order aside)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import Packages
+
+# Logs each call's input and how many calls were running at its start.
+TRACING_APP = """
+import asyncio, json, pathlib, threading, time
+
+LOG = pathlib.Path(__file__).with_name("calls.log")
+_lock = threading.Lock()
+_running = 0
+
+def _enter(text):
+    global _running
+    with _lock:
+        _running += 1
+        with LOG.open("a") as fh:
+            fh.write(json.dumps([text, _running]) + "\\n")
+
+def _leave():
+    global _running
+    with _lock:
+        _running -= 1
+
+def answer(text):
+    _enter(text)
+    try:
+        if text.startswith("hang"):
+            time.sleep(3600)
+        time.sleep(0.15)
+        return "ok " + text
+    finally:
+        _leave()
+
+async def async_answer(text):
+    _enter(text)
+    try:
+        await asyncio.sleep(0.15)
+        return "ok " + text
+    finally:
+        _leave()
+"""
+
+
+def suite(n: int, extra: str = "") -> str:
+    cases = "".join(f"  - id: case-{i:02d}\n    input: c{i:02d}\n"
+                    f"    expect: {{contains: [c{i:02d}]}}\n" for i in range(n))
+    return "cases:\n" + cases + extra
+
+
+def calls(pytester: pytest.Pytester, package: str = "pkg") -> list[tuple[str, int]]:
+    log = pytester.path / package / "calls.log"
+    if not log.exists():
+        return []
+    return [tuple(json.loads(line)) for line in log.read_text().splitlines()]  # type: ignore[misc]
+
+
+def test_cases_overlap_up_to_n(packages: Packages, pytester: pytest.Pytester) -> None:
+    packages.package(app=TRACING_APP, suite=suite(12))
+    started = time.monotonic()
+    result = pytester.runpytest("--elizon-concurrency=4")
+    elapsed = time.monotonic() - started
+    result.assert_outcomes(passed=12)
+    peak = max(running for _, running in calls(pytester))
+    assert 2 <= peak <= 4
+    assert elapsed < 12 * 0.15  # faster than one at a time
+
+
+def test_async_entry_points_share_one_event_loop(packages: Packages, pytester: pytest.Pytester
+                                                 ) -> None:
+    packages.package(app=TRACING_APP, entry="app:async_answer", suite=suite(12))
+    pytester.runpytest("--elizon-concurrency=6").assert_outcomes(passed=12)
+    assert 2 <= max(running for _, running in calls(pytester)) <= 6
+
+
+def test_only_selected_cases_run(packages: Packages, pytester: pytest.Pytester) -> None:
+    packages.package(app=TRACING_APP, suite=suite(10))
+    result = pytester.runpytest("--elizon-concurrency=8", "-k", "case-01 or case-07",
+                                "--deselect", "pkg/eval/suite.yaml::case-07")
+    result.assert_outcomes(passed=1, deselected=9)
+    assert [text for text, _ in calls(pytester)] == ["c01"]
+
+
+def test_exitfirst_starts_nothing_new(packages: Packages, pytester: pytest.Pytester) -> None:
+    failing = suite(20).replace("expect: {contains: [c03]}", "expect: {contains: [nope]}")
+    packages.package(app=TRACING_APP, suite=failing)
+    result = pytester.runpytest("--elizon-concurrency=4", "-x")
+    result.assert_outcomes(passed=3, failed=1)
+    started = sorted(text for text, _ in calls(pytester))
+    assert started[:4] == ["c00", "c01", "c02", "c03"]
+    assert len(started) <= 3 + 4  # at most the window after the failure was under way
+
+
+def test_each_case_keeps_its_own_time_limit_and_latency(
+    packages: Packages, pytester: pytest.Pytester
+) -> None:
+    # 8 cases of 0.15 s through 2 slots: queueing takes 0.6 s, more than the 0.5 s limit,
+    # yet no case times out, because a case's clock starts when its entry point is called.
+    packages.package(app=TRACING_APP, suite=suite(8))
+    result = pytester.runpytest("--elizon-concurrency=2", "--elizon-timeout=0.5",
+                                "--elizon-results=r.json")
+    result.assert_outcomes(passed=8)
+    data = json.loads((pytester.path / "r.json").read_text())
+    latencies = [c["latency_ms"] for s in data["suites"] for c in s["cases"]]
+    assert all(140 <= latency < 450 for latency in latencies), latencies
+
+
+def test_timeouts_under_concurrency(packages: Packages, pytester: pytest.Pytester) -> None:
+    packages.package(app=TRACING_APP, suite=suite(4, "  - id: hangs\n    input: hang\n"))
+    result = pytester.runpytest("--elizon-concurrency=5", "--elizon-timeout=0.5")
+    assert result.parseoutcomes() == {"passed": 4, "timeout": 1}
+
+
+def test_function_scoped_entry_fixtures_run_in_their_turn(
+    packages: Packages, pytester: pytest.Pytester
+) -> None:
+    packages.package(app=TRACING_APP, entry=None, suite=suite(6))
+    pytester.makeconftest("""
+        import pytest
+        from pkg import app
+
+        @pytest.fixture
+        def elizon_entry(tmp_path):
+            return app.answer
+    """)
+    packages.write("pkg/__init__.py", "")
+    pytester.runpytest("--elizon-concurrency=4").assert_outcomes(passed=6)
+    assert max(running for _, running in calls(pytester)) == 1
+    (pytester.path / "pkg/calls.log").unlink()
+    pytester.makeconftest("""
+        import pytest
+        from pkg import app
+
+        @pytest.fixture(scope="session")
+        def model():
+            return app.answer
+
+        @pytest.fixture(scope="session")
+        def elizon_entry(model):
+            return model
+    """)
+    pytester.runpytest("--elizon-concurrency=4").assert_outcomes(passed=6)
+    assert max(running for _, running in calls(pytester)) > 1
+
+
+MIXED = """
+  - id: wrong
+    input: w
+    expect: {equals: nope}
+  - id: hangs
+    input: hang
+  - id: raises
+    input: {unexpected: keyword}
+"""
+
+
+def comparable(path: Path) -> dict[str, Any]:
+    data = json.loads(path.read_text())
+    cases = {}
+    for suite_data in data["suites"]:
+        for case in suite_data["cases"]:
+            case.pop("latency_ms")
+            case["error"] and case["error"].pop("traceback")
+            cases[case["nodeid"]] = case
+    return {"verdict": data["verdict"], "cases": cases}
+
+
+def test_a_concurrent_run_reports_exactly_what_a_serial_run_does(
+    packages: Packages, pytester: pytest.Pytester
+) -> None:
+    packages.package(app=TRACING_APP, suite=suite(10, MIXED))
+    packages.package("adv", app=TRACING_APP, suite=suite(3, MIXED), gate="advisory")
+    args = ["--elizon-timeout=0.5", "-p", "no:xdist"]
+    serial = pytester.runpytest_subprocess(*args, "--elizon-results=serial.json")
+    fast = pytester.runpytest_subprocess(*args, "--elizon-concurrency=16",
+                                         "--elizon-results=fast.json")
+    assert serial.parseoutcomes() == fast.parseoutcomes() == {
+        "passed": 13, "failed": 2, "timeout": 1, "advisory_failed": 2, "advisory_timeout": 1}
+    assert serial.ret == fast.ret == pytest.ExitCode.TESTS_FAILED
+    assert comparable(pytester.path / "serial.json") == comparable(pytester.path / "fast.json")
+
+
+def test_concurrency_with_xdist(packages: Packages, pytester: pytest.Pytester) -> None:
+    packages.package(app=TRACING_APP, suite=suite(16, MIXED))
+    serial = pytester.runpytest_subprocess("--elizon-timeout=0.5", "-p", "no:xdist",
+                                           "--elizon-results=serial.json")
+    log = pytester.path / "pkg/calls.log"
+    log.unlink()
+    both = pytester.runpytest_subprocess("--elizon-timeout=0.5", "-n", "2",
+                                         "--elizon-concurrency=4", "--elizon-results=both.json")
+    assert serial.parseoutcomes() == both.parseoutcomes()
+    assert comparable(pytester.path / "serial.json") == comparable(pytester.path / "both.json")
+    inputs = [text for text, _ in calls(pytester)]
+    # every case called once, on one worker ("raises" fails before it logs)
+    assert len(inputs) == len(set(inputs)) == 18
+    assert max(running for _, running in calls(pytester)) > 1
+
+
+@pytest.mark.parametrize(
+    ("args", "ini", "message"),
+    [
+        (["--elizon-concurrency=0"], "", "ERROR: --elizon-concurrency=0: expected a whole number "
+                                         "from 1 to 64"),
+        (["--elizon-concurrency=65"], "", "ERROR: --elizon-concurrency=65: expected*"),
+        (["--elizon-concurrency=many"], "", "ERROR: --elizon-concurrency=many: expected*"),
+        ([], "elizon_concurrency = 100", "ERROR: ini option elizon_concurrency in *tox.ini "
+                                         "('100'): expected a whole number from 1 to 64"),
+    ],
+)
+def test_bad_concurrency(packages: Packages, pytester: pytest.Pytester, args: list[str],
+                         ini: str, message: str) -> None:
+    packages.package(app=TRACING_APP, suite=suite(1))
+    if ini:
+        pytester.makefile(".ini", tox=f"[pytest]\n{ini}\n")
+    result = pytester.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+
+
+def test_ini_concurrency(packages: Packages, pytester: pytest.Pytester) -> None:
+    packages.package(app=TRACING_APP, suite=suite(8))
+    pytester.makeini("[pytest]\nelizon_concurrency = 4\n")
+    pytester.runpytest().assert_outcomes(passed=8)
+    assert max(running for _, running in calls(pytester)) > 1
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_ctrl_c_stops_a_concurrent_run_promptly(packages: Packages, pytester: pytest.Pytester
+                                                ) -> None:
+    packages.package(app=TRACING_APP, suite="cases:\n" + "".join(
+        f"  - id: h{i}\n    input: hang{i}\n" for i in range(8)))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--elizon-concurrency=4"],
+        cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    deadline = time.monotonic() + 30
+    while len(calls(pytester)) < 4 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(calls(pytester)) == 4, "four cases should be under way"
+    process.send_signal(signal.SIGINT)
+    try:
+        output, _ = process.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        pytest.fail("Ctrl-C did not stop the concurrent session")
+    assert process.returncode == pytest.ExitCode.INTERRUPTED
+    assert "KeyboardInterrupt" in output
