@@ -11,9 +11,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import jsonschema
-import regex
-
 from .calling import EntryCall, ErrorInfo
 from .model import Expect
 
@@ -105,6 +102,8 @@ def _max_latency(limit_ms: int, latency_ms: float, replayed: bool) -> AssertionR
 
 
 def _matches(patterns: list[str], text: str) -> AssertionResult:
+    import regex  # deferred: costs import time on every run, needed by few
+
     seen = text[:REGEX_TEXT_CAP]
     missing: list[str] = []
     for pattern in patterns:
@@ -199,6 +198,8 @@ def _error_contains(values: list[str], error: ErrorInfo | None) -> AssertionResu
 
 
 def _json_schema(schema: dict[str, Any], value: object) -> AssertionResult:
+    import jsonschema  # deferred: costs import time on every run, needed by few
+
     validator = jsonschema.Draft202012Validator(schema)
     error = jsonschema.exceptions.best_match(validator.iter_errors(value))
     wanted = "output valid against the JSON Schema"

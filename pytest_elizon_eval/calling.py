@@ -12,16 +12,16 @@ the session as usual. No pytest import here.
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import inspect
 import json
+import queue
 import threading
 import traceback
 from collections.abc import Callable, Coroutine, Iterator, Mapping
 from dataclasses import dataclass
 from time import perf_counter
-from typing import Any
+from typing import Any, ClassVar
 
 __all__ = ["EntryCall", "ErrorInfo", "OutputError", "call_with_deadline", "invoke", "output_of"]
 
@@ -124,7 +124,33 @@ def _join_chunks(chunks: list[object]) -> str:
 Convert = Callable[[Any], tuple[Any, "str | None"]]
 
 
-# -- sync callables: a daemon thread per call, abandoned at the deadline ---------------------
+# -- sync callables: daemon worker threads, a busy one abandoned at the deadline -------------
+
+class _Worker:
+    """A daemon thread that runs one call at a time. A worker whose call outlives its
+    deadline is simply never handed work again (it rejoins the idle ones if it ever ends),
+    so a hung call costs one thread, not the session."""
+
+    _idle: ClassVar[list[_Worker]] = []
+    _idle_lock = threading.Lock()
+
+    def __init__(self) -> None:
+        self._tasks: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        threading.Thread(target=self._loop, name="elizon-entry", daemon=True).start()
+
+    @classmethod
+    def run(cls, task: Callable[[], None]) -> None:
+        """Start ``task`` on an idle worker, or on a new one."""
+        with cls._idle_lock:
+            worker = cls._idle.pop() if cls._idle else None
+        (worker or cls())._tasks.put(task)
+
+    def _loop(self) -> None:
+        while True:
+            self._tasks.get()()
+            with self._idle_lock:
+                self._idle.append(self)
+
 
 def _call_sync(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
                timeout_s: float, convert: Convert) -> EntryCall:
@@ -136,6 +162,8 @@ def _call_sync(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
         try:
             raw = fn(*args, **kwargs)
             if inspect.isawaitable(raw) or hasattr(raw, "__aiter__"):
+                import asyncio  # deferred: only async entry points need it
+
                 raw = asyncio.run(_settle(raw))  # a sync wrapper around async code
             elif isinstance(raw, Iterator):
                 raw = _join_chunks(list(raw))
@@ -148,8 +176,7 @@ def _call_sync(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
         finally:
             done.set()
 
-    worker = threading.Thread(target=work, name="elizon-entry", daemon=True)
-    worker.start()
+    _Worker.run(work)
     if not done.wait(timeout_s):
         return EntryCall(timed_out=True)
     return box[0]
@@ -173,6 +200,8 @@ class _LoopThread:
     """An event loop running forever in a daemon thread."""
 
     def __init__(self) -> None:
+        import asyncio  # deferred: only async entry points need it
+
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="elizon-loop",
                                        daemon=True)
@@ -185,6 +214,8 @@ class _LoopThread:
         return pong.wait(within_s)
 
     def submit(self, coro: Coroutine[Any, Any, EntryCall]) -> concurrent.futures.Future[EntryCall]:
+        import asyncio
+
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
 
 
@@ -217,9 +248,12 @@ async def _guarded(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[s
         latency = (perf_counter() - start) * 1000
         value, text = convert(raw)
         return EntryCall(value=value, text=text, latency_ms=latency)
-    except asyncio.CancelledError:
-        raise
-    except BaseException as exc:  # caught here so asyncio never sees SystemExit/KeyboardInterrupt
+    except BaseException as exc:
+        import asyncio  # already loaded: this runs on the event loop
+
+        if isinstance(exc, asyncio.CancelledError):
+            raise
+        # caught here so asyncio never sees SystemExit/KeyboardInterrupt
         return EntryCall(error=_error_info(exc), latency_ms=(perf_counter() - start) * 1000)
 
 

@@ -49,6 +49,7 @@ JUDGE_FIXTURE = "elizon_judge"
 SCHEDULER = pytest.StashKey[CaseScheduler]()
 #: Values of session-wide entry/judge fixtures, by fixture identity, once set up.
 _SESSION_VALUES = pytest.StashKey[dict[int, object]]()
+_BINDINGS = pytest.StashKey[dict[tuple[object, ...], Bound]]()
 _PACKAGES = pytest.StashKey[dict[Path, "Package | ElizonError"]]()
 
 
@@ -158,9 +159,11 @@ class SuiteFile(pytest.File):
         super().__init__(**kwargs)
         self.package = package
         self.spec = spec
-        # Every case requests the entry fixture; the plugin's default returns None.
-        self.add_marker(pytest.mark.usefixtures(ENTRY_FIXTURE, JUDGE_FIXTURE))
-        self.fixture_info: compat.FuncFixtureInfo | None = None
+        # Every case requests the entry fixture (the plugin's default returns None); cases
+        # with a judge assertion add the judge fixture themselves.
+        self.add_marker(pytest.mark.usefixtures(ENTRY_FIXTURE))
+        #: Fixture closures, the same for every case of the file: by "needs the judge".
+        self.fixture_infos: dict[bool, compat.FuncFixtureInfo] = {}
 
     def collect(self) -> Iterator[CaseItem]:
         display = display_path(self.config, self.path)
@@ -212,14 +215,17 @@ class CaseItem(pytest.Item):
         self.recording: dict[str, Any] | None = None
         for tag in case.tags or ():
             self.add_marker(tag)
-        suite = self.parent
-        if suite.fixture_info is None:  # the same for every case of a file: compute once
-            suite.fixture_info = compat.fixture_info(self)
+        judged = JUDGE_FIXTURE in self._fixtures_needed()
+        if judged:
+            self.add_marker(pytest.mark.usefixtures(JUDGE_FIXTURE))
+        infos = self.parent.fixture_infos
+        if judged not in infos:  # computed once per file and kind of case
+            infos[judged] = compat.fixture_info(self)
+        self._fixture_closure = infos[judged]
         self._initrequest()
 
     def _initrequest(self) -> None:  # called again by pytest when an item is re-run
-        assert self.parent.fixture_info is not None
-        compat.init_request(self, self.parent.fixture_info)
+        compat.init_request(self, self._fixture_closure)
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, self.line - 1, f"case {self.name}"
@@ -285,21 +291,33 @@ class CaseItem(pytest.Item):
     def _bind(self, kind: Kind, fixture: str, fixture_value: object, cli: str | None,
               manifest: object, manifest_line: int | None, ini: str | None, ini_source: str
               ) -> Bound:
-        """Bind by precedence: command line > fixture > manifest > ini."""
+        """Bind by precedence: command line > fixture > manifest > ini.
+
+        Bindings made only of text (no callable from a fixture) are the same for every case
+        of a package, so each is made once per session."""
         package = self.parent.package
+        cache = self.config.stash.setdefault(_BINDINGS, {})
+        key: tuple[object, ...] | None = None
+        if fixture_value is None or isinstance(fixture_value, str):
+            key = (kind.noun, cli, fixture_value, repr(manifest), ini, package.folder)
+            if key in cache:
+                return cache[key]
         option = f"--{fixture.replace('_', '-')}"
         fixture_source = f"the {fixture} fixture"
         if fixture_value is not None and cli is None:
             fixture_source += f" ({compat.fixture_location(self, fixture)})"
-        key = kind.noun.split()[0]
-        manifest_source = (f"{key}: in {display_path(self.config, package.manifest)}:"
-                           f"{manifest_line}" if package.manifest else f"{key}: in elizon.yaml")
-        return bind([
+        word = kind.noun.split()[0]
+        manifest_source = (f"{word}: in {display_path(self.config, package.manifest)}:"
+                           f"{manifest_line}" if package.manifest else f"{word}: in elizon.yaml")
+        bound = bind([
             Candidate(cli, option),
             Candidate(fixture_value, fixture_source),
             Candidate(manifest, manifest_source),
             Candidate(ini, ini_source),
         ], BindContext(package.folder, self.config.rootpath, package.output_json), kind=kind)
+        if key is not None:
+            cache[key] = bound
+        return bound
 
     def background_work(self) -> Callable[[], CaseRun] | None:
         """This case's run, to start before its turn — or None when it must wait for its own

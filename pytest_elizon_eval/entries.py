@@ -35,8 +35,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
-import httpx
-
 from .calling import EntryCall, ErrorInfo, call_with_deadline
 
 __all__ = ["MAX_OUTPUT_BYTES", "DeadlineEntry", "EntryConfigError", "HttpEntry", "ProcessEntry",
@@ -237,6 +235,8 @@ class HttpEntry(DeadlineEntry):
         return call
 
     def _exchange(self, case_input: object, deadline: float) -> tuple[Any, str]:
+        import httpx  # deferred: costs import time on every run, needed by few
+
         body = {"input": case_input} if isinstance(case_input, str) else case_input
         headers = {k: expand(v, os.environ, f"headers.{k}") for k, v in self.headers.items()}
         remaining = max(deadline - time.monotonic(), 0.001)

@@ -17,9 +17,10 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = [
     "GRADING_SYSTEM_PROMPT",
@@ -135,6 +136,7 @@ class EndpointJudge:
     def _ask(self, client: httpx.Client, body: dict[str, Any]) -> str:
         """The reply's message content; JudgeError for transport and HTTP errors,
         ValueError for a reply that is not a chat completion."""
+        import httpx  # deferred: costs import time on every run, needed by few
         try:
             with client.stream("POST", self.url, json=body, headers=self._headers()) as response:
                 raw = b""
@@ -170,6 +172,8 @@ class EndpointJudge:
                 {"role": "user", "content": grading_prompt(rubric, case_input, output)},
             ],
         }
+        import httpx  # deferred: costs import time on every run, needed by few
+
         problem = ""
         with httpx.Client(timeout=timeout_s) as client:
             for _attempt in range(2):

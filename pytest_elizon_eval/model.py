@@ -14,8 +14,6 @@ import re
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, TypeVar
 
-import jsonschema
-import regex
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -59,6 +57,8 @@ class _Strict(BaseModel):
 
 
 def _check_regex(pattern: str) -> str:
+    import regex  # deferred: costs import time on every run, needed by few
+
     try:
         regex.compile(pattern)
     except regex.error as exc:
@@ -67,6 +67,8 @@ def _check_regex(pattern: str) -> str:
 
 
 def _check_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    import jsonschema  # deferred: costs import time on every run, needed by few
+
     try:
         jsonschema.Draft202012Validator.check_schema(schema)
     except jsonschema.SchemaError as exc:

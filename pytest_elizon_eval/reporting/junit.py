@@ -17,7 +17,10 @@ here first, and every failure message is non-empty.
 
 from __future__ import annotations
 
-from junit_xml import TestCase, TestSuite, to_xml_report_string
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from junit_xml import TestCase, TestSuite
 
 from ..outcomes import ERROR, FAILED, PASSED, TIMEOUT, CaseResult, failure_message
 from ..text import cap, visible
@@ -51,6 +54,8 @@ def _message(result: CaseResult) -> str:
 
 
 def _case(summary: SuiteSummary, result: CaseResult) -> TestCase:
+    from junit_xml import TestCase  # deferred: costs import time on every run, needed by few
+
     info = summary.info
     output = result.output or ""
     detail = failure_message(result) if result.outcome != PASSED else ""
@@ -82,6 +87,8 @@ def _case(summary: SuiteSummary, result: CaseResult) -> TestCase:
 
 
 def _suite(summary: SuiteSummary) -> TestSuite:
+    from junit_xml import TestSuite  # deferred: costs import time on every run, needed by few
+
     info = summary.info
     properties = {"package": info.package, "gate": info.gate, "suite": info.path,
                   "sha256": info.sha256, "advisory": str(info.advisory).lower()}
@@ -98,6 +105,10 @@ def _suite(summary: SuiteSummary) -> TestSuite:
 
 def render(aggregate: Aggregate) -> str:
     """The whole JUnit document."""
+    from junit_xml import (
+        to_xml_report_string,  # deferred: costs import time on every run, needed by few
+    )
+
     text: str = to_xml_report_string([_suite(s) for s in aggregate.suites()], prettyprint=True,
                                      encoding="utf-8")
     return text

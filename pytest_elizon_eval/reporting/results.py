@@ -14,8 +14,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-
 from .aggregate import Aggregate
 from .regression import Regression
 
@@ -70,6 +68,7 @@ def build(aggregate: Aggregate, regression: Regression | None = None) -> dict[st
 
 def load(path: Path) -> dict[str, Any]:
     """An earlier results file, checked; ``ValueError`` says what is wrong with it."""
+    import jsonschema  # deferred: costs import time on every run, needed by few
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
