@@ -213,40 +213,47 @@ def _json_schema(schema: dict[str, Any], value: object) -> AssertionResult:
 _NO_OUTPUT = "not checked: there is no output"
 
 
+_Check = Callable[[Any, EntryCall, str], AssertionResult]
+_Describe = Callable[[Any, str], str]
+
+#: (expect field, assertion name, check, what it expects — for "not checked" lines), in
+#: SPEC §4 order. A check runs only when there is an output, except errorContains.
+_CHECKS: tuple[tuple[str, str, _Check, _Describe], ...] = (
+    ("contains", "contains", lambda w, c, k: _contains(w, c.text or ""),
+     lambda w, k: f"every one of: {_quoted(w)}"),
+    ("not_contains", "notContains", lambda w, c, k: _not_contains(w, c.text or ""),
+     lambda w, k: f"none of: {_quoted(w)}"),
+    ("equals", "equals", lambda w, c, k: _equals(w, c.text or ""), lambda w, k: repr(w)),
+    ("max_latency_ms", "maxLatencyMs",
+     lambda w, c, k: _max_latency(w, c.latency_ms or 0.0, c.replayed),
+     lambda w, k: f"at most {w} ms"),
+    ("matches", "matches", lambda w, c, k: _matches(w, c.text or ""),
+     lambda w, k: f"every regex of: {_quoted(w)}"),
+    ("route", "route", lambda w, c, k: _route(w, c.value, k),
+     lambda w, k: f"route ({k}) exactly {w!r}"),
+    ("output", "output", lambda w, c, k: _output(w, c.value),
+     lambda w, k: f"output matching {_json(w)}"),
+    ("error_contains", "errorContains", lambda w, c, k: _error_contains(w, c.error), str),
+    ("json_schema", "jsonSchema", lambda w, c, k: _json_schema(w, c.value),
+     lambda w, k: "output valid against the JSON Schema"),
+)
+
+
 def check(expect: Expect | None, call: EntryCall, route_key: str = "route"
           ) -> list[AssertionResult]:
     """Every assertion of ``expect`` against ``call`` (the judge aside), in SPEC §4 order."""
     if expect is None:
         return []
     results: list[AssertionResult] = []
-    text, value = call.text, call.value
-
-    def on_output(name: str, wanted: object, describe: str,
-                  checker: Callable[[], AssertionResult]) -> None:
-        if wanted is None:
-            return
-        results.append(checker() if text is not None
-                       else AssertionResult(name, None, describe, _NO_OUTPUT))
-
-    on_output("contains", expect.contains, f"every one of: {_quoted(expect.contains or [])}",
-              lambda: _contains(expect.contains or [], text or ""))
-    on_output("notContains", expect.not_contains, f"none of: {_quoted(expect.not_contains or [])}",
-              lambda: _not_contains(expect.not_contains or [], text or ""))
-    on_output("equals", expect.equals, repr(expect.equals),
-              lambda: _equals(expect.equals or "", text or ""))
-    if expect.max_latency_ms is not None:
-        on_output("maxLatencyMs", expect.max_latency_ms, f"at most {expect.max_latency_ms} ms",
-                  lambda: _max_latency(expect.max_latency_ms or 0, call.latency_ms or 0.0,
-                                       call.replayed))
-    on_output("matches", expect.matches, f"every regex of: {_quoted(expect.matches or [])}",
-              lambda: _matches(expect.matches or [], text or ""))
-    on_output("route", expect.route, f"route ({route_key}) exactly {expect.route!r}",
-              lambda: _route(expect.route or "", value, route_key))
-    if expect.checks_output:
-        on_output("output", True, f"output matching {_json(expect.output)}",
-                  lambda: _output(expect.output, value))
-    if expect.error_contains is not None and not call.timed_out:
-        results.append(_error_contains(expect.error_contains, call.error))
-    on_output("jsonSchema", expect.json_schema, "output valid against the JSON Schema",
-              lambda: _json_schema(expect.json_schema or {}, value))
+    for field, name, checker, describe in _CHECKS:
+        wanted = getattr(expect, field)
+        if wanted is None and not (field == "output" and expect.checks_output):
+            continue
+        if field == "error_contains":
+            if not call.timed_out:  # graded on the error, so checked without an output too
+                results.append(checker(wanted, call, route_key))
+        elif call.text is None:
+            results.append(AssertionResult(name, None, describe(wanted, route_key), _NO_OUTPUT))
+        else:
+            results.append(checker(wanted, call, route_key))
     return results

@@ -13,6 +13,7 @@ the session as usual. No pytest import here.
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import inspect
 import json
 import queue
@@ -270,7 +271,7 @@ def _call_async(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
         return EntryCall(timed_out=True)
 
 
-def _is_async(fn: Callable[..., Any]) -> bool:
+def _inspect_async(fn: Callable[..., Any]) -> bool:
     # A plain function, functools.partial, or an object with an async __call__.
     own_call = getattr(type(fn), "__call__", None)  # noqa: B004 - the method, not callability
     for candidate in (fn, getattr(fn, "func", None), own_call):
@@ -278,6 +279,16 @@ def _is_async(fn: Callable[..., Any]) -> bool:
                                       or inspect.isasyncgenfunction(candidate)):
             return True
     return False
+
+
+_known_async = functools.lru_cache(maxsize=256)(_inspect_async)  # the same few callables
+
+
+def _is_async(fn: Callable[..., Any]) -> bool:
+    try:
+        return _known_async(fn)
+    except TypeError:  # an unhashable callable object: inspect it each time
+        return _inspect_async(fn)
 
 
 def call_with_deadline(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],

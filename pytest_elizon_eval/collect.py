@@ -259,11 +259,12 @@ class CaseItem(pytest.Item):
         self.recording = None
         compat.fill_fixtures(self)
         settings = self.config.stash[SETTINGS]
-        known = self.config.stash.setdefault(_SESSION_VALUES, {})
-        for name in self._fixtures_needed():  # for the cases that may start ahead of their turn
-            wide = compat.session_wide_fixture(self, name)
-            if wide is not None:
-                known[wide[0]] = self.funcargs[name]  # type: ignore[attr-defined]
+        if SCHEDULER in self.config.stash:  # for the cases that may start ahead of their turn
+            known = self.config.stash.setdefault(_SESSION_VALUES, {})
+            for name in self._fixtures_needed():
+                wide = compat.session_wide_fixture(self, name)
+                if wide is not None:
+                    known[wide[0]] = self.funcargs[name]  # type: ignore[attr-defined]
         if settings.replay is not None:  # answered from the cassette: no entry point is called
             try:
                 self.replay = settings.replay.answers(self.suite_info.path, self.name,

@@ -13,6 +13,7 @@ import here.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -59,6 +60,10 @@ class SuiteInfo:
     sha256: str = ""
 
     def to_data(self) -> dict[str, Any]:
+        return dict(self._data)
+
+    @functools.cached_property
+    def _data(self) -> dict[str, Any]:  # the same for every case of the suite: built once
         return {"path": self.path, "package": self.package, "gate": self.gate,
                 "advisory": self.advisory, "baseline": dict(self.baseline),
                 "sha256": self.sha256}
@@ -141,6 +146,7 @@ def grade(
     expects_error: bool = False,
     judge_score: float | None = None,
     judge_reasoning: str | None = None,
+    replayed: bool = False,
 ) -> CaseResult:
     """The result of a case whose entry point was called (``base`` carries the identity).
 
@@ -158,6 +164,7 @@ def grade(
         base, outcome=outcome, assertions=tuple(assertions), latency_ms=call.latency_ms,
         output=output, output_length=len(call.text) if call.text is not None else 0,
         error=call.error, judge_score=judge_score, judge_reasoning=judge_reasoning,
+        replayed=replayed,
     )
 
 
@@ -206,7 +213,8 @@ def failure_message(result: CaseResult) -> str:
         head = (f"case {result.case_id!r} failed ({where}): the entry point raised "
                 f"{visible(result.error.text, keep_newlines=False)}")
     else:
-        head = f"case {result.case_id!r} failed ({where})"
+        verb = "timed out" if result.outcome == TIMEOUT else "failed"
+        head = f"case {result.case_id!r} {verb} ({where})"
     lines = [head, *_runs_lines(result)]
     if result.error is not None and result.error.traceback:
         lines.append(_indent(visible(result.error.traceback), "    "))

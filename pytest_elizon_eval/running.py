@@ -89,7 +89,7 @@ def _run_once(case: Case, call: EntryCall | None, entry: Entry | None, base: Cas
         assertions.append(result)
     graded = grade(base, call, assertions,
                    expects_error=bool(expect and expect.error_contains is not None),
-                   judge_score=score, judge_reasoning=reasoning)
+                   judge_score=score, judge_reasoning=reasoning, replayed=call.replayed)
     return graded, call
 
 
@@ -114,7 +114,7 @@ def run_case(
         runs.append(result)
         calls.append(call)
     if repeat == 1:
-        return CaseRun(replace(runs[0], replayed=replay is not None), calls)
+        return CaseRun(runs[0], calls)
     passed = sum(r.outcome == PASSED for r in runs)
     if passed / repeat >= min_pass_rate - 1e-9:  # 3/5 meets 0.6 despite float rounding
         outcome = PASSED
@@ -125,7 +125,7 @@ def run_case(
     latencies = [r.latency_ms for r in runs if r.latency_ms is not None]
     scores = [r.judge_score for r in runs if r.judge_score is not None]
     summary = replace(
-        shown, outcome=outcome, replayed=replay is not None,
+        shown, outcome=outcome,
         latency_ms=sum(latencies) / len(latencies) if latencies else None,
         judge_score=sum(scores) / len(scores) if scores else None,
         runs=tuple(run_data(r) for r in runs), passed_runs=passed,
