@@ -19,6 +19,7 @@ from typing import Any
 
 from . import errors
 from .calling import EntryCall, ErrorInfo
+from .loading import read_json
 
 __all__ = ["FORMAT", "Cassette", "CassetteMiss", "call_from_data", "call_to_data",
            "input_sha256", "key"]
@@ -67,12 +68,7 @@ class Cassette:
     @classmethod
     def load(cls, path: Path) -> Cassette:
         """Read a cassette; ``ValueError`` says what is wrong with the file."""
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise ValueError(f"cannot read it: {exc.strerror}") from None
-        except ValueError as exc:
-            raise ValueError(f"not JSON: {exc}") from None
+        data = read_json(path)
         if not isinstance(data, dict) or data.get("format") != FORMAT \
                 or not isinstance(data.get("cases"), dict):
             raise ValueError(f"not a cassette (expected {{\"format\": \"{FORMAT}\", "

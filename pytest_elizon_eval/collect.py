@@ -115,7 +115,18 @@ def collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector 
     return None
 
 
-class ManifestCollector(pytest.Collector):
+class _ShowsElizonErrors(pytest.Collector):
+    """A collector whose ElizonErrors show as their ``CODE: file:line: …`` lines alone."""
+
+    def repr_failure(  # type: ignore[override]
+        self, excinfo: pytest.ExceptionInfo[BaseException]
+    ) -> str | Any:
+        if isinstance(excinfo.value, ElizonError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+
+class ManifestCollector(_ShowsElizonErrors):
     """``elizon.yaml``: validates the manifest and that its suites exist.
 
     Not a ``pytest.File`` on purpose: ``--lf`` skips files without failures,
@@ -144,15 +155,8 @@ class ManifestCollector(pytest.Collector):
                     for p in chain[:depth])
         return False
 
-    def repr_failure(  # type: ignore[override]
-        self, excinfo: pytest.ExceptionInfo[BaseException]
-    ) -> str | Any:
-        if isinstance(excinfo.value, ElizonError):
-            return str(excinfo.value)
-        return super().repr_failure(excinfo)
 
-
-class SuiteFile(pytest.File):
+class SuiteFile(_ShowsElizonErrors, pytest.File):
     """A suite file: validated as a whole, then one :class:`CaseItem` per case."""
 
     def __init__(self, *, package: Package, spec: SuiteSpec, **kwargs: Any) -> None:
@@ -180,13 +184,6 @@ class SuiteFile(pytest.File):
                 self.config.addinivalue_line("markers", marker)
         for case, line in zip(loaded.cases, loaded.lines, strict=True):
             yield CaseItem.from_parent(self, name=case.id, case=case, line=line, suite_info=info)
-
-    def repr_failure(  # type: ignore[override]
-        self, excinfo: pytest.ExceptionInfo[BaseException]
-    ) -> str | Any:
-        if isinstance(excinfo.value, ElizonError):
-            return str(excinfo.value)
-        return super().repr_failure(excinfo)
 
 
 class CaseNotPassed(Exception):

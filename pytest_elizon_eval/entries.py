@@ -14,7 +14,9 @@ Both run a case's input under the case's deadline and return an
 * :class:`HttpEntry` — ``{url, method?, headers?, timeout?}``. The input is
   POSTed as JSON (a string as ``{"input": …}``); a JSON reply is parsed, any
   other is text; a non-2xx status is an error with the status and a body
-  excerpt; the deadline covers the whole exchange, and the body is capped.
+  excerpt; the body is capped. The request runs on the shared event loop
+  (one loop for every concurrent HTTP case), and the deadline covers the
+  whole exchange: at it, the request is cancelled.
 
 ``${NAME}`` in ``env`` values and header values is read from the operator's
 environment at call time; the values never appear in a description, an error
@@ -234,17 +236,18 @@ class HttpEntry(DeadlineEntry):
                                              f"the entry's timeout of {self.timeout_s:g} s"))
         return call
 
-    def _exchange(self, case_input: object, deadline: float) -> tuple[Any, str]:
+    async def _exchange(self, case_input: object, deadline: float) -> tuple[Any, str]:
+        """On the shared event loop, so the deadline cancels the request itself."""
         import httpx  # deferred: costs import time on every run, needed by few
 
         body = {"input": case_input} if isinstance(case_input, str) else case_input
         headers = {k: expand(v, os.environ, f"headers.{k}") for k, v in self.headers.items()}
         remaining = max(deadline - time.monotonic(), 0.001)
         try:
-            with httpx.Client(timeout=remaining) as client, client.stream(
+            async with httpx.AsyncClient(timeout=remaining) as client, client.stream(
                     self.method, self.url, json=body, headers=headers) as response:
                 raw = bytearray()
-                for chunk in response.iter_bytes():
+                async for chunk in response.aiter_bytes():
                     raw += chunk
                     if len(raw) > MAX_OUTPUT_BYTES:
                         raise HttpError(f"the response body from {self.url} is larger than "

@@ -10,13 +10,16 @@ something the author did not mean (``no`` → false, ``0123`` → 83).
 Mappings come back as :class:`YamlMapping` and sequences as
 :class:`YamlSequence`, ordinary ``dict``/``list`` subclasses that carry the
 1-based line of themselves and of each key / item, so validation errors can
-point at ``file:line``. No pytest import here.
+point at ``file:line``. :func:`read_json` reads the plugin's own JSON files
+(results, cassettes). No pytest import here.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -30,6 +33,7 @@ __all__ = [
     "YamlSequence",
     "line_of",
     "load_yaml",
+    "read_json",
 ]
 
 #: Larger files are refused before parsing: a suite is text written by people.
@@ -116,6 +120,16 @@ def line_of(data: Any, path: tuple[str | int, ...]) -> int | None:
             break
         line = getattr(node, "line", line)
     return line
+
+
+def read_json(path: Path) -> Any:
+    """A JSON file's data; ``ValueError`` says why it could not be read."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ValueError(f"cannot read it: {exc.strerror}") from None
+    except ValueError as exc:
+        raise ValueError(f"not JSON: {exc}") from None
 
 
 def load_yaml(data: bytes) -> Any:

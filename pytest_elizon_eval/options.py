@@ -112,13 +112,18 @@ def _ini_source(config: pytest.Config, name: str) -> str:
     return f"ini option {name}{where}"
 
 
+def _option_or_ini(config: pytest.Config, name: str) -> tuple[str | None, str]:
+    """The value of ``--name`` or else of ini ``name``, and where it came from."""
+    raw = config.getoption(name)
+    if raw is not None:
+        return raw, f"--{name.replace('_', '-')}={raw}"
+    raw = config.getini(name)
+    return (raw or None), f"{_ini_source(config, name)} ({raw!r})"
+
+
 def _timeout(config: pytest.Config) -> tuple[float, str]:
-    raw = config.getoption("elizon_timeout")
-    source = f"--elizon-timeout={raw}"
+    raw, source = _option_or_ini(config, "elizon_timeout")
     if raw is None:
-        raw = config.getini("elizon_timeout")
-        source = f"{_ini_source(config, 'elizon_timeout')} ({raw!r})"
-    if raw is None or raw == "":
         return HARD_LIMIT_S, f"the {HARD_LIMIT_S:g} s hard limit"
     try:
         value = float(raw)
@@ -154,12 +159,8 @@ def _annotations(config: pytest.Config) -> bool:
 
 
 def _concurrency(config: pytest.Config) -> int:
-    raw = config.getoption("elizon_concurrency")
-    source = f"--elizon-concurrency={raw}"
+    raw, source = _option_or_ini(config, "elizon_concurrency")
     if raw is None:
-        raw = config.getini("elizon_concurrency")
-        source = f"{_ini_source(config, 'elizon_concurrency')} ({raw!r})"
-    if raw is None or raw == "":
         return 1
     try:
         value = int(raw)

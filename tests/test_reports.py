@@ -439,3 +439,25 @@ def test_a_bad_baseline_file_is_a_usage_error(packages: Packages, pytester: pyte
                                  "results file (at the top level: 'format' is a required*"])
     result = pytester.runpytest("--elizon-baseline=missing.json")
     result.stderr.fnmatch_lines(["ERROR: --elizon-baseline=*missing.json: cannot read it: *"])
+
+
+def test_markdown_stays_under_the_limit_and_says_what_was_left_out() -> None:
+    from pytest_elizon_eval.reporting import markdown
+    from pytest_elizon_eval.reporting.aggregate import Aggregate
+
+    aggregate = Aggregate()
+    suite = {"path": "big/suite.yaml", "package": "big", "gate": "must-pass",
+             "advisory": False, "baseline": {}, "sha256": ""}
+    for i in range(800):  # 800 failing cases with 64 KiB of output each
+        aggregate.add({
+            "nodeid": f"big/suite.yaml::case-{i}", "case_id": f"case-{i}", "line": i + 1,
+            "suite": suite, "outcome": "failed",
+            "assertions": [{"name": "contains", "passed": False, "expected": "x",
+                            "found": "missing: 'x' " + "y" * 300}],
+            "latency_ms": 1.0, "output": "z" * 65536, "output_length": 65536, "error": None,
+            "timeout_s": 90.0, "timeout_source": "", "entry": "app:answer"})
+    text = markdown.render(aggregate)
+    assert len(text.encode()) < 1024 * 1024
+    assert "rows or outputs were left out to stay under GitHub's 1 MiB summary limit" in text
+    assert text.count("<details>") == text.count("</details>") > 0
+    assert "| `case-0` | failed |" in text

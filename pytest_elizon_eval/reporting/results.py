@@ -14,6 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ..loading import read_json
 from .aggregate import Aggregate
 from .regression import Regression
 
@@ -69,12 +70,7 @@ def build(aggregate: Aggregate, regression: Regression | None = None) -> dict[st
 def load(path: Path) -> dict[str, Any]:
     """An earlier results file, checked; ``ValueError`` says what is wrong with it."""
     import jsonschema  # deferred: costs import time on every run, needed by few
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ValueError(f"cannot read it: {exc.strerror}") from None
-    except ValueError as exc:
-        raise ValueError(f"not JSON: {exc}") from None
+    data = read_json(path)
     error = jsonschema.exceptions.best_match(
         jsonschema.Draft202012Validator(schema()).iter_errors(data))
     if error is not None:
