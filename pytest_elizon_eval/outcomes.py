@@ -101,11 +101,6 @@ class CaseResult:
     #: Answered from a cassette: the latency is the recorded one.
     replayed: bool = False
 
-    @property
-    def counts_against_run(self) -> bool:
-        """Whether this result fails the session (SPEC §2 gates)."""
-        return self.outcome != PASSED and not self.suite.advisory
-
     def to_data(self) -> dict[str, Any]:
         return {
             "nodeid": self.nodeid, "case_id": self.case_id, "line": self.line,
