@@ -461,3 +461,14 @@ def test_markdown_stays_under_the_limit_and_says_what_was_left_out() -> None:
     assert "rows or outputs were left out to stay under GitHub's 1 MiB summary limit" in text
     assert text.count("<details>") == text.count("</details>") > 0
     assert "| `case-0` | failed |" in text
+
+
+def test_an_unwritable_report_path_is_reported_and_fails_the_run(
+    packages: Packages, pytester: pytest.Pytester
+) -> None:
+    packages.package(app=APP, suite="cases:\n  - id: fine\n    input: x\n")
+    (pytester.path / "taken").mkdir()
+    result = pytester.runpytest("--elizon-results=taken")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["elizon: cannot write a report: [[]Errno 21[]] Is a directory*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
