@@ -127,17 +127,27 @@ class Kind:
     """What is being bound: its name in messages, its error codes and how to bind it."""
 
     noun: str
+    #: The manifest key; the option is ``--elizon-<key>``, the fixture ``elizon_<key>``.
+    key: str
     unbound: str
     invalid: str
-    how: str
+
+    @property
+    def option(self) -> str:
+        return f"--elizon-{self.key}"
+
+    @property
+    def fixture(self) -> str:
+        return f"elizon_{self.key}"
+
+    @property
+    def how(self) -> str:
+        return (f"{self.option}, an '{self.fixture}' fixture in conftest.py, '{self.key}:' in "
+                f"elizon.yaml, or the ini option {self.fixture}")
 
 
-ENTRY = Kind("entry point", errors.ELIZON_ENTRY_UNBOUND, errors.ELIZON_ENTRY_INVALID,
-             "--elizon-entry=module:attr, an 'elizon_entry' fixture in conftest.py, "
-             "'entry:' in elizon.yaml, or the ini option elizon_entry")
-JUDGE = Kind("judge", errors.ELIZON_JUDGE_UNBOUND, errors.ELIZON_JUDGE_INVALID,
-             "--elizon-judge, an 'elizon_judge' fixture in conftest.py, 'judge:' in "
-             "elizon.yaml, or the ini option elizon_judge")
+ENTRY = Kind("entry point", "entry", errors.ELIZON_ENTRY_UNBOUND, errors.ELIZON_ENTRY_INVALID)
+JUDGE = Kind("judge", "judge", errors.ELIZON_JUDGE_UNBOUND, errors.ELIZON_JUDGE_INVALID)
 
 
 def _as_model(value: object, model: type[_M], shape: str) -> _M | None:

@@ -43,8 +43,8 @@ from .running import CaseRun, run_case
 __all__ = ["SCHEDULER", "CaseItem", "ManifestCollector", "SuiteFile", "annotate_report",
            "collect_file", "prefetch"]
 
-ENTRY_FIXTURE = "elizon_entry"
-JUDGE_FIXTURE = "elizon_judge"
+ENTRY_FIXTURE = ENTRY.fixture
+JUDGE_FIXTURE = JUDGE.fixture
 #: The case scheduler of a session with --elizon-concurrency > 1.
 SCHEDULER = pytest.StashKey[CaseScheduler]()
 #: Values of session-wide entry/judge fixtures, by fixture identity, once set up.
@@ -276,19 +276,18 @@ class CaseItem(pytest.Item):
         """The entry point and, if the case has a judge assertion, the judge."""
         settings = self.config.stash[SETTINGS]
         package = self.parent.package
-        bound_entry = self._bind(ENTRY, ENTRY_FIXTURE, fixture_values[ENTRY_FIXTURE],
-                                 settings.cli_entry, package.entry, package.entry_line,
-                                 settings.ini_entry, settings.ini_entry_source) if entry else None
+        bound_entry = self._bind(ENTRY, fixture_values[ENTRY_FIXTURE], settings.cli_entry,
+                                 package.entry, package.entry_line, settings.ini_entry,
+                                 settings.ini_entry_source) if entry else None
         bound_judge = None
         if JUDGE_FIXTURE in self._fixtures_needed():
-            bound_judge = self._bind(JUDGE, JUDGE_FIXTURE, fixture_values[JUDGE_FIXTURE],
-                                     settings.cli_judge, package.judge, package.judge_line,
-                                     settings.ini_judge, settings.ini_judge_source)
+            bound_judge = self._bind(JUDGE, fixture_values[JUDGE_FIXTURE], settings.cli_judge,
+                                     package.judge, package.judge_line, settings.ini_judge,
+                                     settings.ini_judge_source)
         return bound_entry, bound_judge
 
-    def _bind(self, kind: Kind, fixture: str, fixture_value: object, cli: str | None,
-              manifest: object, manifest_line: int | None, ini: str | None, ini_source: str
-              ) -> Bound:
+    def _bind(self, kind: Kind, fixture_value: object, cli: str | None, manifest: object,
+              manifest_line: int | None, ini: str | None, ini_source: str) -> Bound:
         """Bind by precedence: command line > fixture > manifest > ini.
 
         Bindings made only of text (no callable from a fixture) are the same for every case
@@ -300,15 +299,14 @@ class CaseItem(pytest.Item):
             key = (kind.noun, cli, fixture_value, repr(manifest), ini, package.folder)
             if key in cache:
                 return cache[key]
-        option = f"--{fixture.replace('_', '-')}"
-        fixture_source = f"the {fixture} fixture"
+        fixture_source = f"the {kind.fixture} fixture"
         if fixture_value is not None and cli is None:
-            fixture_source += f" ({compat.fixture_location(self, fixture)})"
-        word = kind.noun.split()[0]
-        manifest_source = (f"{word}: in {display_path(self.config, package.manifest)}:"
-                           f"{manifest_line}" if package.manifest else f"{word}: in elizon.yaml")
+            fixture_source += f" ({compat.fixture_location(self, kind.fixture)})"
+        manifest_file = display_path(self.config, package.manifest) if package.manifest else None
+        manifest_source = (f"{kind.key}: in {manifest_file}:{manifest_line}" if manifest_file
+                           else f"{kind.key}: in elizon.yaml")
         bound = bind([
-            Candidate(cli, option),
+            Candidate(cli, kind.option),
             Candidate(fixture_value, fixture_source),
             Candidate(manifest, manifest_source),
             Candidate(ini, ini_source),

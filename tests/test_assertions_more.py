@@ -265,3 +265,13 @@ def test_tags_must_be_marker_names(packages: Packages, pytester: pytest.Pytester
         "EVALUATION_SUITE_INVALID: pkg/eval/suite.yaml:4: cases[[]0[]].tags[[]1[]]: tag "
         "'has space' must be a word*",
     ])
+
+
+def test_a_malformed_route_key_is_a_usage_error(packages: Packages, pytester: pytest.Pytester
+                                                ) -> None:
+    pytester.makefile(".ini", tox="[pytest]\nelizon_route_key = decision..route\n")
+    result = run(packages, pytester, "cases:\n  - id: a\n    input: x\n")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: ini option elizon_route_key in *tox.ini "
+                                 "('decision..route'): expected a key or a dotted path such as "
+                                 "'decision.route'"])
