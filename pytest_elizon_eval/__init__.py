@@ -8,7 +8,7 @@ a conftest.py or a report consumer may want.
 from __future__ import annotations
 
 from .assertions import AssertionResult
-from .calling import EntryCall, ErrorInfo
+from .calls import EntryCall, ErrorInfo
 from .outcomes import CaseResult, SuiteInfo
 
 __all__ = ["AssertionResult", "CaseResult", "EntryCall", "ErrorInfo", "SuiteInfo"]

@@ -1,10 +1,14 @@
-"""The only module that touches private pytest APIs.
+"""The only module that touches private pytest APIs (and pytest-xdist's internals).
 
 A YAML case is not a Python function, yet it must get fixtures (the
 ``elizon_entry`` fixture, with everything it depends on) exactly like one.
 pytest's own ``DoctestItem`` does this with the session's fixture manager
-and a ``TopRequest``; this module does the same, in one place, for pytest 8
-and 9 (the APIs used are unchanged across those versions).
+and a ``TopRequest``; :class:`FixtureItem` does the same, in one place.
+A case's failure is shown as pytest shows a Python test's — with a crash
+line after the node id in the short summary — through pytest's own
+``ReprExceptionInfo``. The APIs used are the same in pytest 8 and 9, the
+versions the tests cover (:data:`SUPPORTED`); any other version gets a
+warning at start-up.
 """
 
 from __future__ import annotations
@@ -15,32 +19,85 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _pytest._code.code import ReprEntryNative, ReprExceptionInfo, ReprFileLocation, ReprTraceback
 from _pytest.fixtures import FuncFixtureInfo, TopRequest
 
-__all__ = ["FuncFixtureInfo", "fill_fixtures", "fixture_info", "fixture_location",
-           "init_request", "session_wide_fixture", "upcoming_items"]
+__all__ = ["SUPPORTED", "FixtureItem", "failure_repr", "fixture_location", "session_wide_fixture",
+           "unsupported_pytest", "upcoming_items"]
+
+#: pytest versions whose private APIs used here are known to work: [first, last) majors.
+SUPPORTED = (8, 10)
 
 
-def fixture_info(item: pytest.Item) -> FuncFixtureInfo:
-    """The fixture closure of an item that is not a Python function (reads ``usefixtures``)."""
-    manager = item.session._fixturemanager
-    return manager.getfixtureinfo(node=item, func=None, cls=None)
+def unsupported_pytest() -> str | None:
+    """A warning's text when this pytest is outside :data:`SUPPORTED`."""
+    major = pytest.version_tuple[0]
+    if isinstance(major, int) and SUPPORTED[0] <= major < SUPPORTED[1]:
+        return None
+    return (f"pytest-elizon-eval is tested with pytest {SUPPORTED[0]}.x to "
+            f"{SUPPORTED[1] - 1}.x; pytest {pytest.__version__} may not work with it")
 
 
-def init_request(item: Any, info: FuncFixtureInfo) -> None:
-    """Give ``item`` what pytest's fixture machinery expects of a function item."""
-    item._fixtureinfo = info
-    item.fixturenames = info.names_closure
-    item.funcargs = {}
-    item._request = TopRequest(item, _ispytest=True)
+def failure_repr(text: str, path: Path, line: int, crash: str) -> ReprExceptionInfo:
+    """A failure shown as ``text`` in the failures section, and as ``- crash`` after the
+    node id in the short summary and in pytest's own JUnit message (1-based ``line``).
+    Plain dataclasses: pytest-xdist carries them to the controller as they are."""
+    lines = [f"{row}\n" for row in text.splitlines()] or ["\n"]
+    return ReprExceptionInfo(
+        reprtraceback=ReprTraceback(reprentries=[ReprEntryNative(lines)], extraline=None,
+                                    style="native"),
+        reprcrash=ReprFileLocation(str(path), line, crash))
 
 
-def fill_fixtures(item: Any) -> None:
-    """Set up every fixture the item uses (in ``setup()``)."""
-    item._request._fillfixtures()
+class FixtureItem(pytest.Item):
+    """An item that is not a Python function but gets fixtures like one.
+
+    Subclasses call :meth:`init_fixtures` in ``__init__`` and :meth:`fill_fixtures` in
+    ``setup()``; :attr:`fixture_values` are then what ``funcargs`` holds for a function.
+    ``short_failure`` turns an exception of setup into a cheap, short report (pytest would
+    otherwise format a long traceback of plugin internals that nobody reads).
+    """
+
+    _fixture_closure: FuncFixtureInfo
+
+    def init_fixtures(self, info: FuncFixtureInfo | None = None) -> FuncFixtureInfo:
+        """Give this item the fixture closure ``info`` (computed when None)."""
+        if info is None:
+            manager = self.session._fixturemanager
+            info = manager.getfixtureinfo(node=self, func=None, cls=None)
+        self._fixture_closure = info
+        self._initrequest()
+        return info
+
+    def _initrequest(self) -> None:  # pytest calls it again when an item is re-run
+        info = self._fixture_closure
+        self._fixtureinfo = info
+        self.fixturenames = info.names_closure
+        self.funcargs: dict[str, object] = {}
+        self._request = TopRequest(self, _ispytest=True)  # type: ignore[arg-type,unused-ignore]
+
+    def fill_fixtures(self) -> None:
+        """Set up every fixture the item uses (in ``setup()``)."""
+        self._request._fillfixtures()
+
+    @property
+    def fixture_values(self) -> dict[str, object]:
+        return self.funcargs
+
+    def short_failure(self, excinfo: pytest.ExceptionInfo[BaseException]
+                      ) -> ReprExceptionInfo | str | None:
+        """A short representation of ``excinfo``, or None for pytest's usual one."""
+        return None
+
+    def _repr_failure_py(self, excinfo: pytest.ExceptionInfo[BaseException],
+                         style: Any = None) -> Any:
+        short = self.short_failure(excinfo)
+        if short is not None:
+            return short
+        return super()._repr_failure_py(excinfo, style)
 
 
-def fixture_location(item: Any, name: str) -> str:
+def fixture_location(item: FixtureItem, name: str) -> str:
     """``file:line`` of the fixture definition that wins for ``item``."""
     definitions = item._fixtureinfo.name2fixturedefs.get(name)
     if not definitions:
@@ -56,10 +113,11 @@ def fixture_location(item: Any, name: str) -> str:
     return f"{path}:{line}"
 
 
-def session_wide_fixture(item: Any, name: str) -> tuple[int, bool] | None:
-    """(identity, is the plugin's default) of fixture ``name`` for ``item``, if it and every
-    fixture it depends on are session-scoped: then its value is the same for every item
-    once one item has set it up. None otherwise."""
+def session_wide_fixture(item: FixtureItem, name: str, default_module: str
+                         ) -> tuple[int, bool] | None:
+    """(identity, is the default from ``default_module``) of fixture ``name`` for ``item``,
+    if it and every fixture it depends on are session-scoped: then its value is the same
+    for every item once one item has set it up. None otherwise."""
     definitions = item._fixtureinfo.name2fixturedefs
     stack, seen = [name], set()
     while stack:
@@ -72,8 +130,7 @@ def session_wide_fixture(item: Any, name: str) -> tuple[int, bool] | None:
             return None
         stack.extend(found[-1].argnames)
     definition = definitions[name][-1]
-    default = getattr(definition.func, "__module__", "") == "pytest_elizon_eval.plugin"
-    return id(definition), default
+    return id(definition), getattr(definition.func, "__module__", "") == default_module
 
 
 def upcoming_items(item: pytest.Item, nextitem: pytest.Item | None, count: int
@@ -96,8 +153,8 @@ def upcoming_items(item: pytest.Item, nextitem: pytest.Item | None, count: int
         try:
             with queue.lock() as pending:
                 indices = [i for i in pending if isinstance(i, int)][:count]
-            return [nextitem, *(session.items[i] for i in indices)][:count] \
-                if nextitem else [session.items[i] for i in indices]
+            found = [session.items[i] for i in indices]
+            return [nextitem, *found][:count] if nextitem else found
         except Exception:  # xdist changed: look no further than pytest's own nextitem
             break
     return [nextitem] if nextitem else []

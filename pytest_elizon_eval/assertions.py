@@ -1,4 +1,6 @@
-"""The ``expect`` assertions (SPEC §4): one small function each → :class:`AssertionResult`.
+"""The ``expect`` assertions: one small function each → :class:`AssertionResult`.
+
+When each passes is docs/contract.md#assertions.
 
 Each result says, in words a person reads in a failure message, what was
 expected and what was found. No pytest import here.
@@ -11,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .calling import EntryCall, ErrorInfo
+from .calls import EntryCall, ErrorInfo
 from .model import Expect
 
 __all__ = ["REGEX_TEXT_CAP", "REGEX_TIMEOUT_S", "AssertionResult", "check", "excerpt",
@@ -217,7 +219,7 @@ _Check = Callable[[Any, EntryCall, str], AssertionResult]
 _Describe = Callable[[Any, str], str]
 
 #: (expect field, assertion name, check, what it expects — for "not checked" lines), in
-#: SPEC §4 order. A check runs only when there is an output, except errorContains.
+#: the documented order. A check runs only when there is an output, except errorContains.
 _CHECKS: tuple[tuple[str, str, _Check, _Describe], ...] = (
     ("contains", "contains", lambda w, c, k: _contains(w, c.text or ""),
      lambda w, k: f"every one of: {_quoted(w)}"),
@@ -241,7 +243,7 @@ _CHECKS: tuple[tuple[str, str, _Check, _Describe], ...] = (
 
 def check(expect: Expect | None, call: EntryCall, route_key: str = "route"
           ) -> list[AssertionResult]:
-    """Every assertion of ``expect`` against ``call`` (the judge aside), in SPEC §4 order."""
+    """Every assertion of ``expect`` against ``call`` (the judge aside), in the documented order."""
     if expect is None:
         return []
     results: list[AssertionResult] = []

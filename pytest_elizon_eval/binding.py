@@ -1,11 +1,17 @@
-"""Choose and load the entry point a case's input is given to (SPEC §3), and the judge.
+"""Choose the entry point and the judge of a case, from the sources in their order.
 
-Owns the precedence (command line > ``elizon_entry`` fixture > manifest
-``entry:`` > ini ``elizon_entry``), turning a ``module.path:attribute`` spec
-into a callable, and the ``ELIZON_ENTRY_UNBOUND`` / ``ELIZON_ENTRY_INVALID``
-messages that say which source the bad value came from. The judge is bound
-the same way (``--elizon-judge``, ``elizon_judge``, ``judge:``, ini
-``elizon_judge``), and may also be a chat-completions endpoint mapping.
+Owns the precedence (docs/contract.md#binding): command line > the
+``elizon_entry`` fixture > the manifest's ``entry:`` > the ini option
+``elizon_entry`` (the judge likewise, with ``judge``), turning whatever the
+winning source gave — a callable, a ``module.path:attribute`` string, a
+mapping — into an :class:`~.entries.Entry` or a :class:`~.judging.Judge`,
+and the ``*_UNBOUND`` / ``*_INVALID`` messages that say which source a bad
+value came from.
+
+Text given on the command line or in an ini file is checked once, when the
+session starts (:func:`parse_text`: a bad value is one usage error). A
+binding made of text alone is the same for every case of a package, so a
+:class:`Binder` makes it once per session.
 
 Modules named by a package are imported with the package's folder on
 ``sys.path`` only for the duration of the import, and the modules loaded
@@ -18,44 +24,104 @@ from __future__ import annotations
 import importlib
 import sys
 import threading
-from collections.abc import Callable, Sequence
+import traceback
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from types import ModuleType
-from typing import Any, TypeVar
+from typing import Any
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from . import errors
-from .entries import DeadlineEntry, HttpEntry, ProcessEntry
+from .entries import Entry, entry_from
 from .errors import ElizonError
-from .judging import EndpointJudge
-from .model import CommandEntry, JudgeEndpoint, UrlEntry
+from .judging import Judge, judge_from
+from .model import CommandEntry, EntrySpec, JudgeEndpoint, UrlEntry
 
-_M = TypeVar("_M", bound=BaseModel)
-
-__all__ = ["ENTRY", "JUDGE", "BindContext", "Bound", "Candidate", "Kind", "bind",
-           "import_attribute"]
+__all__ = ["ENTRY", "JUDGE", "Binder", "Kind", "Source", "import_attribute", "parse_text"]
 
 
 @dataclass(frozen=True)
-class Candidate:
-    """A value offered as the entry point, and where it was offered (for messages)."""
+class Kind:
+    """What is being bound: its name in messages, its error codes, where it is given."""
+
+    noun: str
+    #: The manifest key; the option is ``--elizon-<key>``, the fixture and ini ``elizon_<key>``.
+    key: str
+    unbound: str
+    invalid: str
+
+    @property
+    def option(self) -> str:
+        return f"--elizon-{self.key}"
+
+    @property
+    def fixture(self) -> str:
+        return f"elizon_{self.key}"
+
+    @property
+    def how(self) -> str:
+        return (f"{self.option}, an '{self.fixture}' fixture in conftest.py, '{self.key}:' in "
+                f"elizon.yaml, or the ini option {self.fixture}")
+
+
+ENTRY = Kind("entry point", "entry", errors.ELIZON_ENTRY_UNBOUND, errors.ELIZON_ENTRY_INVALID)
+JUDGE = Kind("judge", "judge", errors.ELIZON_JUDGE_UNBOUND, errors.ELIZON_JUDGE_INVALID)
+
+
+@dataclass(frozen=True)
+class Source:
+    """A value offered for binding (None: this source offers nothing), and where from."""
 
     value: object
-    source: str
+    where: str
 
 
-@dataclass(frozen=True)
-class Bound:
-    """A callable ready to use: an entry point, or a judge."""
+# -- text and mappings ---------------------------------------------------------------------
 
-    call: Callable[..., Any] | DeadlineEntry
-    #: What it is, for reports: the spec string or the callable's qualified name.
-    description: str
-    source: str
+@cache
+def _entry_adapter() -> TypeAdapter[Any]:
+    return TypeAdapter(EntrySpec)  # the one place that decides "url means HTTP"
 
+
+def _problems(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(str(p) for p in e['loc'] if not str(p).startswith('entry-'))}"
+                     f": {e['msg']}".lstrip(": ") for e in exc.errors())
+
+
+def _from_mapping(value: dict[Any, Any], kind: Kind) -> object:
+    """A mapping as an endpoint judge, or a command or HTTP entry; ValueError if it is none."""
+    try:
+        if kind is JUDGE:
+            return JudgeEndpoint.model_validate(value)
+        return _entry_adapter().validate_python(value)
+    except ValidationError as exc:
+        shape = ("a judge endpoint {url, model, apiKeyEnv}" if kind is JUDGE else
+                 "an HTTP entry {url, method, headers, timeout, output}" if "url" in value else
+                 "a process entry {command, cwd, env, output}")
+        raise ValueError(f"not {shape}: {_problems(exc)}") from None
+
+
+def parse_text(text: str, kind: Kind) -> object:
+    """Option or ini text as a spec string or a validated mapping; ValueError if it is neither.
+    A mapping is written as a YAML flow mapping: ``{command: [python, app.py]}``."""
+    stripped = text.strip()
+    if stripped.startswith("{"):
+        try:
+            value = yaml.safe_load(stripped)
+        except yaml.YAMLError as exc:
+            raise ValueError(f"not a valid YAML mapping: {exc}") from None
+        if not isinstance(value, dict):
+            raise ValueError("not a mapping")
+        return _from_mapping(value, kind)
+    _split_spec(stripped)
+    return stripped
+
+
+# -- imports -------------------------------------------------------------------------------
 
 _import_lock = threading.Lock()
 _isolated: dict[tuple[Path, str], ModuleType] = {}
@@ -90,25 +156,45 @@ def _import_isolated(module_name: str, folder: Path) -> ModuleType:
         return module
 
 
+def _split_spec(spec: str) -> tuple[str, str]:
+    module_name, sep, attribute = spec.partition(":")
+    if not sep or not all(p.isidentifier() for p in module_name.split(".")) \
+            or not all(p.isidentifier() for p in attribute.split(".")):
+        raise ValueError("expected 'module.path:attribute' (for example 'my_app.main:answer'), "
+                         "a {command: […]} or a {url: …} mapping")
+    return module_name, attribute
+
+
+def _import_failure(exc: BaseException) -> str:
+    """Where an import failed: the failing line of the user's module, not importlib's."""
+    if isinstance(exc, SyntaxError) and exc.filename:
+        text = (exc.text or "").strip()
+        return f"{exc.filename}:{exc.lineno}: {text}" if text else f"{exc.filename}:{exc.lineno}"
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if "importlib" not in f.filename and not f.filename.startswith("<frozen")]
+    if not frames:
+        return ""
+    last = frames[-1]
+    return f"{last.filename}:{last.lineno}: {(last.line or '').strip()}"
+
+
 def import_attribute(spec: str, folders: Sequence[Path]) -> object:
     """Load ``module.path:attribute``; the module is looked for in ``folders`` first.
 
     Raises ``ValueError`` with a readable reason when the spec is malformed, the
-    module cannot be imported or the attribute does not exist.
+    module cannot be imported (naming the failing line) or the attribute does not exist.
     """
-    module_name, sep, attribute = spec.strip().partition(":")
-    parts = module_name.split(".")
-    if not sep or not all(p.isidentifier() for p in parts) \
-            or not all(p.isidentifier() for p in attribute.split(".")):
-        raise ValueError("expected 'module.path:attribute' (for example 'my_app.main:answer')")
-    folder = next((f.resolve() for f in folders if _provides(f, parts[0])), None)
+    module_name, attribute = _split_spec(spec.strip())
+    folder = next((f.resolve() for f in folders if _provides(f, module_name.split(".")[0])),
+                  None)
     try:
         module = (_import_isolated(module_name, folder) if folder
                   else importlib.import_module(module_name))
     except Exception as exc:
         where = f" from {folder}" if folder else ""
-        raise ValueError(f"cannot import {module_name!r}{where}: "
-                         f"{type(exc).__name__}: {exc}") from exc
+        at = _import_failure(exc)
+        raise ValueError(f"cannot import {module_name!r}{where}: {type(exc).__name__}: {exc}"
+                         + (f" (at {at})" if at and at not in str(exc) else "")) from exc
     value: object = module
     for name in attribute.split("."):
         try:
@@ -122,96 +208,78 @@ def _describe(value: object) -> str:
     return f"{type(value).__name__} {value!r}"[:120]
 
 
-@dataclass(frozen=True)
-class Kind:
-    """What is being bound: its name in messages, its error codes and how to bind it."""
+# -- binding -------------------------------------------------------------------------------
 
-    noun: str
-    #: The manifest key; the option is ``--elizon-<key>``, the fixture ``elizon_<key>``.
-    key: str
-    unbound: str
-    invalid: str
+class Binder:
+    """Binds entries and judges for one session; a binding made of text alone is made once
+    per package folder and kept (with its connections) until :meth:`close`."""
 
-    @property
-    def option(self) -> str:
-        return f"--elizon-{self.key}"
+    def __init__(self, rootpath: Path) -> None:
+        self.rootpath = rootpath
+        self._made: dict[tuple[object, ...], Entry | Judge | ElizonError] = {}
+        self._lock = threading.Lock()
 
-    @property
-    def fixture(self) -> str:
-        return f"elizon_{self.key}"
+    def entry(self, sources: Sequence[Source], folder: Path, output: str = "text") -> Entry:
+        """The entry point from the first source that offers one."""
+        return self._bind(ENTRY, sources, folder, output)  # type: ignore[return-value]
 
-    @property
-    def how(self) -> str:
-        return (f"{self.option}, an '{self.fixture}' fixture in conftest.py, '{self.key}:' in "
-                f"elizon.yaml, or the ini option {self.fixture}")
+    def judge(self, sources: Sequence[Source], folder: Path) -> Judge:
+        """The judge from the first source that offers one."""
+        return self._bind(JUDGE, sources, folder, "text")  # type: ignore[return-value]
 
+    def _bind(self, kind: Kind, sources: Sequence[Source], folder: Path, output: str
+              ) -> Entry | Judge:
+        chosen = next((s for s in sources if s.value is not None), None)
+        if chosen is None:
+            tried = ", ".join(s.where for s in sources)
+            raise ElizonError(kind.unbound, [
+                f"no {kind.noun} is bound for this case (looked at: {tried}). Bind one with "
+                f"{kind.how}"])
+        value = chosen.value
+        if callable(value):  # from a fixture: cheap to wrap, may differ per case
+            return self._make(kind, chosen, folder, output)
+        key = (kind.key, repr(value), chosen.where, folder, output)
+        with self._lock:
+            made = self._made.get(key)
+            if made is None:
+                try:
+                    made = self._make(kind, chosen, folder, output)
+                except ElizonError as exc:
+                    made = exc
+                self._made[key] = made
+        if isinstance(made, ElizonError):
+            raise made
+        return made
 
-ENTRY = Kind("entry point", "entry", errors.ELIZON_ENTRY_UNBOUND, errors.ELIZON_ENTRY_INVALID)
-JUDGE = Kind("judge", "judge", errors.ELIZON_JUDGE_UNBOUND, errors.ELIZON_JUDGE_INVALID)
-
-
-def _as_model(value: object, model: type[_M], shape: str) -> _M | None:
-    """``value`` as ``model`` if it is a mapping (or already one); None otherwise."""
-    if isinstance(value, dict):
+    def _make(self, kind: Kind, chosen: Source, folder: Path, output: str) -> Entry | Judge:
+        value = chosen.value
+        description = getattr(value, "__qualname__", None) or repr(value)
         try:
-            return model.model_validate(value)
-        except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}"
-                                 for e in exc.errors())
-            raise ValueError(f"not {shape}: {problems}") from None
-    return value if isinstance(value, model) else None
+            if isinstance(value, str):
+                parsed = parse_text(value, kind)
+                if isinstance(parsed, str):
+                    value = import_attribute(parsed, [folder, self.rootpath])
+                else:
+                    value = parsed
+            elif isinstance(value, dict):
+                value = _from_mapping(value, kind)
+        except ValueError as exc:
+            raise ElizonError(kind.invalid, [f"{chosen.value!r} ({chosen.where}): {exc}"]
+                              ) from None
+        structured = (JudgeEndpoint,) if kind is JUDGE else (CommandEntry, UrlEntry)
+        if not callable(value) and not isinstance(value, structured):
+            raise ElizonError(kind.invalid, [
+                f"{chosen.where} gave {_describe(value)}, which is not callable; "
+                "give a callable or a 'module.path:attribute' string"])
+        if kind is JUDGE:
+            return judge_from(value, description)
+        return entry_from(value, description, folder, output)
 
-
-def _structured(value: object, kind: Kind, context: BindContext) -> object | None:
-    """A judge endpoint, a process or an HTTP entry built from a mapping; None otherwise.
-    A mapping given as an option's text (``{url: …}``) is read as YAML flow."""
-    if isinstance(value, str) and value.strip().startswith("{"):
-        value = yaml.safe_load(value)
-    if kind is JUDGE:
-        endpoint = _as_model(value, JudgeEndpoint, "a judge endpoint {url, model, apiKeyEnv}")
-        return EndpointJudge(endpoint.url, endpoint.model, endpoint.api_key_env) \
-            if endpoint else None
-    if isinstance(value, UrlEntry) or (isinstance(value, dict) and "url" in value):
-        url = _as_model(value, UrlEntry, "an HTTP entry {url, method, headers, timeout}")
-        assert url is not None
-        return HttpEntry(url.url, url.method, url.headers, url.timeout)
-    command = _as_model(value, CommandEntry, "a process entry {command, cwd, env}")
-    if command is None:
-        return None
-    return ProcessEntry(command.command, context.folder, command.cwd, command.env,
-                        context.output_json)
-
-
-@dataclass(frozen=True)
-class BindContext:
-    """Where the package lives, for module imports and a process's working folder."""
-
-    folder: Path
-    rootpath: Path
-    output_json: bool = False
-
-
-def bind(candidates: Sequence[Candidate], context: BindContext, kind: Kind = ENTRY) -> Bound:
-    """Bind the first candidate whose value is not None, in the order given."""
-    chosen = next((c for c in candidates if c.value is not None), None)
-    if chosen is None:
-        tried = ", ".join(c.source for c in candidates)
-        raise ElizonError(kind.unbound, [
-            f"no {kind.noun} is bound for this case (looked at: {tried}). Bind one with "
-            f"{kind.how}"])
-    value = chosen.value
-    description = getattr(value, "__qualname__", None) or repr(value)
-    try:
-        structured = _structured(value, kind, context)
-        if structured is not None:
-            value, description = structured, repr(structured)
-        elif isinstance(value, str):
-            value, description = import_attribute(value, [context.folder, context.rootpath]), \
-                value
-    except (ValueError, yaml.YAMLError) as exc:
-        raise ElizonError(kind.invalid, [f"{chosen.value!r} ({chosen.source}): {exc}"]) from None
-    if not callable(value) and not isinstance(value, DeadlineEntry):
-        raise ElizonError(kind.invalid, [
-            f"{chosen.source} gave {_describe(value)}, which is not callable; "
-            "give a callable or a 'module.path:attribute' string"])
-    return Bound(call=value, description=description, source=chosen.source)
+    def close(self) -> None:
+        """Release what every binding keeps (HTTP connections)."""
+        with self._lock:
+            made = list(self._made.values())
+            self._made.clear()
+        for bound in made:
+            if not isinstance(bound, ElizonError):
+                bound.close()

@@ -1,13 +1,15 @@
-"""Call an entry point with a case's input, under the case's time limit.
+"""Run foreign code under a deadline: worker threads and the shared event loop.
 
-Owns the one risky step of a case: running foreign code. A sync callable
-runs in a daemon thread that is abandoned at the deadline (so a hung call
-never holds the session or its exit); an async callable runs on a shared
-background event loop and is cancelled at the deadline. Whatever the code
-does — raise, ``sys.exit()``, raise ``KeyboardInterrupt``, return garbage,
-stream chunks — comes back as an :class:`EntryCall`, never as an exception.
-A real Ctrl-C from the user interrupts the waiting main thread and stops
-the session as usual. No pytest import here.
+Owns the one risky step of a case: calling code we do not control. A sync
+callable runs in a daemon worker thread that is abandoned at the deadline
+(so a hung call never holds the session or its exit); a coroutine runs on
+one shared background event loop and is cancelled at the deadline. Whatever
+the code does — raise, ``sys.exit()``, raise ``KeyboardInterrupt``, return
+garbage, stream without end — comes back as an :class:`~.calls.EntryCall`,
+never as an exception. Streams are read chunk by chunk, at most
+:data:`MAX_STREAM_CHARS` characters and never past the deadline. A real
+Ctrl-C from the user interrupts the waiting main thread and stops the
+session as usual. No pytest import here.
 """
 
 from __future__ import annotations
@@ -18,71 +20,40 @@ import inspect
 import json
 import queue
 import threading
+import time
 import traceback
-from collections.abc import Callable, Coroutine, Iterator, Mapping
-from dataclasses import dataclass
-from time import perf_counter
-from typing import Any, ClassVar
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from typing import Any, ClassVar, TypeVar
 
-__all__ = ["EntryCall", "ErrorInfo", "OutputError", "call_with_deadline", "invoke", "output_of"]
+from .calls import EntryCall, ErrorInfo
 
-#: Longest traceback text kept for a report.
+__all__ = ["MAX_STREAM_CHARS", "Convert", "OutputError", "call_with_deadline", "error_info",
+           "output_of", "run_on_loop"]
+
+#: Longest traceback text kept for a report, in lines.
 _TRACEBACK_LINES = 40
+#: Most characters read from a streamed answer (as process and HTTP outputs are capped).
+MAX_STREAM_CHARS = 8 * 1024 * 1024
 
-
-@dataclass(frozen=True)
-class ErrorInfo:
-    """What the entry point raised, as text."""
-
-    type: str
-    message: str
-    traceback: str = ""
-
-    def to_data(self) -> dict[str, str]:
-        return {"type": self.type, "message": self.message, "traceback": self.traceback}
-
-    @classmethod
-    def from_data(cls, data: Mapping[str, str]) -> ErrorInfo:
-        return cls(data["type"], data["message"], data.get("traceback", ""))
-
-    @property
-    def text(self) -> str:
-        """``Type: message``, the text ``errorContains`` looks in."""
-        return f"{self.type}: {self.message}" if self.message else self.type
-
-
-@dataclass(frozen=True)
-class EntryCall:
-    """How one call of the entry point went."""
-
-    #: The output as returned: a string or a JSON-like value (None if there is none).
-    value: Any = None
-    #: The output text assertions read: the string, or the value as JSON.
-    text: str | None = None
-    error: ErrorInfo | None = None
-    #: Milliseconds around the call (and the stream, if any); None when it timed out.
-    latency_ms: float | None = None
-    timed_out: bool = False
-    #: Answered from a cassette (``--elizon-replay``), not by calling the entry point.
-    replayed: bool = False
+_T = TypeVar("_T")
 
 
 class OutputError(Exception):
     """The entry point returned something that is not an output (None, bytes, objects)."""
 
 
-def _error_info(exc: BaseException) -> ErrorInfo:
+def error_info(exc: BaseException) -> ErrorInfo:
+    """``exc`` as text, with the traceback of the foreign code (this module's frames left out)."""
     frames = list(traceback.extract_tb(exc.__traceback__))
     own = [i for i, f in enumerate(frames) if f.filename == __file__]
-    shown = frames[own[-1] + 1:] if own else frames  # hide this module's frames
+    shown = frames[own[-1] + 1:] if own else frames
     lines = "".join(traceback.format_list(shown)).splitlines()[-_TRACEBACK_LINES:]
-    name = type(exc).__name__
     message = str(exc)
     if isinstance(exc, SystemExit):
         message = f"the entry point called sys.exit({exc.code!r})"
     elif isinstance(exc, KeyboardInterrupt):
         message = "the entry point raised KeyboardInterrupt itself"
-    return ErrorInfo(name, message, "\n".join(lines))
+    return ErrorInfo(type(exc).__name__, message, "\n".join(lines))
 
 
 def _json_text(value: object) -> str:
@@ -94,7 +65,7 @@ def _json_text(value: object) -> str:
 
 
 def output_of(value: object) -> tuple[Any, str]:
-    """(structured value, output text) of what an entry point returned (SPEC §3)."""
+    """(structured value, output text) of what an entry point returned."""
     if isinstance(value, str):
         return value, value
     if value is None:
@@ -113,12 +84,70 @@ def output_of(value: object) -> tuple[Any, str]:
                       "a JSON-like value, a pydantic model or an iterator of strings")
 
 
-def _join_chunks(chunks: list[object]) -> str:
-    for index, chunk in enumerate(chunks):
+class _PastDeadline(Exception):
+    """A stream was still going at the deadline: the call timed out."""
+
+
+class _Stream:
+    """Joins streamed chunks: strings only, at most MAX_STREAM_CHARS, never past the deadline."""
+
+    def __init__(self, deadline: float) -> None:
+        self.deadline = deadline
+        self.parts: list[str] = []
+        self.size = 0
+
+    def add(self, chunk: object) -> None:
+        """Keep ``chunk``; :class:`_PastDeadline` once the deadline has passed."""
         if not isinstance(chunk, str):
             raise OutputError(f"the entry point streamed a {type(chunk).__name__} as chunk "
-                              f"{index}; stream strings only")
-    return "".join(chunks)  # type: ignore[arg-type]
+                              f"{len(self.parts)}; stream strings only")
+        self.size += len(chunk)
+        if self.size > MAX_STREAM_CHARS:
+            raise OutputError(f"the entry point streamed more than {MAX_STREAM_CHARS:,} "
+                              "characters; the stream was closed")
+        self.parts.append(chunk)
+        if time.monotonic() >= self.deadline:
+            raise _PastDeadline
+
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
+def _read_stream(chunks: Iterator[object], deadline: float) -> str:
+    stream = _Stream(deadline)
+    try:
+        for chunk in chunks:
+            stream.add(chunk)
+    finally:
+        close = getattr(chunks, "close", None)
+        if callable(close):
+            close()  # a generator's cleanup runs now, not whenever it is collected
+    return stream.text()
+
+
+async def _read_async_stream(chunks: AsyncIterator[object], deadline: float) -> str:
+    stream = _Stream(deadline)
+    try:
+        async for chunk in chunks:
+            stream.add(chunk)
+    finally:
+        close = getattr(chunks, "aclose", None)
+        if callable(close):
+            await close()
+    return stream.text()
+
+
+async def _settle(raw: Any, deadline: float) -> Any:
+    """What a coroutine or stream finally gives: awaited, streams joined."""
+    while True:
+        if hasattr(raw, "__aiter__"):
+            return await _read_async_stream(raw, deadline)
+        if inspect.isawaitable(raw):
+            raw = await raw
+            continue
+        if isinstance(raw, Iterator):
+            return _read_stream(raw, deadline)
+        return raw
 
 
 #: Turns what a callable returned (after streams are joined) into (value, text).
@@ -154,48 +183,38 @@ class _Worker:
 
 
 def _call_sync(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-               timeout_s: float, convert: Convert) -> EntryCall:
+               deadline: float, convert: Convert) -> EntryCall:
     box: list[EntryCall] = []
     done = threading.Event()
 
     def work() -> None:
-        start = perf_counter()
+        start = time.perf_counter()
         try:
             raw = fn(*args, **kwargs)
             if inspect.isawaitable(raw) or hasattr(raw, "__aiter__"):
                 import asyncio  # deferred: only async entry points need it
 
-                raw = asyncio.run(_settle(raw))  # a sync wrapper around async code
+                raw = asyncio.run(_settle(raw, deadline))  # a sync wrapper around async code
             elif isinstance(raw, Iterator):
-                raw = _join_chunks(list(raw))
-            latency = (perf_counter() - start) * 1000
+                raw = _read_stream(raw, deadline)
+            latency = (time.perf_counter() - start) * 1000
             value, text = convert(raw)
             box.append(EntryCall(value=value, text=text, latency_ms=latency))
+        except _PastDeadline:
+            box.append(EntryCall(timed_out=True))
         except BaseException as exc:  # graded, whatever it is: SystemExit included
-            box.append(EntryCall(error=_error_info(exc),
-                                 latency_ms=(perf_counter() - start) * 1000))
+            box.append(EntryCall(error=error_info(exc),
+                                 latency_ms=(time.perf_counter() - start) * 1000))
         finally:
             done.set()
 
     _Worker.run(work)
-    if not done.wait(timeout_s):
+    if not done.wait(max(deadline - time.monotonic(), 0)):
         return EntryCall(timed_out=True)
     return box[0]
 
 
-async def _settle(raw: Any) -> Any:
-    if hasattr(raw, "__aiter__"):
-        chunks: list[object] = [chunk async for chunk in raw]
-        return _join_chunks(chunks)
-    result = await raw
-    if hasattr(result, "__aiter__"):
-        return await _settle(result)
-    if isinstance(result, Iterator):
-        return _join_chunks(list(result))
-    return result
-
-
-# -- async callables: one background event loop, cancelled at the deadline --------------------
+# -- coroutines: one background event loop, cancelled at the deadline -------------------------
 
 class _LoopThread:
     """An event loop running forever in a daemon thread."""
@@ -214,7 +233,7 @@ class _LoopThread:
         self.loop.call_soon_threadsafe(pong.set)
         return pong.wait(within_s)
 
-    def submit(self, coro: Coroutine[Any, Any, EntryCall]) -> concurrent.futures.Future[EntryCall]:
+    def submit(self, coro: Coroutine[Any, Any, _T]) -> concurrent.futures.Future[_T]:
         import asyncio
 
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
@@ -241,34 +260,39 @@ def _retire_loop(stuck: _LoopThread) -> None:
             _loop = None
 
 
-async def _guarded(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-                   convert: Convert) -> EntryCall:
-    start = perf_counter()
+def run_on_loop(make: Callable[[], Coroutine[Any, Any, _T]], deadline: float) -> _T | None:
+    """Run ``make()`` on the shared loop until ``deadline``; None if it was cancelled there.
+
+    Cancellation at the deadline is the only way such a call ends early, so reaching the
+    deadline is always reported as a timeout, never as whatever error the code raises."""
+    runner = _shared_loop()
+    future = runner.submit(make())
     try:
-        raw = await _settle(fn(*args, **kwargs))
-        latency = (perf_counter() - start) * 1000
+        return future.result(max(deadline - time.monotonic(), 0))
+    except concurrent.futures.TimeoutError:
+        future.cancel()
+        if not runner.responsive(1.0):
+            _retire_loop(runner)
+        return None
+
+
+async def _guarded(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+                   deadline: float, convert: Convert) -> EntryCall:
+    start = time.perf_counter()
+    try:
+        raw = await _settle(fn(*args, **kwargs), deadline)
+        latency = (time.perf_counter() - start) * 1000
         value, text = convert(raw)
         return EntryCall(value=value, text=text, latency_ms=latency)
+    except _PastDeadline:
+        return EntryCall(timed_out=True)
     except BaseException as exc:
         import asyncio  # already loaded: this runs on the event loop
 
         if isinstance(exc, asyncio.CancelledError):
             raise
         # caught here so asyncio never sees SystemExit/KeyboardInterrupt
-        return EntryCall(error=_error_info(exc), latency_ms=(perf_counter() - start) * 1000)
-
-
-def _call_async(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-                timeout_s: float, convert: Convert) -> EntryCall:
-    runner = _shared_loop()
-    future = runner.submit(_guarded(fn, args, kwargs, convert))
-    try:
-        return future.result(timeout_s)
-    except concurrent.futures.TimeoutError:
-        future.cancel()
-        if not runner.responsive(1.0):
-            _retire_loop(runner)
-        return EntryCall(timed_out=True)
+        return EntryCall(error=error_info(exc), latency_ms=(time.perf_counter() - start) * 1000)
 
 
 def _inspect_async(fn: Callable[..., Any]) -> bool:
@@ -292,16 +316,10 @@ def _is_async(fn: Callable[..., Any]) -> bool:
 
 
 def call_with_deadline(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-                       timeout_s: float, convert: Convert) -> EntryCall:
-    """Call ``fn(*args, **kwargs)`` with every guard of this module; ``convert`` its result."""
+                       deadline: float, convert: Convert) -> EntryCall:
+    """Call ``fn(*args, **kwargs)`` until ``deadline`` (``time.monotonic()``), with every guard
+    of this module; ``convert`` its result."""
     if _is_async(fn):
-        return _call_async(fn, args, kwargs, timeout_s, convert)
-    return _call_sync(fn, args, kwargs, timeout_s, convert)
-
-
-def invoke(fn: Callable[..., Any], case_input: object, timeout_s: float) -> EntryCall:
-    """Give ``case_input`` to an entry point (a string positionally, a mapping as keywords)."""
-    if isinstance(case_input, Mapping):
-        return call_with_deadline(fn, (), dict(case_input), timeout_s, output_of)
-    return call_with_deadline(fn, (case_input,), {}, timeout_s, output_of)
-
+        call = run_on_loop(lambda: _guarded(fn, args, kwargs, deadline, convert), deadline)
+        return call if call is not None else EntryCall(timed_out=True)
+    return _call_sync(fn, args, kwargs, deadline, convert)

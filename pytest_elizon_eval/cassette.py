@@ -1,9 +1,12 @@
-"""Record and replay entry-point results (``--elizon-record`` / ``--elizon-replay``, SPEC §7).
+"""Record and replay entry-point results (``--elizon-record`` / ``--elizon-replay``).
 
-A cassette is one human-readable JSON file: per case, keyed by suite path and
-case id, the SHA-256 of the case's input and every run's result (output,
-error, latency, whether it timed out). Keys and fields are sorted, so a
-re-recording diffs well in code review. Replay answers from it without
+A cassette is one human-readable JSON file (docs/contract.md#record-and-replay).
+Per case, keyed by :func:`case_key` — the package's name, the suite's path
+inside the package and the case id, so the key survives a change of
+rootdir or of the folder the package sits in — the SHA-256 of the case's
+input and every run's result (output, error, latency, whether it timed
+out), and the time limit it was recorded under. Keys and fields are sorted,
+so a re-recording diffs well in code review. Replay answers from it without
 calling the entry point; a case that is not in it, or whose input changed
 since it was recorded, is an error — never replayed from a stale answer and
 never called live instead. No pytest import here.
@@ -18,13 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from . import errors
-from .calling import EntryCall, ErrorInfo
+from .calls import EntryCall
 from .loading import read_json
 
-__all__ = ["FORMAT", "Cassette", "CassetteMiss", "call_from_data", "call_to_data",
-           "input_sha256", "key"]
+__all__ = ["FORMAT", "Cassette", "CassetteMiss", "case_key", "input_sha256", "recording",
+           "suite_key"]
 
-FORMAT = "pytest-elizon-eval/cassette/v1"
+FORMAT = "pytest-elizon-eval/cassette/v2"
+_OLDER = ("pytest-elizon-eval/cassette/v1",)
 
 
 class CassetteMiss(Exception):
@@ -35,8 +39,17 @@ class CassetteMiss(Exception):
         self.code = code
 
 
-def key(suite_path: str, case_id: str) -> str:
-    return f"{suite_path}::{case_id}"
+def suite_key(package: str, folder: Path, suite: Path) -> str:
+    """A suite as cassettes know it: ``package:path/inside/the/package.yaml``."""
+    try:
+        inside = suite.resolve().relative_to(folder.resolve()).as_posix()
+    except ValueError:
+        inside = suite.name
+    return f"{package}:{inside}"
+
+
+def case_key(suite: str, case_id: str) -> str:
+    return f"{suite}::{case_id}"
 
 
 def input_sha256(case_input: object) -> str:
@@ -45,18 +58,12 @@ def input_sha256(case_input: object) -> str:
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def call_to_data(call: EntryCall) -> dict[str, Any]:
-    return {"value": call.value, "text": call.text,
-            "error": call.error.to_data() if call.error else None,
-            "latency_ms": call.latency_ms, "timed_out": call.timed_out}
-
-
-def call_from_data(data: Mapping[str, Any]) -> EntryCall:
-    error = data.get("error")
-    return EntryCall(value=data.get("value"), text=data.get("text"),
-                     error=ErrorInfo.from_data(error) if error else None,
-                     latency_ms=data.get("latency_ms"), timed_out=bool(data.get("timed_out")),
-                     replayed=True)
+def recording(suite: str, case_id: str, case_input: object, calls: Iterable[EntryCall],
+              timeout_s: float) -> dict[str, Any]:
+    """What ``--elizon-record`` keeps of a case; it rides on the report to the controller.
+    The time limit is kept so that a recorded timeout is replayed with the limit it had."""
+    return {"suite": suite, "case": case_id, "input_sha256": input_sha256(case_input),
+            "timeout_s": timeout_s, "runs": [c.to_data() for c in calls]}
 
 
 class Cassette:
@@ -69,6 +76,9 @@ class Cassette:
     def load(cls, path: Path) -> Cassette:
         """Read a cassette; ``ValueError`` says what is wrong with the file."""
         data = read_json(path)
+        if isinstance(data, dict) and data.get("format") in _OLDER:
+            raise ValueError(f"recorded by an older version ({data['format']}), whose keys "
+                             "depended on the rootdir; record it again with --elizon-record")
         if not isinstance(data, dict) or data.get("format") != FORMAT \
                 or not isinstance(data.get("cases"), dict):
             raise ValueError(f"not a cassette (expected {{\"format\": \"{FORMAT}\", "
@@ -79,27 +89,33 @@ class Cassette:
                 raise ValueError(f"case {name!r} has no 'input_sha256' and 'runs'")
         return cls(data["cases"])
 
-    def answers(self, suite_path: str, case_id: str, case_input: object, runs: int
-                ) -> list[EntryCall]:
-        """The recorded calls for ``runs`` runs of a case, or :class:`CassetteMiss`."""
-        entry = self.entries.get(key(suite_path, case_id))
+    def answers(self, suite: str, case_id: str, case_input: object, runs: int
+                ) -> tuple[tuple[EntryCall, ...], float | None]:
+        """The recorded calls for ``runs`` runs of a case and the time limit they were
+        recorded under; or :class:`CassetteMiss`."""
+        name = case_key(suite, case_id)
+        entry = self.entries.get(name)
         if entry is None:
-            raise CassetteMiss(errors.ELIZON_CASSETTE_MISSING, f"{key(suite_path, case_id)} is not "
-                               "in the cassette; record it again with --elizon-record")
+            raise CassetteMiss(errors.ELIZON_CASSETTE_MISSING, f"{name} is not in the cassette "
+                               "(cases are keyed by package name, suite path inside the "
+                               "package and case id); record it with --elizon-record")
         if entry["input_sha256"] != input_sha256(case_input):
             raise CassetteMiss(errors.ELIZON_CASSETTE_STALE,
-                               f"the input of {key(suite_path, case_id)} changed since it was "
+                               f"the input of {name} changed since it was "
                                "recorded; record it again with --elizon-record")
         if len(entry["runs"]) < runs:
-            raise CassetteMiss(errors.ELIZON_CASSETTE_MISSING, f"{key(suite_path, case_id)} has "
+            raise CassetteMiss(errors.ELIZON_CASSETTE_MISSING, f"{name} has "
                                f"{len(entry['runs'])} recorded run(s); repeat asks for {runs}")
-        return [call_from_data(run) for run in entry["runs"][:runs]]
+        limit = entry.get("timeout_s")
+        return (tuple(EntryCall.from_data(run) for run in entry["runs"][:runs]),
+                float(limit) if isinstance(limit, (int, float)) else None)
 
     def update(self, recordings: Iterable[Mapping[str, Any]]) -> None:
         """Add or replace the recordings of the cases of this run."""
         for recording in recordings:
-            self.entries[key(recording["suite"], recording["case"])] = {
-                "input_sha256": recording["input_sha256"], "runs": recording["runs"]}
+            self.entries[case_key(recording["suite"], recording["case"])] = {
+                "input_sha256": recording["input_sha256"], "timeout_s": recording["timeout_s"],
+                "runs": recording["runs"]}
 
     def dump(self) -> str:
         """The file's text: stable order, one field per line."""

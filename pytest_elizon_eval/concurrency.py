@@ -1,10 +1,12 @@
-"""Run cases ahead of pytest's item loop, at most N at once (``--elizon-concurrency``, SPEC §7).
+"""Run cases ahead of pytest's item loop, at most N at once (``--elizon-concurrency``).
 
 pytest still runs and reports item by item, in order; this module only makes
 sure that by the time an item asks for its result, its case has been running
-in the background. Each started case waits for one of N slots, then runs
-:func:`~.running.run_case` — so its time limit and its latency start when
-its entry point is called, never while it queues. Work runs in daemon
+in the background (docs/contract.md#concurrency). :func:`prefetch` looks at
+the item about to run and the next N-1, and starts each one that can run
+before its own setup (its ``background_work``). Each started case waits for
+one of N slots, then runs :func:`~.running.run_case` — so its time limit and
+its latency start when its entry point is called, never while it queues. Work runs in daemon
 threads: after ``-x``, ``--maxfail`` or Ctrl-C nothing new starts and what
 was started is abandoned, never waited for. No pytest import here.
 """
@@ -12,10 +14,10 @@ was started is abandoned, never waited for. No pytest import here.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 
-__all__ = ["MAX_CONCURRENCY", "CaseScheduler"]
+__all__ = ["MAX_CONCURRENCY", "CaseScheduler", "prefetch"]
 
 #: The largest ``--elizon-concurrency``.
 MAX_CONCURRENCY = 64
@@ -70,3 +72,21 @@ class CaseScheduler:
             self._futures.clear()
         for future in pending:
             future.cancel()
+
+
+def prefetch(scheduler: CaseScheduler, items: Sequence[object], *, stop: bool) -> None:
+    """Make sure ``items`` (the one about to run, then the next ones) are under way; with
+    ``stop`` (``-x``, ``--maxfail``) start nothing new. An item takes part when it has a
+    ``background_work()`` that returns the work, or None when it must wait for its turn."""
+    if stop:
+        scheduler.stop()
+        return
+    for item in items:
+        work_of: Callable[[], Callable[[], object] | None] | None = getattr(
+            item, "background_work", None)
+        key = getattr(item, "nodeid", None)
+        if work_of is None or not isinstance(key, str) or scheduler.started(key):
+            continue
+        work = work_of()
+        if work is not None:
+            scheduler.start(key, work)

@@ -1,26 +1,32 @@
-"""Entry points that are not Python callables: a process, or an HTTP service (SPEC §3).
+"""What an entry point is: the one protocol, its three kinds, and how one is built.
 
-Both run a case's input under the case's deadline and return an
-:class:`~.calling.EntryCall`, never raising:
+An :class:`Entry` has one method, ``run(input, *, deadline) -> EntryCall``,
+that never raises: every way a call can go (an answer, an error, the
+deadline) comes back as an :class:`~.calls.EntryCall`. Callers never ask
+which kind they hold. The kinds (docs/contract.md#binding):
 
-* :class:`ProcessEntry` — ``{command: [argv…], cwd?, env?}``. The input goes
-  to stdin (a string as is, a mapping as JSON), the output is stdout (UTF-8
-  with replacement; parsed as JSON with ``output: json``), a non-zero exit is
-  an error carrying the status and the tail of stderr. The process runs in a
-  session of its own; at the deadline — or when it exits leaving children
-  behind — the whole process group is killed with SIGKILL and reaped within
-  a bound. Output is capped: the head and the tail are kept, with the true
-  length.
-* :class:`HttpEntry` — ``{url, method?, headers?, timeout?}``. The input is
-  POSTed as JSON (a string as ``{"input": …}``); a JSON reply is parsed, any
-  other is text; a non-2xx status is an error with the status and a body
-  excerpt; the body is capped. The request runs on the shared event loop
-  (one loop for every concurrent HTTP case), and the deadline covers the
-  whole exchange: at it, the request is cancelled.
+* :class:`CallableEntry` — a Python callable, sync or async; a string input
+  is passed positionally, a mapping as keywords.
+* :class:`ProcessEntry` — ``{command: [argv…], cwd?, env?, output?}``. The
+  input goes to stdin (a string as is, a mapping as JSON), the output is
+  stdout (UTF-8 with replacement; parsed as JSON with ``output: json``), a
+  non-zero exit is an error carrying the status and the tail of stderr.
+  The deadline covers the whole output, not just the process's exit; at
+  the deadline, or when the command exits, everything it started is killed
+  (its process group, and any process still holding its output pipes, even
+  in a session of its own). Output is capped: head and tail are kept, with
+  the true length.
+* :class:`HttpEntry` — ``{url, method?, headers?, timeout?, output?}``. The
+  input is sent as JSON (a string as ``{"input": …}``) over connections kept
+  for the session; a JSON reply is parsed, any other is text; a non-2xx
+  status is an error with the status and a body excerpt. The exchange runs
+  on the shared event loop and is cancelled at the deadline; latency is the
+  exchange alone.
 
-``${NAME}`` in ``env`` values and header values is read from the operator's
-environment at call time; the values never appear in a description, an error
-or a report. No pytest import here.
+``${NAME}`` in ``env`` and header values is read from the operator's
+environment at call time; the values never appear in a description, an
+error or a report. :func:`entry_from` builds an entry from what a binding
+source gave. No pytest import here.
 """
 
 from __future__ import annotations
@@ -33,22 +39,43 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
-from .calling import EntryCall, ErrorInfo, call_with_deadline
+from .calling import call_with_deadline, output_of, run_on_loop
+from .calls import EntryCall, ErrorInfo
+from .http_client import HttpClient, HttpError, excerpt, json_body
+from .model import CommandEntry, UrlEntry
 
-__all__ = ["MAX_OUTPUT_BYTES", "DeadlineEntry", "EntryConfigError", "HttpEntry", "ProcessEntry",
-           "expand"]
+__all__ = ["MAX_OUTPUT_BYTES", "CallableEntry", "Entry", "EntryConfigError", "HttpEntry",
+           "ProcessEntry", "entry_from", "expand"]
 
 #: Output kept of a process's stdout, or of an HTTP body, in bytes (head and tail halves).
 MAX_OUTPUT_BYTES = 8 * 1024 * 1024
 #: stderr kept for an error message (its tail).
 _STDERR_TAIL = 2000
-#: How long a killed process group, and the pipes of its output, get to go away.
+#: How long a command's leftovers get to close its output after it exits.
+_EXIT_GRACE_S = 0.5
+#: How long a killed process, and the pipes of its output, get to go away.
 _REAP_S = 5.0
 _REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+class Entry(Protocol):
+    """An entry point: what a case's input is given to."""
+
+    #: What it is, for reports (never a secret).
+    description: str
+
+    def run(self, case_input: object, *, deadline: float) -> EntryCall:
+        """Give ``case_input`` to the application; answer by ``deadline``
+        (``time.monotonic()``) or report a timeout. Never raises."""
+        ...
+
+    def close(self) -> None:
+        """Release what the entry keeps for the session (connections)."""
+        ...
 
 
 class EntryConfigError(Exception):
@@ -66,10 +93,33 @@ def expand(value: str, environ: Mapping[str, str], where: str) -> str:
     return _REFERENCE.sub(lookup, value)
 
 
+# -- a Python callable ---------------------------------------------------------------------
+
+class CallableEntry:
+    """A Python callable, sync or async."""
+
+    def __init__(self, fn: Callable[..., Any], description: str) -> None:
+        self.fn = fn
+        self.description = description
+
+    def __repr__(self) -> str:
+        return self.description
+
+    def run(self, case_input: object, *, deadline: float) -> EntryCall:
+        if isinstance(case_input, Mapping):
+            return call_with_deadline(self.fn, (), dict(case_input), deadline, output_of)
+        return call_with_deadline(self.fn, (case_input,), {}, deadline, output_of)
+
+    def close(self) -> None:
+        pass
+
+
+# -- a command -----------------------------------------------------------------------------
+
 def _input_bytes(case_input: object) -> bytes:
     text = case_input if isinstance(case_input, str) else json.dumps(case_input,
                                                                      ensure_ascii=False)
-    return text.encode("utf-8")
+    return text.encode("utf-8", "surrogatepass")
 
 
 class _CappedReader:
@@ -110,52 +160,71 @@ class _CappedReader:
         return f"{head}\n… [{self.total - kept:,} bytes left out of {self.total:,}] …\n{tail}"
 
 
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
+def _pipe_holders(pipes: list[IO[bytes]]) -> set[int]:
+    """Processes (other than this one) that hold one of ``pipes`` open (Linux ``/proc``):
+    what a command started, even in a session of its own, while it can still write."""
+    try:
+        wanted = {f"pipe:[{os.fstat(p.fileno()).st_ino}]" for p in pipes}
+        entries = os.listdir("/proc")
+    except (OSError, ValueError):
+        return set()
+    holders: set[int] = set()
+    me = os.getpid()
+    for name in entries:
+        if not name.isdigit() or int(name) == me:
+            continue
+        with contextlib.suppress(OSError):
+            for fd in os.listdir(f"/proc/{name}/fd"):
+                with contextlib.suppress(OSError):
+                    if os.readlink(f"/proc/{name}/fd/{fd}") in wanted:
+                        holders.add(int(name))
+                        break
+    return holders
+
+
+def _kill_everything(process: subprocess.Popen[bytes], pipes: list[IO[bytes]]) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
+    for pid in _pipe_holders(pipes):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
 
 
-class DeadlineEntry:
-    """An entry point that enforces the case's deadline itself (not a Python callable)."""
+class ProcessEntry:
+    """An application run as a command, once per case."""
 
-    description = ""
+    def __init__(self, spec: CommandEntry, folder: Path, output: str = "text") -> None:
+        self.command = list(spec.command)
+        self.cwd = (folder / spec.cwd) if spec.cwd else folder
+        self.env = dict(spec.env or {})
+        self.output_json = (spec.output or output) == "json"
+        self.description = "command " + " ".join(self.command)
 
     def __repr__(self) -> str:
         return self.description
 
-    def run(self, case_input: object, timeout_s: float) -> EntryCall:
-        raise NotImplementedError
+    def close(self) -> None:
+        pass
 
-
-class ProcessEntry(DeadlineEntry):
-    """An application run as a command, once per case."""
-
-    def __init__(self, command: list[str], folder: Path, cwd: str | None = None,
-                 env: Mapping[str, str] | None = None, output_json: bool = False) -> None:
-        self.command = list(command)
-        self.cwd = (folder / cwd) if cwd else folder
-        self.env = dict(env or {})
-        self.output_json = output_json
-        self.description = "command " + " ".join(self.command)
-
-    def run(self, case_input: object, timeout_s: float) -> EntryCall:
+    def run(self, case_input: object, *, deadline: float) -> EntryCall:
         try:
             environ = dict(os.environ)
             environ.update({k: expand(v, os.environ, f"env.{k}") for k, v in self.env.items()})
         except EntryConfigError as exc:
             return EntryCall(error=ErrorInfo("EntryConfigError", str(exc)))
         started = time.perf_counter()
-        deadline = time.monotonic() + timeout_s
         try:
             process = subprocess.Popen(
                 self.command, cwd=self.cwd, env=environ, stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-        except OSError as exc:
+        except (OSError, ValueError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) else str(exc)
             return EntryCall(error=ErrorInfo("ProcessError", f"cannot start {self.command[0]!r}"
-                                                             f" in {self.cwd}: {exc.strerror}"))
+                                                             f" in {self.cwd}: {reason}"))
         assert process.stdin
         assert process.stdout
         assert process.stderr
+        pipes = [process.stdout, process.stderr]
         stdout = _CappedReader(process.stdout, MAX_OUTPUT_BYTES)
         stderr = _CappedReader(process.stderr, 64 * 1024)
         feeder = threading.Thread(target=self._feed, args=(process.stdin,
@@ -163,14 +232,20 @@ class ProcessEntry(DeadlineEntry):
                                   daemon=True, name="elizon-stdin")
         feeder.start()
         try:
-            status = process.wait(timeout=max(deadline - time.monotonic(), 0))
-        except subprocess.TimeoutExpired:
-            _finish(process, feeder, stdout, stderr)
-            return EntryCall(timed_out=True)
-        # The command is done; children it left behind (holding our pipes open) go too.
-        stdout.done.wait(min(0.5, max(deadline - time.monotonic(), 0)))
-        _finish(process, feeder, stdout, stderr)
-        latency = (time.perf_counter() - started) * 1000
+            try:
+                status = process.wait(timeout=max(deadline - time.monotonic(), 0))
+            except subprocess.TimeoutExpired:
+                return EntryCall(timed_out=True)
+            # Done; what it left behind gets a moment to close the output, then goes too.
+            stdout.done.wait(min(_EXIT_GRACE_S, max(deadline - time.monotonic(), 0)))
+            _kill_everything(process, pipes)
+            # The answer is the whole output: it must be complete by the deadline.
+            if not (stdout.done.wait(max(deadline - time.monotonic(), 0))
+                    and stderr.done.wait(max(deadline - time.monotonic(), 0))):
+                return EntryCall(timed_out=True)
+            latency = (time.perf_counter() - started) * 1000
+        finally:
+            _finish(process, pipes, feeder, stdout, stderr)
         if status != 0:
             why = f"killed by signal {-status}" if status < 0 else f"exit status {status}"
             tail = stderr.text()[-_STDERR_TAIL:].strip()
@@ -183,7 +258,7 @@ class ProcessEntry(DeadlineEntry):
             value = json.loads(text)
         except ValueError as exc:
             return EntryCall(error=ErrorInfo("OutputError", f"stdout is not JSON ({exc}): "
-                                                            f"{text[:200]!r}"),
+                                                            f"{excerpt(text)}"),
                              latency_ms=latency)
         return EntryCall(value=value, text=json.dumps(value, ensure_ascii=False),
                          latency_ms=latency)
@@ -196,11 +271,11 @@ class ProcessEntry(DeadlineEntry):
             pipe.close()
 
 
-def _finish(process: subprocess.Popen[bytes], feeder: threading.Thread,
+def _finish(process: subprocess.Popen[bytes], pipes: list[IO[bytes]], feeder: threading.Thread,
             stdout: _CappedReader, stderr: _CappedReader) -> None:
-    """Kill what is left of the process group, reap it, and close our ends of its pipes —
+    """Kill whatever is left of the command, reap it, and close our ends of its pipes —
     each within a bound, so nothing a process leaves behind keeps pytest waiting."""
-    _kill_group(process)
+    _kill_everything(process, pipes)
     # An unkillable process (stuck in the kernel) is abandoned, never waited on again.
     with contextlib.suppress(subprocess.TimeoutExpired):
         process.wait(timeout=_REAP_S)
@@ -216,58 +291,75 @@ def _finish(process: subprocess.Popen[bytes], feeder: threading.Thread,
                 pipe.close()
 
 
-class HttpEntry(DeadlineEntry):
-    """An application served over HTTP, called once per case."""
+# -- an HTTP service -----------------------------------------------------------------------
 
-    def __init__(self, url: str, method: str = "POST", headers: Mapping[str, str] | None = None,
-                 timeout_s: float | None = None) -> None:
-        self.url = url
-        self.method = method
-        self.headers = dict(headers or {})
-        self.timeout_s = timeout_s
-        self.description = f"{method} {url}"
+class HttpEntry:
+    """An application served over HTTP, called once per case over kept connections."""
 
-    def run(self, case_input: object, timeout_s: float) -> EntryCall:
-        limit = min(timeout_s, self.timeout_s or timeout_s)
-        # The deadline is enforced here alone, by cancelling the request on the loop, so
-        # reaching it is always reported as a timeout, never as an HTTP error.
-        call = call_with_deadline(self._exchange, (case_input, limit), {}, limit,
-                                  lambda pair: pair)
-        if call.timed_out and self.timeout_s is not None and self.timeout_s < timeout_s:
+    def __init__(self, spec: UrlEntry, output: str | None = None) -> None:
+        self.url = spec.url
+        self.method = spec.method
+        self.headers = dict(spec.headers or {})
+        self.timeout_s = spec.timeout
+        #: ``json``: every reply is parsed as JSON; otherwise by its content type.
+        self.output_json = (spec.output or output) == "json"
+        self.description = f"{self.method} {self.url}"
+        self._client = HttpClient()
+
+    def __repr__(self) -> str:
+        return self.description
+
+    def close(self) -> None:
+        self._client.close()
+
+    def run(self, case_input: object, *, deadline: float) -> EntryCall:
+        own = self.timeout_s is not None and time.monotonic() + self.timeout_s < deadline
+        limit = time.monotonic() + self.timeout_s if own and self.timeout_s else deadline
+        # Cancellation at the deadline is the only way the exchange ends early, so reaching
+        # it is always a timeout, never an HTTP error.
+        call = run_on_loop(lambda: self._exchange(case_input, limit), limit)
+        if call is not None:
+            return call
+        if own:
             return EntryCall(error=ErrorInfo("HttpTimeout", f"no answer from {self.url} within "
                                              f"the entry's timeout of {self.timeout_s:g} s"))
-        return call
+        return EntryCall(timed_out=True)
 
-    async def _exchange(self, case_input: object, limit_s: float) -> tuple[Any, str]:
-        """On the shared event loop, so the deadline cancels the request itself."""
-        import httpx  # deferred: costs import time on every run, needed by few
-
-        body = {"input": case_input} if isinstance(case_input, str) else case_input
-        headers = {k: expand(v, os.environ, f"headers.{k}") for k, v in self.headers.items()}
-        # httpx's own per-read timeout only backs up the cancellation: it must never fire first.
+    async def _exchange(self, case_input: object, deadline: float) -> EntryCall:
         try:
-            async with httpx.AsyncClient(timeout=limit_s + 5) as client, client.stream(
-                    self.method, self.url, json=body, headers=headers) as response:
-                raw = bytearray()
-                async for chunk in response.aiter_bytes():
-                    raw += chunk
-                    if len(raw) > MAX_OUTPUT_BYTES:
-                        raise HttpError(f"the response body from {self.url} is larger than "
-                                        f"{MAX_OUTPUT_BYTES:,} bytes")
-        except httpx.HTTPError as exc:
-            raise HttpError(f"cannot reach {self.url}: {type(exc).__name__}: {exc}") from None
-        text = raw.decode(response.encoding or "utf-8", "replace")
-        if not response.is_success:
-            raise HttpError(f"HTTP {response.status_code} from {self.url}: {text[:500]!r}")
-        if "json" in response.headers.get("content-type", ""):
+            headers = {k: expand(v, os.environ, f"headers.{k}") for k, v in self.headers.items()}
+        except EntryConfigError as exc:
+            return EntryCall(error=ErrorInfo("EntryConfigError", str(exc)))
+        try:
+            reply = await self._client.exchange(self.method, self.url, json_body(case_input),
+                                                headers, deadline=deadline,
+                                                limit=MAX_OUTPUT_BYTES)
+        except HttpError as exc:
+            return EntryCall(error=ErrorInfo("HttpError", str(exc)))
+        text = reply.text()
+        if not reply.ok:
+            return EntryCall(error=ErrorInfo("HttpError", f"HTTP {reply.status} from {self.url}: "
+                                                          f"{excerpt(text, 500)}"),
+                             latency_ms=reply.latency_ms)
+        if self.output_json or "json" in reply.content_type:
             try:
                 value = json.loads(text)
             except ValueError as exc:
-                raise HttpError(f"the JSON reply from {self.url} is malformed ({exc}): "
-                                f"{text[:200]!r}") from None
-            return value, json.dumps(value, ensure_ascii=False)
-        return text, text
+                return EntryCall(error=ErrorInfo(
+                    "HttpError", f"the JSON reply from {self.url} is malformed ({exc}): "
+                                 f"{excerpt(text)}"), latency_ms=reply.latency_ms)
+            return EntryCall(value=value, text=json.dumps(value, ensure_ascii=False),
+                             latency_ms=reply.latency_ms)
+        return EntryCall(value=text, text=text, latency_ms=reply.latency_ms)
 
 
-class HttpError(Exception):
-    """The HTTP exchange failed; the case fails with this message."""
+def entry_from(value: object, description: str, folder: Path, output: str = "text") -> Entry:
+    """The entry point for a resolved source value: a callable, or a command or HTTP spec.
+    ``output`` is the package's default reading of a command's or service's answer."""
+    if isinstance(value, CommandEntry):
+        return ProcessEntry(value, folder, output)
+    if isinstance(value, UrlEntry):
+        return HttpEntry(value, output)
+    if callable(value):
+        return CallableEntry(value, description)
+    raise TypeError(f"not an entry point: {type(value).__name__}")

@@ -1,6 +1,7 @@
 """The error codes a user can see, and the exceptions that carry them.
 
-Every code listed here is documented in README.md ("Error codes"). A code is
+Every code listed here is documented in README.md ("Error codes") and
+docs/format.md. A code is
 always the first word of the message, so it can be grepped in CI logs.
 """
 
@@ -39,7 +40,9 @@ class ElizonError(Exception):
 
     def __init__(self, code: str, lines: Iterable[str]) -> None:
         self.code = code
-        self.lines = [f"{code}: {line}" for line in lines]
+        #: The messages without the code; :attr:`lines` with it, as shown.
+        self.messages = list(lines)
+        self.lines = [f"{code}: {line}" for line in self.messages]
         super().__init__("\n".join(self.lines))
 
     @classmethod

@@ -1,15 +1,21 @@
-"""The judge: a second model grades an answer against a rubric (SPEC §4 ``judge``).
+"""What a judge is: a second model that grades an answer against a rubric.
 
-A judge is either a callable ``(rubric, input, output) -> score | (score,
-reasoning)`` (sync or async), or an OpenAI-compatible chat-completions
-endpoint — the protocol served by OpenAI, vLLM, llama.cpp's server, Ollama
-and LM Studio. The endpoint judge sends :data:`GRADING_SYSTEM_PROMPT` and
-:func:`grading_prompt`, asks for ``{"score": 0..1, "reasoning": "…"}``,
-parses the answer robustly (fenced JSON, prose around it), asks once more
-after a malformed answer, and raises :class:`JudgeError` for anything it
-cannot turn into a score — never a silent pass. The API key is read from
-the named environment variable at call time and only ever sent as a header.
-No pytest import here.
+A :class:`Judge` has one method, ``grade(rubric, input, output, *,
+deadline) -> Grade``, that never raises (docs/contract.md#assertions,
+``judge``). The kinds:
+
+* :class:`CallableJudge` — a callable ``(rubric, input, output) -> score |
+  (score, reasoning)``, sync or async, run under the deadline like an entry.
+* :class:`EndpointJudge` — an OpenAI-compatible chat-completions endpoint
+  (OpenAI, vLLM, llama.cpp's server, Ollama, LM Studio). It sends
+  :data:`GRADING_SYSTEM_PROMPT` and :func:`grading_prompt`, asks for
+  ``{"score": 0..1, "reasoning": "…"}``, parses the answer robustly (fenced
+  JSON, prose around it) and asks once more after a malformed answer. The
+  API key is read from the named environment variable at call time and only
+  ever sent as a header.
+
+Anything that cannot be turned into a score is a :class:`Grade` with an
+``error`` — never a silent pass. No pytest import here.
 """
 
 from __future__ import annotations
@@ -17,16 +23,23 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    import httpx
+from .calling import call_with_deadline, run_on_loop
+from .http_client import HttpClient, HttpError, excerpt
+from .model import JudgeEndpoint
 
 __all__ = [
     "GRADING_SYSTEM_PROMPT",
+    "CallableJudge",
     "EndpointJudge",
+    "Grade",
+    "Judge",
     "JudgeError",
     "grading_prompt",
+    "judge_from",
     "parse_grade",
     "score_of",
 ]
@@ -111,17 +124,73 @@ def parse_grade(content: str) -> tuple[float, str]:
     raise ValueError(f"no JSON object with a score in the reply: {content[:_QUOTED]!r}")
 
 
+@dataclass(frozen=True)
+class Grade:
+    """A judge's verdict on one answer: a score, or why there is none."""
+
+    score: float | None = None
+    reasoning: str = ""
+    #: Why there is no score (the judge failed or answered nonsense).
+    error: str | None = None
+    timed_out: bool = False
+
+
+class Judge(Protocol):
+    """Grades an answer against a rubric."""
+
+    #: What it is, for reports (never a secret).
+    description: str
+
+    def grade(self, rubric: str, case_input: object, output: str, *, deadline: float) -> Grade:
+        """A grade by ``deadline`` (``time.monotonic()``), or a timed-out one. Never raises."""
+        ...
+
+    def close(self) -> None:
+        """Release what the judge keeps for the session (connections)."""
+        ...
+
+
+class CallableJudge:
+    """A Python callable used as a judge."""
+
+    def __init__(self, fn: Callable[..., Any], description: str) -> None:
+        self.fn = fn
+        self.description = description
+
+    def __repr__(self) -> str:
+        return self.description
+
+    def close(self) -> None:
+        pass
+
+    def grade(self, rubric: str, case_input: object, output: str, *, deadline: float) -> Grade:
+        call = call_with_deadline(self.fn, (rubric, case_input, output), {}, deadline,
+                                  lambda raw: (score_of(raw), None))
+        if call.timed_out:
+            return Grade(timed_out=True)
+        if call.error is not None:  # a JudgeError's message says it all; others need the type
+            error = call.error
+            return Grade(error=error.message if error.type == "JudgeError" else error.text)
+        score, reasoning = call.value
+        return Grade(score=score, reasoning=reasoning)
+
+
 class EndpointJudge:
     """An OpenAI-compatible chat-completions endpoint used as a judge."""
 
-    def __init__(self, url: str, model: str, api_key_env: str | None = None) -> None:
-        base = url.rstrip("/")
+    def __init__(self, spec: JudgeEndpoint) -> None:
+        base = spec.url.rstrip("/")
         self.url = base if base.endswith("/chat/completions") else f"{base}/chat/completions"
-        self.model = model
-        self.api_key_env = api_key_env
+        self.model = spec.model
+        self.api_key_env = spec.api_key_env
+        self.description = f"chat-completions judge {self.model!r} at {self.url}"
+        self._client = HttpClient()
 
     def __repr__(self) -> str:
-        return f"chat-completions judge {self.model!r} at {self.url}"
+        return self.description
+
+    def close(self) -> None:
+        self._client.close()
 
     def _headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json"}
@@ -133,37 +202,28 @@ class EndpointJudge:
             headers["Authorization"] = f"Bearer {key}"
         return headers
 
-    def _ask(self, client: httpx.Client, body: dict[str, Any]) -> str:
+    async def _ask(self, body: dict[str, Any], deadline: float) -> str:
         """The reply's message content; JudgeError for transport and HTTP errors,
         ValueError for a reply that is not a chat completion."""
-        import httpx  # deferred: costs import time on every run, needed by few
         try:
-            with client.stream("POST", self.url, json=body, headers=self._headers()) as response:
-                raw = b""
-                for chunk in response.iter_bytes():
-                    raw += chunk
-                    if len(raw) > MAX_RESPONSE_BYTES:
-                        raise ValueError(f"the reply is larger than {MAX_RESPONSE_BYTES:,} bytes")
-        except httpx.TimeoutException:
-            raise JudgeError("no answer in time") from None
-        except httpx.HTTPError as exc:
-            raise JudgeError(f"{type(exc).__name__}: {exc}") from None
-        if not response.is_success:
-            excerpt = raw[:_QUOTED].decode("utf-8", "replace")
-            raise JudgeError(f"HTTP {response.status_code}: {excerpt!r}")
+            reply = await self._client.exchange("POST", self.url, body, self._headers(),
+                                                deadline=deadline, limit=MAX_RESPONSE_BYTES)
+        except HttpError as exc:
+            raise JudgeError(str(exc)) from None
+        if not reply.ok:
+            raise JudgeError(f"HTTP {reply.status}: {excerpt(reply.body, _QUOTED)}")
         try:
-            data = json.loads(raw)
+            data = json.loads(reply.body)
             content = data["choices"][0]["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError):
-            raise ValueError("the reply is not a chat completion: "
-                             f"{raw[:_QUOTED].decode('utf-8', 'replace')!r}") from None
+            raise ValueError(f"the reply is not a chat completion: "
+                             f"{excerpt(reply.body, _QUOTED)}") from None
         if not isinstance(content, str):
             raise ValueError(f"the reply's content is {type(content).__name__}, not text")
         return content
 
-    def grade(self, rubric: str, case_input: object, output: str, timeout_s: float = 90.0
-              ) -> tuple[float, str]:
-        """Ask the endpoint for a grade; a malformed reply is asked again once."""
+    async def _grade(self, rubric: str, case_input: object, output: str, deadline: float
+                     ) -> Grade:
         body = {
             "model": self.model,
             "temperature": 0,
@@ -172,16 +232,27 @@ class EndpointJudge:
                 {"role": "user", "content": grading_prompt(rubric, case_input, output)},
             ],
         }
-        import httpx  # deferred: costs import time on every run, needed by few
-
         problem = ""
-        with httpx.Client(timeout=timeout_s) as client:
-            for _attempt in range(2):
+        try:
+            for _attempt in range(2):  # a malformed answer is asked again, once
                 try:
-                    return parse_grade(self._ask(client, body))
+                    score, reasoning = parse_grade(await self._ask(body, deadline))
+                    return Grade(score=score, reasoning=reasoning)
                 except ValueError as exc:
                     problem = str(exc)
-        raise JudgeError(f"malformed answer twice: {problem}")
+        except JudgeError as exc:
+            return Grade(error=str(exc))
+        return Grade(error=f"malformed answer twice: {problem}")
 
-    def __call__(self, rubric: str, case_input: object, output: str) -> tuple[float, str]:
-        return self.grade(rubric, case_input, output)
+    def grade(self, rubric: str, case_input: object, output: str, *, deadline: float) -> Grade:
+        grade = run_on_loop(lambda: self._grade(rubric, case_input, output, deadline), deadline)
+        return grade if grade is not None else Grade(timed_out=True)
+
+
+def judge_from(value: object, description: str) -> Judge:
+    """The judge for a resolved source value: a callable or an endpoint spec."""
+    if isinstance(value, JudgeEndpoint):
+        return EndpointJudge(value)
+    if callable(value):
+        return CallableJudge(value, description)
+    raise TypeError(f"not a judge: {type(value).__name__}")

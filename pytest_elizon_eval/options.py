@@ -1,8 +1,11 @@
 """Command-line options and ini keys, resolved once into frozen :class:`Settings`.
 
 Each setting's help text is written once and shared by ``addoption`` and
-``addini``. :func:`resolve` reads them in one documented order (command line,
-then ini, then the default) and says where a bad value came from.
+``addini`` (the entry and the judge have two: on the command line they beat
+every other source, in an ini file they are the weakest). :func:`resolve`
+reads them in one documented order (command line, then ini, then the
+default), checks every value once — an entry or judge given as text
+included — and says where a bad value came from.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from .binding import ENTRY, JUDGE, Kind, Source, parse_text
 from .cassette import Cassette
 from .concurrency import MAX_CONCURRENCY
 
@@ -23,11 +27,17 @@ __all__ = ["HARD_LIMIT_S", "SETTINGS", "Settings", "register", "resolve"]
 HARD_LIMIT_S = 90.0
 
 _HELP = {
-    "entry": "Entry point for every case, overriding fixtures and manifests: "
-             "'module.path:attribute'.",
+    "entry": "Entry point for every case, beating fixtures, manifests and ini: "
+             "'module.path:attribute', '{command: [argv, ...], output: text|json}' or "
+             "'{url: http://..., headers: {...}, output: text|json}'.",
+    "entry_ini": "Entry point for the cases nothing else binds one for (the weakest source: "
+                 "--elizon-entry, an elizon_entry fixture and a manifest's entry: all win); "
+                 "the same forms as --elizon-entry.",
     "timeout": f"Per-case time limit in seconds; may only lower the {HARD_LIMIT_S:g} s hard limit.",
-    "judge": "Judge for 'judge:' assertions, overriding fixtures and manifests: "
-             "'module.path:attribute' or '{url: …, model: …, apiKeyEnv: …}'.",
+    "judge": "Judge for 'judge:' assertions, beating fixtures, manifests and ini: "
+             "'module.path:attribute' or '{url: ..., model: ..., apiKeyEnv: ...}'.",
+    "judge_ini": "Judge for the cases nothing else binds one for (the weakest source: "
+                 "--elizon-judge, an elizon_judge fixture and a manifest's judge: all win).",
     "route_key": "Key of the route in structured output for 'route:' (a dotted path for "
                  "nested keys; default: route).",
     "junit": "Write JUnit XML of every case to PATH (one testsuite per suite).",
@@ -50,15 +60,11 @@ _HELP = {
 class Settings:
     """Every elizon setting of a session, validated."""
 
-    #: ``--elizon-entry``: beats every other source.
-    cli_entry: str | None
-    #: ini ``elizon_entry``: the weakest source, after fixture and manifest.
-    ini_entry: str | None
-    #: Where ``ini_entry`` came from, for error messages.
-    ini_entry_source: str
-    cli_judge: str | None
-    ini_judge: str | None
-    ini_judge_source: str
+    #: ``--elizon-entry`` / ``--elizon-judge`` by key (``entry``, ``judge``): the strongest
+    #: sources, checked (a value is a spec string or a validated mapping, or None).
+    cli: dict[str, Source]
+    #: ini ``elizon_entry`` / ``elizon_judge`` by key: the weakest sources, checked.
+    ini: dict[str, Source]
     route_key: str
     timeout_s: float
     timeout_source: str
@@ -97,9 +103,9 @@ def register(parser: pytest.Parser) -> None:
     group.addoption("--elizon-concurrency", metavar="N", default=None,
                     help=_HELP["concurrency"])
     group.addoption("--elizon-strict", action="store_true", default=False, help=_HELP["strict"])
-    parser.addini("elizon_entry", _HELP["entry"], default=None)
+    parser.addini("elizon_entry", _HELP["entry_ini"], default=None)
     parser.addini("elizon_timeout", _HELP["timeout"], default=None)
-    parser.addini("elizon_judge", _HELP["judge"], default=None)
+    parser.addini("elizon_judge", _HELP["judge_ini"], default=None)
     parser.addini("elizon_route_key", _HELP["route_key"], default="route")
     parser.addini("elizon_concurrency", _HELP["concurrency"], default=None)
     parser.addini("elizon_strict", _HELP["strict"], type="bool", default=False)
@@ -172,6 +178,34 @@ def _concurrency(config: pytest.Config) -> int:
     return value
 
 
+def _sources(config: pytest.Config, kind: Kind) -> tuple[Source, Source]:
+    """(command line, ini) sources of ``kind``, each checked now: a bad value is one usage
+    error naming where it came from, not one error per case."""
+    name = f"elizon_{kind.key}"
+    found = []
+    for raw, where in ((config.getoption(name), kind.option),
+                       (config.getini(name) or None, _ini_source(config, name))):
+        value: object = None
+        if raw is not None:
+            try:
+                value = parse_text(str(raw), kind)
+            except ValueError as exc:
+                raise pytest.UsageError(f"{where}={raw}: {exc}") from None
+        found.append(Source(value, where))
+    return found[0], found[1]
+
+
+def _strict(config: pytest.Config) -> bool:
+    if config.getoption("elizon_strict"):
+        return True
+    try:
+        return bool(config.getini("elizon_strict"))
+    except ValueError:
+        raw = config.inicfg.get("elizon_strict")
+        raise pytest.UsageError(f"{_ini_source(config, 'elizon_strict')} ({raw!r}): expected "
+                                "true or false") from None
+
+
 def _cassette(config: pytest.Config) -> Cassette | None:
     path = _path(config, "elizon_replay")
     if path is None:
@@ -188,17 +222,14 @@ def resolve(config: pytest.Config) -> Settings:
     """Read and check every setting; a bad value is a usage error naming its source."""
     timeout_s, timeout_source = _timeout(config)
     globs = tuple(config.getini("elizon_suite_files"))
+    entry, judge = _sources(config, ENTRY), _sources(config, JUDGE)
     return Settings(
-        cli_entry=config.getoption("elizon_entry"),
-        ini_entry=config.getini("elizon_entry") or None,
-        ini_entry_source=_ini_source(config, "elizon_entry"),
-        cli_judge=config.getoption("elizon_judge"),
-        ini_judge=config.getini("elizon_judge") or None,
-        ini_judge_source=_ini_source(config, "elizon_judge"),
+        cli={ENTRY.key: entry[0], JUDGE.key: judge[0]},
+        ini={ENTRY.key: entry[1], JUDGE.key: judge[1]},
         route_key=_route_key(config),
         timeout_s=timeout_s,
         timeout_source=timeout_source,
-        strict=bool(config.getoption("elizon_strict") or config.getini("elizon_strict")),
+        strict=_strict(config),
         suite_globs=globs,
         junit=_path(config, "elizon_junit"),
         markdown=_path(config, "elizon_markdown"),

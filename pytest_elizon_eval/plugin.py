@@ -1,9 +1,10 @@
 """The pytest11 entry point: every hook implementation, thin, delegating.
 
-Options and settings live in ``options``, nodes in ``collect``, outcome
-categories in ``outcomes``, reports in ``reporting``. The reporter is
+Options and settings live in ``options``, nodes in ``collect``, the outcome
+and its category in ``outcomes``, reports in ``reporting``. The reporter is
 registered only on the process that owns the session (never on an xdist
-worker), so every report is written exactly once.
+worker), so every report is written exactly once; it recognises a case
+whose xdist worker crashed through xdist's own ``pytest_handlecrashitem``.
 """
 
 from __future__ import annotations
@@ -14,8 +15,11 @@ from typing import Any
 
 import pytest
 
-from . import collect, options, outcomes
-from .concurrency import CaseScheduler
+from . import _pytest_compat as compat
+from . import collect, concurrency, options, outcomes
+from .binding import Binder
+from .discovery import PackageIndex
+from .packages import standalone
 from .reporting import files, github, terminal
 from .reporting.aggregate import Aggregate
 from .reporting.regression import Regression, compare
@@ -29,10 +33,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    problem = compat.unsupported_pytest()
+    if problem:
+        config.issue_config_time_warning(pytest.PytestConfigWarning(problem), stacklevel=2)
     settings = options.resolve(config)
     config.stash[options.SETTINGS] = settings
+    config.stash[collect.INDEX] = PackageIndex(config.rootpath, settings.strict)
+    config.stash[collect.BINDER] = Binder(config.rootpath)
     if settings.concurrency > 1:
-        config.stash[collect.SCHEDULER] = CaseScheduler(settings.concurrency)
+        config.stash[collect.SCHEDULER] = concurrency.CaseScheduler(settings.concurrency)
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(SessionReporter(config, settings), _REPORTER)
 
@@ -40,7 +49,11 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None
                             ) -> Generator[None, object, object]:
-    collect.prefetch(item, nextitem)
+    scheduler = item.config.stash.get(collect.SCHEDULER, None)
+    if scheduler is not None:
+        stop = bool(item.session.shouldfail or item.session.shouldstop)  # -x, --maxfail
+        upcoming = [] if stop else compat.upcoming_items(item, nextitem, scheduler.slots - 1)
+        concurrency.prefetch(scheduler, [item, *upcoming], stop=stop)
     return (yield)
 
 
@@ -48,6 +61,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     scheduler = session.config.stash.get(collect.SCHEDULER, None)
     if scheduler is not None:
         scheduler.stop()  # cases started ahead of an item that never ran are abandoned
+    binder = session.config.stash.get(collect.BINDER, None)
+    if binder is not None:
+        binder.close()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -65,7 +81,10 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
-    collect.annotate_report(report, item, call)
+    if isinstance(item, collect.CaseItem):
+        found = item.result_for(call.when, call.excinfo if report.failed else None)
+        if found is not None:
+            outcomes.annotate(report, *found)
     return report
 
 
@@ -83,9 +102,10 @@ def pytest_report_teststatus(
 def elizon_entry() -> object:
     """The entry point every case is given to; override it in conftest.py.
 
-    Return a callable (sync or async) or a ``'module.path:attribute'`` string.
-    The default, None, defers to the manifest's ``entry:`` and the ini option;
-    ``--elizon-entry`` on the command line beats any fixture.
+    Return a callable (sync or async), a ``'module.path:attribute'`` string, or a
+    ``{"command": [...]}`` / ``{"url": ...}`` mapping (each may add ``"output": "json"``).
+    The default, None, defers to the manifest's ``entry:`` and then the ini option
+    ``elizon_entry``; ``--elizon-entry`` on the command line beats any fixture.
     """
     return None
 
@@ -97,13 +117,9 @@ def elizon_judge() -> object:
     Return a callable ``(rubric, input, output) -> score | (score, reasoning)`` (sync or
     async), a ``'module.path:attribute'`` string, or an endpoint mapping
     ``{"url": …, "model": …, "apiKeyEnv": …}``. The default, None, defers to the
-    manifest's ``judge:`` and the ini option; ``--elizon-judge`` beats any fixture.
+    manifest's ``judge:`` and then the ini option; ``--elizon-judge`` beats any fixture.
     """
     return None
-
-
-def _is_suite_node(nodeid: str) -> bool:
-    return nodeid.split("::")[0].endswith((".yaml", ".yml"))
 
 
 class SessionReporter:
@@ -115,6 +131,7 @@ class SessionReporter:
         self.aggregate = Aggregate()
         self.regression: Regression | None = None
         self.written: list[tuple[str, Path]] = []
+        self.unwritten: list[str] = []
         self.recordings: list[dict[str, Any]] = []
         self.guard = github.Guard.new() if settings.annotations else None
         self.previous: dict[str, Any] | None = None
@@ -131,9 +148,27 @@ class SessionReporter:
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         writer = self._terminal()
         if self.guard is not None and writer is not None:
-            # Nothing printed from here on can run a workflow command (SPEC §8).
+            # Nothing printed from here on can run a workflow command.
             writer.ensure_newline()
             writer.write_line(self.guard.stop)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport,
+                               sched: object) -> None:
+        """pytest-xdist: the worker running ``crashitem`` died; report the case at its own
+        line as a crash, in every report."""
+        index = self.config.stash[collect.INDEX]
+        path = self.config.rootpath / crashitem.rpartition("::")[0]
+        alone = standalone(path) if collect.is_standalone(self.config, path) else None
+        identity = index.identity(crashitem, alone)
+        message = (f"the pytest-xdist worker running it died ({report.longreprtext}); "
+                   "nothing the case did could be reported")
+        result = outcomes.crashed(identity, message)
+        report.longrepr = compat.failure_repr(outcomes.failure_message(result),
+                                              self.config.rootpath / identity.suite.path,
+                                              identity.line, outcomes.display_reason(result))
+        report.location = (identity.suite.path, identity.line - 1, f"case {identity.case_id}")
+        outcomes.annotate(report, result)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         data = getattr(report, outcomes.REPORT_ATTR, None)
@@ -141,25 +176,15 @@ class SessionReporter:
             self.aggregate.add(data)
             if "recording" in data:
                 self.recordings.append(data["recording"])
-        elif report.failed and _is_suite_node(report.nodeid) \
-                and getattr(report, "when", None) == "???":
-            # pytest-xdist's report for a case whose worker crashed.
-            self.aggregate.add_crash(report.nodeid, report.longreprtext)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.previous is not None and self.settings.baseline is not None:
             self.regression = compare(self.previous, self.aggregate, str(self.settings.baseline))
         if not len(self.aggregate) and self.regression is None:
             return
-        try:
-            self.written = files.write_all(self.aggregate, self.regression, self.settings)
-            if self.settings.record is not None:
-                files.write_cassette(self.settings.record, self.recordings)
-                self.written.append(("cassette", self.settings.record))
-        except OSError as exc:
-            writer = self._terminal()
-            if writer is not None:
-                writer.write_line(f"elizon: cannot write a report: {exc}", red=True)
+        self.written, self.unwritten = files.write_all(self.aggregate, self.regression,
+                                                       self.settings, self.recordings)
+        if self.unwritten:
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
@@ -168,10 +193,29 @@ class SessionReporter:
             terminalreporter.write_sep("=", "elizon eval")
             for text, markup in lines:
                 terminalreporter.write_line(text, **markup)
+        if terminalreporter.hasopt("P"):  # -rP / -rA: advisory failures, as passes show
+            for report in self._advisory_reports(terminalreporter):
+                terminalreporter.write_sep("_", report.nodeid, yellow=True)
+                for title, text in report.sections:
+                    if title.startswith("elizon advisory"):
+                        terminalreporter.write_line(text)
         for kind, path in self.written:
             terminalreporter.write_sep("-", f"generated {kind}: {path}")
+        for problem in self.unwritten:
+            terminalreporter.write_line(f"elizon: {problem}", red=True)
         if self.guard is not None:
             terminalreporter.ensure_newline()
             terminalreporter.write_line(self.guard.resume)
             for line in github.annotation_lines(self.aggregate):
                 terminalreporter.write_line(line)
+            # Fenced again, for good: whatever is printed after this (an abandoned call that
+            # keeps printing, pytest's own last lines) cannot run a workflow command.
+            terminalreporter.write_line(github.Guard.new().stop)
+
+    @staticmethod
+    def _advisory_reports(terminalreporter: pytest.TerminalReporter) -> list[pytest.TestReport]:
+        found: list[pytest.TestReport] = []
+        for category in ("advisory_failed", "advisory_timeout"):
+            found.extend(r for r in terminalreporter.stats.get(category, [])
+                         if isinstance(r, pytest.TestReport))
+        return found

@@ -1,8 +1,10 @@
-"""Every case result of the run, grouped by suite, with metrics and verdicts (SPEC §6).
+"""Every case result of the run, grouped by suite, with metrics and verdicts.
+
+The metrics and verdicts are docs/contract.md#reports.
 
 Fed on the controller (never on an xdist worker) from the plain data on each
-report — or, for a case whose xdist worker crashed, from the report xdist
-synthesizes — this is the single source of truth every reporter renders.
+report — a crashed xdist worker's case included — this is the single source
+of truth every reporter renders.
 """
 
 from __future__ import annotations
@@ -12,8 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..calling import ErrorInfo
-from ..outcomes import ERROR, FAILED, PASSED, TIMEOUT, CaseResult, SuiteInfo
+from ..outcomes import ERROR, FAILED, PASSED, TIMEOUT, CaseResult, SuiteInfo, blocks
 
 __all__ = ["METRICS", "Aggregate", "BaselineRow", "SuiteSummary", "format_metric"]
 
@@ -76,11 +77,11 @@ class SuiteSummary:
 
     @property
     def verdict(self) -> str:
-        """``pass``, ``fail`` (a must-pass suite with failures) or ``advisory`` (an advisory
-        suite with failures, which does not fail the run)."""
+        """``pass``, ``fail`` (a case fails the run: see :func:`~.outcomes.blocks`) or
+        ``advisory`` (an advisory suite with failures or timeouts, which do not)."""
         if self.passed:
             return "pass"
-        return "advisory" if self.info.advisory else "fail"
+        return "fail" if any(blocks(r) for r in self.results) else "advisory"
 
     def metrics(self) -> dict[str, Number | None]:
         """The named numbers a run is compared on; None where nothing was measured."""
@@ -122,11 +123,6 @@ class SuiteSummary:
         return rows
 
 
-def _crashed_suite(path: str) -> SuiteInfo:
-    """Until a sibling case says otherwise, a crashed case's suite counts as must-pass."""
-    return SuiteInfo(path=path, package="", gate="must-pass", advisory=False)
-
-
 class Aggregate:
     """The run's case results, by node id (a re-run case keeps its last result)."""
 
@@ -136,14 +132,6 @@ class Aggregate:
     def add(self, data: Mapping[str, Any]) -> None:
         result = CaseResult.from_data(data)
         self._results[result.nodeid] = result
-
-    def add_crash(self, nodeid: str, message: str) -> None:
-        """A case whose worker died: an error in every report, never silently missing."""
-        path = nodeid.split("::")[0]
-        case_id = nodeid.split("::")[-1]
-        self._results[nodeid] = CaseResult(
-            nodeid=nodeid, case_id=case_id, line=1, suite=_crashed_suite(path), outcome=ERROR,
-            error=ErrorInfo("WorkerCrashed", message))
 
     def __len__(self) -> int:
         return len(self._results)

@@ -1,4 +1,4 @@
-"""GitHub Actions annotations (``--elizon-annotations=auto|on|off``, SPEC §6, §8).
+"""GitHub Actions annotations (``--elizon-annotations=auto|on|off``).
 
 One ``::error`` (must-pass) or ``::warning`` (advisory) per case that did not
 pass, at the case's ``file`` and 1-based ``line``, escaped exactly as GitHub's
@@ -9,8 +9,10 @@ step, so at most 10 of each are printed, most important first, then one
 
 Everything else the session prints sits between ``::stop-commands::TOKEN``
 (printed at session start) and ``::TOKEN::`` (printed just before the
-annotations), so nothing a model or an entry point prints — in a failure
-message or in the captured output pytest replays — can issue a command.
+annotations), and a second fence with a token nobody learns follows the
+annotations for good, so nothing a model or an entry point prints — in a
+failure message, in the captured output pytest replays, or from a call
+abandoned at its deadline that keeps printing — can issue a command.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass
 
-from ..outcomes import ERROR, FAILED, TIMEOUT, CaseResult, failure_message
+from ..outcomes import ERROR, FAILED, TIMEOUT, CaseResult, blocks, failure_message
 from .aggregate import Aggregate
 
 __all__ = ["MAX_PER_TYPE", "MESSAGE_LIMIT", "Guard", "annotation_lines", "escape_data",
@@ -86,8 +88,8 @@ def annotation_lines(aggregate: Aggregate) -> list[str]:
     failing = [r for s in aggregate.suites() for r in s.not_passed]
     lines: list[str] = []
     left_out = 0
-    for kind, advisory in (("error", False), ("warning", True)):
-        chosen = sorted((r for r in failing if r.suite.advisory is advisory),
+    for kind, blocking in (("error", True), ("warning", False)):
+        chosen = sorted((r for r in failing if blocks(r) is blocking),
                         key=lambda r: (_RANK.get(r.outcome, 3), r.suite.path, r.line))
         lines.extend(_line(kind, r) for r in chosen[:MAX_PER_TYPE])
         left_out += max(0, len(chosen) - MAX_PER_TYPE)

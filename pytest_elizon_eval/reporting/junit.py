@@ -1,4 +1,6 @@
-"""JUnit XML (``--elizon-junit=PATH``), written with the ``junit-xml`` package (SPEC §6).
+"""JUnit XML (``--elizon-junit=PATH``), written with the ``junit-xml`` package.
+
+What it holds is docs/contract.md#reports.
 
 One ``<testsuite>`` per suite with its properties (package, gate, baseline,
 metrics); one ``<testcase>`` per case with ``file`` and a 1-based ``line``,
@@ -22,7 +24,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from junit_xml import TestCase, TestSuite
 
-from ..outcomes import ERROR, FAILED, PASSED, TIMEOUT, CaseResult, failure_message
+from ..outcomes import ERROR, FAILED, PASSED, TIMEOUT, CaseResult, blocks, failure_message, reason
 from ..text import cap, visible
 from .aggregate import Aggregate, SuiteSummary
 
@@ -44,13 +46,8 @@ def _number(value: float | int | None) -> str:
 
 def _message(result: CaseResult) -> str:
     if result.outcome == TIMEOUT:
-        return f"timed out: no answer within {result.timeout_s:g} s ({result.timeout_source})"
-    if result.error is not None and not any(a.name == "errorContains"
-                                            for a in result.assertions):
-        return f"{result.error.type}: {result.error.message}"
-    failed = [f"✗ {a.name}: expected {a.expected}; found {a.found}"
-              for a in result.assertions if a.passed is False]
-    return "; ".join(failed) or f"case {result.case_id} did not pass"
+        return f"timed out: {reason(result, MESSAGE_CAP)}"
+    return reason(result, MESSAGE_CAP)
 
 
 def _case(summary: SuiteSummary, result: CaseResult) -> TestCase:
@@ -70,7 +67,7 @@ def _case(summary: SuiteSummary, result: CaseResult) -> TestCase:
     message = _safe(_message(result), MESSAGE_CAP)
     if result.outcome == PASSED:
         return case
-    if info.advisory:
+    if not blocks(result):
         case.add_skipped_info(message=f"advisory {result.outcome}, does not fail the run: "
                                       f"{message}",
                               output=_safe(detail, OUTPUT_CAP))

@@ -1,4 +1,6 @@
-"""The markdown summary (``--elizon-markdown=PATH`` and ``$GITHUB_STEP_SUMMARY``, SPEC §6).
+"""The markdown summary (``--elizon-markdown=PATH`` and ``$GITHUB_STEP_SUMMARY``).
+
+What it holds is docs/contract.md#reports.
 
 Per suite: a verdict line (✅ / ❌ / ⚠️ advisory), the baseline table, a table
 of the cases that failed or timed out, and their outputs in collapsed
@@ -13,9 +15,8 @@ from __future__ import annotations
 
 import html
 import re
-from dataclasses import replace
 
-from ..outcomes import PASSED, TIMEOUT, CaseResult
+from ..outcomes import PASSED, CaseResult, reason
 from ..text import cap, visible
 from .aggregate import Aggregate, SuiteSummary, format_metric
 from .regression import Regression
@@ -53,18 +54,6 @@ def _baseline_table(summary: SuiteSummary) -> list[str]:
         lines.append(f"| {cell(row.metric)} | {baseline} | {run} | {delta} | "
                      f"{cell(row.comparison)} |")
     return lines
-
-
-def _failed_assertions(result: CaseResult) -> str:
-    if result.runs:
-        runs = f"{result.passed_runs}/{len(result.runs)} runs passed; first that did not: "
-        return runs + _failed_assertions(replace(result, runs=()))
-    if result.outcome == TIMEOUT:
-        return f"no answer within {result.timeout_s:g} s"
-    if result.error is not None and not any(a.name == "errorContains" for a in result.assertions):
-        return f"raised {result.error.type}: {cap(result.error.message, 200)[0]}"
-    return "; ".join(f"✗ {a.name}: {cap(a.found, 200)[0]}"
-                     for a in result.assertions if a.passed is False)
 
 
 def _latency(result: CaseResult) -> str:
@@ -118,7 +107,7 @@ def render(aggregate: Aggregate, regression: Regression | None = None,
         rows = ["| case | outcome | failed assertions | latency |", "|---|---|---|---|"]
         doc.add("### Cases that did not pass\n\n" + "\n".join(rows))
         for r in failing:
-            doc.add(f"| `{cell(r.case_id)}` | {r.outcome} | {cell(_failed_assertions(r))} | "
+            doc.add(f"| `{cell(r.case_id)}` | {r.outcome} | {cell(reason(r))} | "
                     f"{_latency(r)} |", optional=True)
         doc.add("")
         for r in failing:

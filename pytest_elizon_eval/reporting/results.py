@@ -1,4 +1,6 @@
-"""The results JSON (``--elizon-results=PATH``): everything, for machines (SPEC §6).
+"""The results JSON (``--elizon-results=PATH``): everything, for machines.
+
+What it holds is docs/contract.md#reports.
 
 The file's shape is the JSON Schema shipped beside this package
 (``results.schema.json``); :func:`load` checks an earlier file against it
@@ -15,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..loading import read_json
+from ..outcomes import CaseResult
 from .aggregate import Aggregate
 from .regression import Regression
 
@@ -32,6 +35,14 @@ def schema() -> dict[str, Any]:
     return data
 
 
+def _case(result: CaseResult) -> dict[str, Any]:
+    """A case as results files keep it: its one serialisation, without the suite it sits in."""
+    data = result.to_data()
+    del data["suite"]
+    data["id"] = data.pop("case_id")
+    return data
+
+
 def build(aggregate: Aggregate, regression: Regression | None = None) -> dict[str, Any]:
     """The results file's data."""
     suites = []
@@ -44,17 +55,7 @@ def build(aggregate: Aggregate, regression: Regression | None = None) -> dict[st
             "comparison": [{"metric": r.metric, "baseline": r.baseline, "run": r.run,
                             "delta": r.delta, "comparison": r.comparison}
                            for r in summary.baseline_rows()],
-            "cases": [{
-                "id": r.case_id, "nodeid": r.nodeid, "line": r.line, "outcome": r.outcome,
-                "assertions": [a.to_data() for a in r.assertions],
-                "latency_ms": r.latency_ms, "output": r.output,
-                "output_length": r.output_length,
-                "error": r.error.to_data() if r.error else None,
-                "judge_score": r.judge_score, "judge_reasoning": r.judge_reasoning,
-                "timeout_s": r.timeout_s, "entry": r.entry, "replayed": r.replayed,
-                "runs": list(r.runs), "passed_runs": r.passed_runs,
-                "min_pass_rate": r.min_pass_rate,
-            } for r in summary.results],
+            "cases": [_case(r) for r in summary.results],
         })
     data: dict[str, Any] = {
         "format": FORMAT,

@@ -10,7 +10,7 @@ run (``--elizon-baseline``).
 
 from __future__ import annotations
 
-from ..outcomes import ERROR, FAILED, PASSED, TIMEOUT, CaseResult
+from ..outcomes import ERROR, FAILED, PASSED, TIMEOUT, blocks, reason
 from ..text import defuse, visible
 from .aggregate import Aggregate, SuiteSummary, format_metric
 from .regression import Regression
@@ -23,7 +23,7 @@ Line = tuple[str, dict[str, bool]]
 def _verdict(summary: SuiteSummary) -> Line:
     if summary.passed:
         return "PASS", {"green": True}
-    if summary.info.advisory:
+    if summary.verdict == "advisory":
         return "ADVISORY: not passed (does not fail the run)", {"yellow": True}
     return "FAIL", {"red": True, "bold": True}
 
@@ -34,18 +34,6 @@ def _counts(summary: SuiteSummary) -> str:
     if summary.count(ERROR):
         parts.append(f"{summary.count(ERROR)} error")
     return ", ".join(parts)
-
-
-def reason(result: CaseResult) -> str:
-    """Why a case did not pass, in one line."""
-    if result.outcome == TIMEOUT:
-        return f"no answer within {result.timeout_s:g} s ({result.timeout_source})"
-    if result.error is not None:
-        first = result.error.text.splitlines()[0] if result.error.text else result.error.type
-        return defuse(visible(first, keep_newlines=False)[:200])
-    failed = [a for a in result.assertions if a.passed is False]
-    return defuse("; ".join(visible(f"✗ {a.name}: {a.found}", keep_newlines=False)[:200]
-                            for a in failed))
 
 
 def _baseline_table(summary: SuiteSummary) -> list[Line]:
@@ -87,11 +75,13 @@ def render(aggregate: Aggregate, regression: Regression | None = None) -> list[L
     if timeouts:
         lines.append(("timed out:", {"yellow": True}))
         lines.extend((f"  {r.nodeid} — {reason(r)}", {}) for r in timeouts)
-    advisory = [r for s in suites if s.info.advisory for r in s.not_passed
+    advisory = [r for s in suites for r in s.not_passed if not blocks(r)
                 if r.outcome != TIMEOUT]
     if advisory:
         lines.append(("advisory, not passed:", {"yellow": True}))
         lines.extend((f"  {r.nodeid} — {reason(r)}", {}) for r in advisory)
     if regression is not None:
         lines.extend(_regression(regression))
-    return lines
+    # Names, paths and node ids come from files (a manifest, an earlier results file):
+    # shown as text, never as terminal escapes or workflow commands.
+    return [(defuse(visible(text, keep_newlines=False)), markup) for text, markup in lines]

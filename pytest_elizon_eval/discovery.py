@@ -1,0 +1,112 @@
+"""Which package a file belongs to, and who a case is — read once per session.
+
+A suite file is run with the package whose ``elizon.yaml`` (in a folder above
+it) names it, or as a stand-alone suite. :class:`PackageIndex` reads each
+manifest and suite file at most once per process (errors are remembered
+too), says which package owns a suite, and rebuilds a case's identity from
+its node id alone — what the xdist controller needs for a case whose worker
+crashed, since the controller never collects items. No pytest import here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .cassette import suite_key
+from .errors import ElizonError
+from .outcomes import CaseIdentity, SuiteInfo
+from .packages import MANIFEST_NAME, LoadedSuite, Package, SuiteSpec, load_manifest, load_suite
+
+__all__ = ["PackageIndex", "display_path"]
+
+
+def display_path(rootpath: Path, path: Path) -> str:
+    """``path`` as node ids and messages show it: relative to the rootdir, with ``/``."""
+    try:
+        return path.relative_to(rootpath).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+class PackageIndex:
+    """Manifests and suites of a session, each read once."""
+
+    def __init__(self, rootpath: Path, strict: bool) -> None:
+        self.rootpath = rootpath
+        #: ``--elizon-strict``: advisory suites count as must-pass.
+        self.strict = strict
+        self._packages: dict[Path, Package | ElizonError] = {}
+        self._suites: dict[Path, tuple[LoadedSuite, SuiteInfo] | ElizonError] = {}
+
+    def display(self, path: Path) -> str:
+        return display_path(self.rootpath, path)
+
+    def package(self, manifest: Path) -> Package:
+        """The package of ``manifest``; its ElizonError if it is invalid."""
+        if manifest not in self._packages:
+            try:
+                self._packages[manifest] = load_manifest(manifest, self.display(manifest))
+            except ElizonError as exc:
+                self._packages[manifest] = exc
+        found = self._packages[manifest]
+        if isinstance(found, ElizonError):
+            raise found
+        return found
+
+    def owner(self, suite: Path) -> tuple[Package, SuiteSpec] | None:
+        """The package whose ``elizon.yaml`` (in a folder above ``suite``) names it."""
+        resolved = suite.resolve()
+        for folder in resolved.parents:
+            manifest = folder / MANIFEST_NAME
+            if manifest.is_file():
+                try:
+                    package = self.package(manifest)
+                except ElizonError:
+                    continue  # reported by the manifest's own collector
+                for spec in package.suites:
+                    if spec.path == resolved:
+                        return package, spec
+            if folder == self.rootpath:
+                break
+        return None
+
+    def suite(self, path: Path, package: Package, spec: SuiteSpec
+              ) -> tuple[LoadedSuite, SuiteInfo]:
+        """A suite file's cases and what its cases share; its ElizonError if invalid."""
+        if path not in self._suites:
+            display = self.display(path)
+            try:
+                loaded = load_suite(path, display)
+                info = SuiteInfo(
+                    path=display, package=package.name, gate=spec.gate,
+                    advisory=spec.gate == "advisory" and not self.strict,
+                    baseline=spec.baseline, sha256=loaded.sha256,
+                    key=suite_key(package.name, package.folder, path))
+                self._suites[path] = (loaded, info)
+            except ElizonError as exc:
+                self._suites[path] = exc
+        found = self._suites[path]
+        if isinstance(found, ElizonError):
+            raise found
+        return found
+
+    def identity(self, nodeid: str, standalone: Package | None = None) -> CaseIdentity:
+        """Who the case ``nodeid`` is, from the files alone (line 1 and a must-pass suite of
+        its own if they cannot be read: the case is still reported)."""
+        path_text, _, case_id = nodeid.rpartition("::")
+        path = self.rootpath / path_text
+        fallback = CaseIdentity(nodeid, case_id, 1, SuiteInfo(path_text, "", "must-pass",
+                                                              False, key=path_text))
+        try:
+            owner = self.owner(path)
+            if owner is None:
+                if standalone is None:
+                    return fallback
+                owner = standalone, standalone.suites[0]
+            loaded, info = self.suite(path, *owner)
+        except (ElizonError, OSError, ValueError):
+            return fallback
+        for case, line in zip(loaded.cases, loaded.lines, strict=True):
+            if case.id == case_id:
+                return CaseIdentity(nodeid, case_id, line, info)
+        return CaseIdentity(nodeid, case_id, 1, info)

@@ -1,0 +1,135 @@
+"""HTTP exchanges of the plugin: HTTP entry points and judge endpoints.
+
+One :class:`HttpClient` per bound endpoint per session keeps its connections
+(an ``httpx.AsyncClient`` per event loop, since connections belong to the
+loop that opened them). :meth:`HttpClient.exchange` sends one JSON request
+and reads the reply with a size cap; every transport problem becomes an
+:class:`HttpError` whose message says what happened in words ("connection
+refused by …"). Deadlines are not enforced here: callers run exchanges with
+:func:`~.calling.run_on_loop`, which cancels them at the deadline, and
+httpx's own timeout sits behind that as a backstop that never fires first.
+No pytest import here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .calling import run_on_loop
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ["MAX_BODY_BYTES", "HttpClient", "HttpError", "HttpReply"]
+
+#: Largest response body read, in bytes.
+MAX_BODY_BYTES = 8 * 1024 * 1024
+#: Added to httpx's own timeout so that the caller's cancellation always comes first.
+_BACKSTOP_S = 5.0
+
+
+class HttpError(Exception):
+    """The exchange failed; the message says how, in words."""
+
+
+@dataclass(frozen=True)
+class HttpReply:
+    status: int
+    content_type: str
+    body: bytes
+    encoding: str
+    #: Milliseconds from sending the request to the end of the body.
+    latency_ms: float
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status < 300
+
+    def text(self) -> str:
+        return self.body.decode(self.encoding, "replace")
+
+
+def _transport_problem(exc: BaseException, url: str) -> str:
+    """A transport error in words; a refused connection says so."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ConnectionRefusedError):
+            return f"connection refused by {url} (is the service running?)"
+        current = current.__cause__ or current.__context__
+    text = str(exc) or type(exc).__name__
+    if "refused" in text.lower():
+        return f"connection refused by {url} (is the service running?)"
+    return f"cannot reach {url}: {type(exc).__name__}: {text}"
+
+
+class HttpClient:
+    """Connections to one endpoint, reused by every call of the session."""
+
+    def __init__(self) -> None:
+        self._clients: dict[asyncio.AbstractEventLoop, httpx.AsyncClient] = {}
+
+    def _client(self) -> httpx.AsyncClient:
+        import httpx  # deferred: costs import time on every run, needed by few
+
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            client = self._clients[loop] = httpx.AsyncClient()
+        return client
+
+    async def exchange(self, method: str, url: str, body: object, headers: Mapping[str, str],
+                       *, deadline: float, limit: int = MAX_BODY_BYTES) -> HttpReply:
+        """Send ``body`` as JSON and read the whole reply (at most ``limit`` bytes)."""
+        import httpx
+
+        client = self._client()
+        backstop = max(deadline - time.monotonic(), 0) + _BACKSTOP_S
+        started = time.perf_counter()
+        try:
+            async with client.stream(method, url, json=body, headers=dict(headers),
+                                     timeout=backstop) as response:
+                raw = bytearray()
+                async for chunk in response.aiter_bytes():
+                    raw += chunk
+                    if len(raw) > limit:
+                        raise HttpError(f"the response body from {url} is larger than "
+                                        f"{limit:,} bytes")
+        except httpx.HTTPError as exc:
+            raise HttpError(_transport_problem(exc, url)) from None
+        except OSError as exc:
+            raise HttpError(_transport_problem(exc, url)) from None
+        return HttpReply(status=response.status_code,
+                         content_type=response.headers.get("content-type", ""),
+                         body=bytes(raw), encoding=response.encoding or "utf-8",
+                         latency_ms=(time.perf_counter() - started) * 1000)
+
+    def close(self) -> None:
+        """Close the connections of the shared loop's client (others were abandoned)."""
+        clients = list(self._clients.values())
+        self._clients.clear()
+
+        async def close_all() -> None:
+            for client in clients:
+                with contextlib.suppress(RuntimeError):  # its loop was retired since
+                    await client.aclose()
+
+        if clients:
+            run_on_loop(close_all, time.monotonic() + 2.0)
+
+
+def excerpt(data: bytes | str, limit: int = 200) -> str:
+    """The start of a reply, quoted, for an error message."""
+    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+    return repr(text[:limit])
+
+
+def json_body(case_input: object) -> Any:
+    """The request body for an input: a string as ``{"input": …}``, a mapping as is."""
+    return {"input": case_input} if isinstance(case_input, str) else case_input
