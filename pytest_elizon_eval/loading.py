@@ -7,6 +7,12 @@ turn hostile or surprising files into clear problems instead of hangs,
 multi-document streams, duplicate keys and YAML 1.1 scalars that read as
 something the author did not mean (``no`` → false, ``0123`` → 83).
 
+The document is composed here, from the parser's event stream, not by
+PyYAML's composer: libyaml's C composer recurses once per nesting level and
+crashes the process on a deep enough file before any check of ours could
+run. Reading events is iterative, so nesting is bounded before it costs
+anything.
+
 Mappings come back as :class:`YamlMapping` and sequences as
 :class:`YamlSequence`, ordinary ``dict``/``list`` subclasses that carry the
 1-based line of themselves and of each key / item, so validation errors can
@@ -16,16 +22,29 @@ point at ``file:line``. :func:`read_json` reads the plugin's own JSON files
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
-from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from yaml.events import (
+    AliasEvent,
+    MappingEndEvent,
+    MappingStartEvent,
+    ScalarEvent,
+    SequenceEndEvent,
+    SequenceStartEvent,
+    StreamEndEvent,
+)
+from yaml.nodes import ScalarNode
 
 __all__ = [
+    "MAX_ALIAS_EXPANSION",
+    "MAX_DEPTH",
     "MAX_FILE_BYTES",
     "LoadFailed",
     "Problem",
@@ -38,12 +57,12 @@ __all__ = [
 
 #: Larger files are refused before parsing: a suite is text written by people.
 MAX_FILE_BYTES = 64 * 1024 * 1024
-#: Deeper nesting is refused (libyaml and our builder both recurse).
+#: Deeper nesting of mappings and sequences is refused.
 MAX_DEPTH = 100
 #: Nodes that alias expansion may add on top of the document itself.
 MAX_ALIAS_EXPANSION = 100_000
 
-try:  # libyaml is ~4x faster on large suites; the pure-Python loader is the fallback.
+try:  # libyaml is much faster on large suites; the pure-Python parser is the fallback.
     _Loader: type[yaml.SafeLoader] = yaml.CSafeLoader  # type: ignore[assignment]
 except AttributeError:  # pragma: no cover - depends on how PyYAML was built
     _Loader = yaml.SafeLoader
@@ -58,8 +77,20 @@ _MERGE = "tag:yaml.org,2002:merge"
 _SEQ = "tag:yaml.org,2002:seq"
 _MAP = "tag:yaml.org,2002:map"
 
+_NULL_TEXTS = frozenset({"", "~", "null", "Null", "NULL"})
 _LEGACY_OCTAL = re.compile(r"[-+]?0[0-7_]+")
 _SCALARS = yaml.constructor.SafeConstructor()
+_RESOLVER = yaml.resolver.Resolver()
+_resolve: Callable[[type[ScalarNode], str, tuple[bool, bool]], str] = _RESOLVER.resolve
+#: First characters of plain scalars that may resolve to something other than a string;
+#: any other plain scalar is text without asking the resolver (most of a suite is text).
+_RESOLVED_STARTS = frozenset(_RESOLVER.yaml_implicit_resolvers)
+assert None not in _RESOLVED_STARTS, "a catch-all implicit resolver defeats the fast path"
+_CONSTRUCT: dict[str, tuple[str, Callable[[ScalarNode], Any]]] = {
+    _BOOL: ("boolean", _SCALARS.construct_yaml_bool),
+    _INT: ("whole number", _SCALARS.construct_yaml_int),
+    _FLOAT: ("number", _SCALARS.construct_yaml_float),
+}
 
 
 @dataclass(frozen=True)
@@ -71,11 +102,19 @@ class Problem:
 
 
 class LoadFailed(Exception):
-    """The file could not be read as one YAML document; ``problems`` says why."""
+    """The file could not be read as one clean YAML document; ``problems`` says why.
 
-    def __init__(self, problems: list[Problem]) -> None:
+    When every problem is one that still let the whole document be read (an
+    unquoted ``no``, a repeated key, …), ``complete`` is true and ``data`` holds
+    the document as read, so a caller can validate it and report everything at once.
+    """
+
+    def __init__(self, problems: list[Problem], data: Any = None, *,
+                 complete: bool = False) -> None:
         super().__init__("; ".join(p.message for p in problems))
         self.problems = problems
+        self.data = data
+        self.complete = complete
 
 
 class YamlMapping(dict[str, Any]):
@@ -101,14 +140,20 @@ class YamlSequence(list[Any]):
 
 
 def line_of(data: Any, path: tuple[str | int, ...]) -> int | None:
-    """The line of the deepest element of ``path`` that exists in ``data``."""
+    """The line of the deepest element of ``path`` that exists in ``data``.
+
+    When that element is a mapping key, it is the key's line, not the line
+    where its value (say a block mapping below it) starts.
+    """
     line = getattr(data, "line", None)
     node = data
-    for part in path:
+    last = len(path) - 1
+    for index, part in enumerate(path):
         if isinstance(node, YamlMapping) and isinstance(part, str):
-            if part in node.key_lines:
-                line = node.key_lines[part]
             if part not in node:
+                break
+            line = node.key_lines.get(part, line)
+            if index == last:
                 break
             node = node[part]
         elif isinstance(node, YamlSequence) and isinstance(part, int):
@@ -130,6 +175,8 @@ def read_json(path: Path) -> Any:
         raise ValueError(f"cannot read it: {exc.strerror}") from None
     except ValueError as exc:
         raise ValueError(f"not JSON: {exc}") from None
+    except RecursionError:  # the json module recurses once per nesting level
+        raise ValueError("not JSON this plugin can read: it is nested too deeply") from None
 
 
 def load_yaml(data: bytes) -> Any:
@@ -147,44 +194,33 @@ def load_yaml(data: bytes) -> Any:
             [Problem(line, f"not UTF-8 text (byte 0x{bad:02x} at offset {exc.start}); "
                            "save the file as UTF-8")]
         ) from None
-    node = _compose_single(text)
-    if node is None:
-        raise LoadFailed([Problem(None, "file is empty; expected a YAML mapping")])
-    builder = _Builder()
+    loader = _Loader(text)
+    composer = _Composer(loader)
     try:
-        value = builder.build(node, 0)
+        value = composer.document()
     except _Abort as exc:
-        raise LoadFailed([*builder.problems, exc.problem]) from None
-    if builder.problems:
-        raise LoadFailed(builder.problems)
+        raise LoadFailed([*composer.problems, exc.problem]) from None
+    except yaml.MarkedYAMLError as exc:
+        raise LoadFailed([*composer.problems, _syntax_problem(exc)]) from None
+    except yaml.YAMLError as exc:
+        raise LoadFailed([*composer.problems, Problem(None, f"not valid YAML: {exc}")]) from None
+    finally:
+        loader.dispose()
+    if composer.problems:
+        raise LoadFailed(composer.problems, value, complete=True)
     return value
 
 
-def _compose_single(text: str) -> Node | None:
-    loader = _Loader(text)
-    try:
-        if not loader.check_node():
-            return None
-        node: Node | None = loader.get_node()
-        if loader.check_node():
-            extra = loader.get_node()
-            raise LoadFailed(
-                [Problem(extra.start_mark.line + 1 if extra else None,
-                         "file holds more than one YAML document (a second '---'); "
-                         "an Elizon file is exactly one document")]
-            )
-        return node
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        what = " ".join(str(p) for p in (exc.context, exc.problem) if p)
-        raise LoadFailed([Problem(mark.line + 1 if mark else None, f"not valid YAML: {what}")]) \
-            from None
-    except yaml.YAMLError as exc:
-        raise LoadFailed([Problem(None, f"not valid YAML: {exc}")]) from None
-    except RecursionError:
-        raise LoadFailed([Problem(None, "YAML nesting is too deep to read")]) from None
-    finally:
-        loader.dispose()
+def _syntax_problem(exc: yaml.MarkedYAMLError) -> Problem:
+    mark = exc.problem_mark or exc.context_mark
+    if exc.context_mark and "end of stream" in str(exc.problem):
+        # An unterminated quote is only noticed at the end of the file: show where it opens.
+        mark = exc.context_mark
+    line = mark.line + 1 if mark else None
+    if "maximum nesting depth" in str(exc.problem):  # libyaml's own limit, when it has one
+        return Problem(line, f"YAML nesting is deeper than {MAX_DEPTH} levels")
+    what = " ".join(str(p) for p in (exc.context, exc.problem) if p)
+    return Problem(line, f"not valid YAML: {what}")
 
 
 class _Abort(Exception):
@@ -193,110 +229,206 @@ class _Abort(Exception):
         self.problem = problem
 
 
-class _Builder:
-    """Turns composed YAML nodes into plain data, guarding against hostile graphs."""
+#: An anchor whose collection is still being read: an alias to it is recursive.
+_OPEN = object()
 
-    def __init__(self) -> None:
+
+class _MergeKey:
+    """The ``<<`` key (a sentinel, so no key text can be mistaken for it)."""
+
+
+_MERGE_KEY = _MergeKey()
+
+
+class _Composer:
+    """Builds plain data from parser events, guarding against hostile documents.
+
+    Nesting is checked as each collection opens, so a deep file stops after
+    ``MAX_DEPTH`` levels whatever its size; recursion here is bounded by that.
+    Events are typed ``Any``: PyYAML's event classes declare every mark optional.
+    """
+
+    def __init__(self, loader: yaml.SafeLoader) -> None:
         self.problems: list[Problem] = []
-        self._seen: set[int] = set()
-        self._open: set[int] = set()
-        self._expanding = 0
+        self._loader: Any = loader  # untyped in PyYAML's stubs
+        self._get: Callable[[], Any] = loader.get_event
+        #: anchor → (line, value or _OPEN)
+        self._anchors: dict[str, tuple[int, Any]] = {}
         self._expansion_budget = MAX_ALIAS_EXPANSION
 
-    def build(self, node: Node, depth: int) -> Any:
-        line = node.start_mark.line + 1
-        if self._expanding:
-            self._expansion_budget -= 1
-            if self._expansion_budget < 0:
-                raise _Abort(Problem(line, "YAML aliases expand to more than "
-                                           f"{MAX_ALIAS_EXPANSION:,} nodes (an alias bomb?)"))
+    def document(self) -> Any:
+        """The single document of the stream (``LoadFailed`` when there is none)."""
+        loader = self._loader
+        loader.get_event()  # stream start
+        if loader.check_event(StreamEndEvent):
+            raise LoadFailed([Problem(None, "file is empty; expected a YAML mapping")])
+        loader.get_event()  # document start
+        value = self._value(self._get(), 1)
+        loader.get_event()  # document end
+        if not loader.check_event(StreamEndEvent):
+            line = loader.get_event().start_mark.line + 1  # a second document's start
+            with contextlib.suppress(yaml.YAMLError):  # its content, as users see it
+                line = loader.peek_event().start_mark.line + 1
+            raise _Abort(Problem(line, "file holds more than one YAML document (a second "
+                                       "'---'); an Elizon file is exactly one document"))
+        return value
+
+    def _value(self, event: Any, depth: int) -> Any:
+        """The value that starts with ``event``; collections at ``depth`` (the root is 1)."""
+        kind = event.__class__
+        line: int = event.start_mark.line + 1
+        if kind is ScalarEvent:
+            value = self._scalar(event, line)
+            if event.anchor is not None:
+                self._anchor(event.anchor, line, value)
+            return value
+        if kind is AliasEvent:
+            return self._alias(event.anchor, line, depth)
         if depth > MAX_DEPTH:
             raise _Abort(Problem(line, f"YAML nesting is deeper than {MAX_DEPTH} levels"))
-        if isinstance(node, ScalarNode):
-            return self._scalar(node, line)
-        key = id(node)
-        if key in self._open:
-            raise _Abort(Problem(line, "recursive YAML alias (a node that contains itself)"))
-        repeat = key in self._seen
-        self._seen.add(key)
-        self._open.add(key)
-        self._expanding += repeat
-        try:
-            if isinstance(node, SequenceNode) and node.tag == _SEQ:
-                return self._sequence(node, line, depth)
-            if isinstance(node, MappingNode) and node.tag == _MAP:
-                return self._mapping(node, line, depth)
-            raise _Abort(Problem(line, f"YAML tag {node.tag!r} is not allowed"))
-        finally:
-            self._expanding -= repeat
-            self._open.discard(key)
+        tag = event.tag
+        if kind is SequenceStartEvent and tag in (None, "!", _SEQ):
+            build: Callable[[int, int], Any] = self._sequence
+        elif kind is MappingStartEvent and tag in (None, "!", _MAP):
+            build = self._mapping
+        else:
+            raise _Abort(Problem(line, f"YAML tag {tag!r} is not allowed"))
+        anchor = event.anchor
+        if anchor is None:
+            return build(line, depth)
+        self._anchor(anchor, line, _OPEN)
+        value = build(line, depth)
+        self._anchors[anchor] = (line, value)
+        return value
 
-    def _sequence(self, node: SequenceNode, line: int, depth: int) -> YamlSequence:
+    def _anchor(self, name: str, line: int, value: Any) -> None:
+        if name in self._anchors:
+            self.problems.append(Problem(line, f"duplicate YAML anchor '&{name}' "
+                                               f"(first at line {self._anchors[name][0]})"))
+        self._anchors[name] = (line, value)
+
+    def _sequence(self, line: int, depth: int) -> YamlSequence:
         seq = YamlSequence(line)
-        for item in node.value:
-            seq.item_lines.append(item.start_mark.line + 1)
-            seq.append(self.build(item, depth + 1))
-        return seq
+        get, item_lines, value = self._get, seq.item_lines, self._value
+        while True:
+            event = get()
+            if event.__class__ is SequenceEndEvent:
+                return seq
+            item_lines.append(event.start_mark.line + 1)
+            seq.append(value(event, depth + 1))
 
-    def _mapping(self, node: MappingNode, line: int, depth: int) -> YamlMapping:
+    def _mapping(self, line: int, depth: int) -> YamlMapping:
         mapping = YamlMapping(line)
+        key_lines = mapping.key_lines
         merged: list[YamlMapping] = []
-        for key_node, value_node in node.value:
-            key_line = key_node.start_mark.line + 1
-            if isinstance(key_node, ScalarNode) and key_node.tag == _MERGE:
-                merged.extend(self._merge_sources(value_node, depth))
+        get, value = self._get, self._value
+        while True:
+            event = get()
+            if event.__class__ is MappingEndEvent:
+                break
+            key_line: int = event.start_mark.line + 1
+            name = self._key(event, key_line, depth)
+            item = value(get(), depth + 1)
+            if name is None:
                 continue
-            if not isinstance(key_node, ScalarNode) or key_node.tag == _NULL:
-                self.problems.append(Problem(key_line, "mapping key must be a plain string"))
-                continue
-            name = key_node.value  # keys are names: keep the text the author wrote
-            if name in mapping.key_lines:
+            if isinstance(name, _MergeKey):
+                merged.extend(self._merge_sources(item, key_line))
+            elif name in key_lines:
                 self.problems.append(Problem(
-                    key_line, f"duplicate key {name!r} (first at line {mapping.key_lines[name]})"))
-                continue
-            mapping.key_lines[name] = key_line
-            mapping[name] = self.build(value_node, depth + 1)
+                    key_line, f"duplicate key {name!r} (first at line {key_lines[name]})"))
+            else:
+                key_lines[name] = key_line
+                mapping[name] = item
         for source in merged:  # explicit keys win over merged ones, as in YAML's merge
-            for name, value in source.items():
+            for name, item in source.items():
                 if name not in mapping:
-                    mapping[name] = value
-                    mapping.key_lines[name] = source.key_lines.get(name, line)
+                    mapping[name] = item
+                    key_lines[name] = source.key_lines.get(name, line)
         return mapping
 
-    def _merge_sources(self, node: Node, depth: int) -> list[YamlMapping]:
-        value = self.build(node, depth + 1)
+    def _key(self, event: Any, line: int, depth: int) -> str | _MergeKey | None:
+        """A key's text, ``_MERGE_KEY`` for ``<<``, or None (a problem is recorded)."""
+        if event.__class__ is ScalarEvent:
+            text: str = event.value
+            tag = event.tag
+            if (tag is None or tag == "!") and event.implicit[0]:
+                # Of what a plain key may resolve to, only these two matter (the resolver's
+                # own patterns, without its cost on every key).
+                tag = _MERGE if text == "<<" else _NULL if text in _NULL_TEXTS else _STR
+            if event.anchor is not None:
+                self._anchor(event.anchor, line, text)
+            if tag == _MERGE:
+                return _MERGE_KEY
+            if tag != _NULL:
+                return text  # keys are names: keep the text the author wrote
+        elif event.__class__ is not AliasEvent:
+            self._value(event, depth + 1)  # read past it, under the same guards
+        self.problems.append(Problem(line, "mapping key must be a plain string"))
+        return None
+
+    def _merge_sources(self, value: Any, line: int) -> list[YamlMapping]:
         sources = value if isinstance(value, list) else [value]
         if not all(isinstance(s, YamlMapping) for s in sources):
-            self.problems.append(Problem(node.start_mark.line + 1,
-                                         "'<<' merge needs a mapping or a list of mappings"))
+            self.problems.append(Problem(line, "'<<' merge needs a mapping or a list of mappings"))
             return []
         return list(sources)
 
-    def _scalar(self, node: ScalarNode, line: int) -> Any:
-        tag, text = node.tag, node.value
-        if tag == _STR:
+    def _alias(self, name: str, line: int, depth: int) -> Any:
+        if name not in self._anchors:
+            raise _Abort(Problem(line, f"not valid YAML: found undefined alias '*{name}'"))
+        value = self._anchors[name][1]
+        if value is _OPEN:
+            raise _Abort(Problem(line, "recursive YAML alias (a node that contains itself)"))
+        return self._expand(value, line, depth)
+
+    def _expand(self, value: Any, line: int, depth: int) -> Any:
+        """A copy of an anchored value; every node counts, as later steps expand it too."""
+        self._expansion_budget -= 1
+        if self._expansion_budget < 0:
+            raise _Abort(Problem(line, "YAML aliases expand to more than "
+                                       f"{MAX_ALIAS_EXPANSION:,} nodes (an alias bomb?)"))
+        if isinstance(value, YamlMapping):
+            if depth > MAX_DEPTH:
+                raise _Abort(Problem(line, f"YAML nesting is deeper than {MAX_DEPTH} levels"))
+            mapping = YamlMapping(value.line)
+            mapping.key_lines.update(value.key_lines)
+            for name, item in value.items():
+                mapping[name] = self._expand(item, line, depth + 1)
+            return mapping
+        if isinstance(value, YamlSequence):
+            if depth > MAX_DEPTH:
+                raise _Abort(Problem(line, f"YAML nesting is deeper than {MAX_DEPTH} levels"))
+            seq = YamlSequence(value.line)
+            seq.item_lines.extend(value.item_lines)
+            seq.extend(self._expand(item, line, depth + 1) for item in value)
+            return seq
+        return value  # scalars are immutable: sharing one is as good as a copy
+
+    def _scalar(self, event: Any, line: int) -> Any:
+        text: str = event.value
+        tag = event.tag
+        if tag is None or tag == "!":
+            if not event.implicit[0] or text[:1] not in _RESOLVED_STARTS:
+                return text
+            tag = _resolve(ScalarNode, text, event.implicit)
+        if tag in (_STR, _TIMESTAMP):  # dates stay text: JSON has no date type
             return text
         if tag == _NULL:
             return None
-        plain = not node.style  # None (pure-Python parser) or "" (libyaml)
-        if tag == _BOOL:
-            value = _SCALARS.construct_yaml_bool(node)
-            if plain and text.lower() not in ("true", "false"):
+        if tag not in _CONSTRUCT:
+            raise _Abort(Problem(line, f"YAML tag {tag!r} is not allowed"))
+        kind, construct = _CONSTRUCT[tag]
+        try:
+            value = construct(ScalarNode(tag, text))
+        except (LookupError, ValueError):  # an explicit tag on text that is not one
+            self.problems.append(Problem(line, f"{text!r} is not a {kind} ({tag!r})"))
+            return text
+        if not event.style:  # plain: None (pure-Python parser) or "" (libyaml)
+            if tag == _BOOL and text.lower() not in ("true", "false"):
                 self._ambiguous(line, text, f"boolean {str(value).lower()}")
-            return value
-        if tag == _INT:
-            int_value = _SCALARS.construct_yaml_int(node)
-            if plain and (":" in text or _LEGACY_OCTAL.fullmatch(text)):
-                self._ambiguous(line, text, f"the number {int_value}")
-            return int_value
-        if tag == _FLOAT:
-            float_value = _SCALARS.construct_yaml_float(node)
-            if plain and ":" in text:
-                self._ambiguous(line, text, f"the number {float_value}")
-            return float_value
-        if tag == _TIMESTAMP:
-            return text  # dates stay text: JSON has no date type
-        raise _Abort(Problem(line, f"YAML tag {tag!r} is not allowed"))
+            elif ":" in text or (tag == _INT and _LEGACY_OCTAL.fullmatch(text)):
+                self._ambiguous(line, text, f"the number {value}")  # 1:30 (base 60), 0123
+        return value
 
     def _ambiguous(self, line: int, text: str, reads_as: str) -> None:
         self.problems.append(Problem(

@@ -1,6 +1,6 @@
 """The Elizon file formats as strict pydantic models, and their error messages.
 
-Owns what a valid ``elizon.yaml`` and a valid suite file are (SPEC §1, §4)
+Owns what a valid ``elizon.yaml`` and a valid suite file are (see the README)
 and turns every way a file can be wrong into a :class:`~.loading.Problem`
 with a line number and a sentence a person can act on. Unknown keys are
 errors (with a "did you mean" hint), types are strict (``contains: 3`` is
@@ -86,7 +86,7 @@ class JudgeExpect(_Strict):
 
 
 class Expect(_Strict):
-    """The assertions of one case (SPEC §4)."""
+    """The assertions of one case."""
 
     contains: list[str] | None = None
     not_contains: list[str] | None = Field(None, alias="notContains")
@@ -123,7 +123,7 @@ RESERVED_TAGS = frozenset({"skip", "skipif", "xfail", "parametrize", "usefixture
 
 
 def _check_tag(tag: str) -> str:
-    if not TAG_PATTERN.match(tag):
+    if not TAG_PATTERN.fullmatch(tag):  # match() would let a final newline through
         raise ValueError(f"tag {tag!r} must be a word (letters, digits, '_' or '-', "
                          "not starting with a digit) so it can be a pytest marker")
     if tag in RESERVED_TAGS:
@@ -132,7 +132,7 @@ def _check_tag(tag: str) -> str:
 
 
 class Case(_Strict):
-    """One test case of a suite file (SPEC §1.2)."""
+    """One test case of a suite file."""
 
     id: str
     description: str | None = None
@@ -145,7 +145,7 @@ class Case(_Strict):
     @field_validator("id")
     @classmethod
     def _id_shape(cls, value: str) -> str:
-        if not CASE_ID_PATTERN.match(value):
+        if not CASE_ID_PATTERN.fullmatch(value):  # match() would let a final newline through
             raise ValueError(
                 f"id {value!r} must be lowercase words joined by hyphens "
                 "(^[a-z0-9]+(-[a-z0-9]+)*$)")
@@ -220,6 +220,8 @@ class CommandEntry(_Strict):
     cwd: str | None = None
     #: Values may name the operator's variables as ``${NAME}``.
     env: dict[str, str] | None = None
+    #: How stdout is read: as text, or parsed as JSON (default: the manifest's ``output``).
+    output: Literal["text", "json"] | None = None
 
 
 class UrlEntry(_Strict):
@@ -230,6 +232,8 @@ class UrlEntry(_Strict):
     #: Values may name the operator's variables as ``${NAME}``.
     headers: dict[str, str] | None = None
     timeout: float | None = Field(None, gt=0, le=90)
+    #: ``json``: every reply is parsed as JSON (default: JSON replies by their content type).
+    output: Literal["text", "json"] | None = None
 
 
 EntrySpec = Annotated[
@@ -250,7 +254,7 @@ class JudgeEndpoint(_Strict):
 
 
 class Manifest(_Strict):
-    """``elizon.yaml`` (SPEC §1.1): the keys this plugin reads, and the informational ones."""
+    """``elizon.yaml``: the keys this plugin reads, and the informational ones."""
 
     name: str | None = None
     version: str | None = None
@@ -275,6 +279,13 @@ _KEYS_UNDER: dict[type[BaseModel], dict[str, type[BaseModel]]] = {
 }
 
 
+#: What the whole of each kind of file must be.
+_ROOT_SHAPE: dict[type[BaseModel], str] = {
+    Suite: "the file must be a mapping with a 'cases' list",
+    Manifest: "elizon.yaml must be a mapping (name, entry, evaluation, …)",
+}
+
+
 def _keys_of(model: type[BaseModel]) -> list[str]:
     return [f.alias or name for name, f in model.model_fields.items()]
 
@@ -294,6 +305,17 @@ def _describe(value: object) -> str:
     if isinstance(value, list):
         return "a list"
     return type(value).__name__
+
+
+def _describe_root(value: object) -> str:
+    """What a whole file holds, never quoting it: it may not be the file its author meant."""
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return _describe(value)
 
 
 _EXPECTED = {
@@ -335,7 +357,8 @@ def _message(error: ErrorDetails, root_model: type[BaseModel]) -> str:
         return f"{parent_prefix}missing required key {str(loc[-1])!r}"
     if kind in _EXPECTED:
         if not where:
-            return f"the file must be a mapping with a 'cases' list, found {_describe(value)}"
+            return f"{_ROOT_SHAPE.get(root_model, 'the file must be a mapping')}, " \
+                   f"found {_describe_root(value)}"
         return f"{prefix}expected {_EXPECTED[kind]}, found {_describe(value)}"
     if kind == "literal_error":
         expected = error.get("ctx", {}).get("expected", "")

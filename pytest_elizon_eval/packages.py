@@ -3,12 +3,16 @@
 Owns the step from a path on disk to validated data: a manifest becomes a
 :class:`Package` (its name, entry and test sets with resolved paths), a
 suite file becomes a :class:`LoadedSuite` (its cases, their lines and the
-file's content hash). Every failure is an :class:`~.errors.ElizonError`
-with the documented code. No pytest import here.
+file's content hash). A suite path must stay inside its package folder.
+Problems found while reading a file (an unquoted ``no``, a repeated key) are
+reported together with its validation problems, in line order. Every failure
+is an :class:`~.errors.ElizonError` with the documented code. No pytest
+import here.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +20,7 @@ from typing import Any
 
 from . import errors
 from .errors import ElizonError
-from .loading import LoadFailed, YamlMapping, YamlSequence, load_yaml
+from .loading import LoadFailed, Problem, YamlMapping, YamlSequence, load_yaml
 from .model import (
     Case,
     CommandEntry,
@@ -74,22 +78,33 @@ class LoadedSuite:
     sha256: str
 
 
-def _read(path: Path, display: str, code: str) -> tuple[Any, bytes]:
+def _read(path: Path, display: str, code: str) -> tuple[Any, list[Problem], bytes]:
+    """The file's data, the problems found while reading it that validation must join, and
+    its bytes; a file that could not be read as a whole raises."""
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise ElizonError(code, [f"{display}: cannot read the file: {exc.strerror}"]) from None
     try:
-        return load_yaml(data), data
+        return load_yaml(data), [], data
     except LoadFailed as exc:
-        raise ElizonError.from_problems(code, display, exc.problems) from None
+        if not exc.complete:
+            raise ElizonError.from_problems(code, display, exc.problems) from None
+        return exc.data, exc.problems, data
+
+
+def _in_line_order(*groups: list[Problem]) -> list[Problem]:
+    """Problems from several checks as one list; on a shared line, earlier groups first."""
+    return sorted((p for group in groups for p in group), key=lambda p: p.line or 0)
 
 
 def load_manifest(path: Path, display: str) -> Package:
-    """Read and validate ``elizon.yaml``; suite paths are resolved, not yet checked."""
+    """Read and validate ``elizon.yaml``; suite paths are resolved and must stay inside the
+    package folder (a missing suite is left for the caller to report)."""
     code = errors.ELIZON_MANIFEST_INVALID
-    data, _ = _read(path, display, code)
+    data, read_problems, _ = _read(path, display, code)
     manifest, problems = validate(Manifest, data, manifest_shape)
+    problems = _in_line_order(read_problems, problems)
     if problems or manifest is None:
         raise ElizonError.from_problems(code, display, problems)
     folder = path.parent
@@ -100,15 +115,22 @@ def load_manifest(path: Path, display: str) -> Package:
             lines = [item.key_lines.get("suite", item.line) for item in evaluation["suites"]]
         else:
             lines = [evaluation.key_lines["suite"]]
+        root = folder.resolve()
         seen: dict[Path, int] = {}
         for ref, line in zip(manifest.evaluation.refs(), lines, strict=True):
-            suite_path = (folder / ref.suite).resolve()
+            suite_path = _suite_path(root, ref.suite)
+            if isinstance(suite_path, str):
+                problems.append(Problem(line, f"suite {ref.suite!r} {suite_path}"))
+                continue
             if suite_path in seen:
-                raise ElizonError(code, [f"{display}:{line}: suite {ref.suite!r} is listed twice "
-                                         f"(first at line {seen[suite_path]})"])
+                problems.append(Problem(line, f"suite {ref.suite!r} is listed twice "
+                                              f"(first at line {seen[suite_path]})"))
+                continue
             seen[suite_path] = line
             suites.append(SuiteSpec(suite_path, ref.gate, dict(ref.author_baseline or {}), line,
                                     ref.repeat, ref.min_pass_rate))
+        if problems:
+            raise ElizonError.from_problems(code, display, problems)
     key_lines = data.key_lines if isinstance(data, YamlMapping) else {}
     return Package(
         name=manifest.name or folder.name,
@@ -123,6 +145,42 @@ def load_manifest(path: Path, display: str) -> Package:
     )
 
 
+def _suite_path(root: Path, written: str) -> Path | str:
+    """The resolved path of a suite the manifest names, or what is wrong with it.
+
+    A package's suites ship inside the package: a path that leaves its folder (``..``,
+    absolute, or through a symlink) is refused before anything is read from it. A path
+    that does not exist is returned as is: the caller reports it as missing.
+    """
+    if "\0" in written:
+        return "contains a NUL byte"
+    try:
+        resolved = (root / written).resolve()
+    except RuntimeError:  # a symlink loop, up to Python 3.12
+        return "is a symlink loop"
+    except (OSError, ValueError) as exc:  # 3.13 reports a loop as OSError(ELOOP)
+        return _unusable(exc)
+    if not resolved.is_relative_to(root):
+        return "is outside the package folder; a package's suites ship inside it"
+    try:
+        resolved.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        pass  # missing: EVALUATION_SUITE_MISSING, from the caller
+    except (OSError, ValueError) as exc:  # checked now, so the caller's is_file() cannot fail
+        return _unusable(exc)
+    return resolved
+
+
+def _unusable(exc: OSError | ValueError) -> str:
+    code = getattr(exc, "errno", None)
+    if code == errno.ELOOP:
+        return "is a symlink loop"
+    if code == errno.ENAMETOOLONG:
+        return "is a path too long for this system"
+    reason = getattr(exc, "strerror", None) or str(exc)
+    return f"cannot be used: {reason}"
+
+
 def standalone(path: Path) -> Package:
     """A suite file collected on its own (``elizon_suite_files``): gate must-pass, no entry."""
     name = path.name.split(".")[0]
@@ -132,8 +190,9 @@ def standalone(path: Path) -> Package:
 def load_suite(path: Path, display: str) -> LoadedSuite:
     """Read and validate a suite file; every problem is reported at once."""
     code = errors.EVALUATION_SUITE_INVALID
-    data, raw = _read(path, display, code)
+    data, read_problems, raw = _read(path, display, code)
     suite, problems = validate(Suite, data, duplicate_case_ids)
+    problems = _in_line_order(read_problems, problems)
     if problems or suite is None:
         raise ElizonError.from_problems(code, display, problems)
     return LoadedSuite(
