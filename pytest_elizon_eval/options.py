@@ -23,7 +23,8 @@ from .concurrency import MAX_CONCURRENCY
 
 __all__ = ["HARD_LIMIT_S", "SETTINGS", "Settings", "register", "resolve"]
 
-#: Elizon's hard per-case limit; options may lower it, never raise it (SPEC §5).
+#: Elizon's hard per-case limit; options may lower it, never raise it
+#: (docs/contract.md#time-limits).
 HARD_LIMIT_S = 90.0
 
 _HELP = {
@@ -200,9 +201,9 @@ def _strict(config: pytest.Config) -> bool:
         return True
     try:
         return bool(config.getini("elizon_strict"))
-    except ValueError:
-        raw = config.inicfg.get("elizon_strict")
-        raise pytest.UsageError(f"{_ini_source(config, 'elizon_strict')} ({raw!r}): expected "
+    except (ValueError, pytest.UsageError) as exc:  # pytest 8 raises the first, 9 the second
+        reason = str(exc).rsplit(": ", 1)[-1]
+        raise pytest.UsageError(f"{_ini_source(config, 'elizon_strict')}: {reason}; expected "
                                 "true or false") from None
 
 
