@@ -156,6 +156,13 @@ def _import_isolated(module_name: str, folder: Path) -> ModuleType:
         return module
 
 
+def _inside(filename: str, folder: Path) -> bool:
+    try:
+        return Path(filename).resolve().is_relative_to(folder)
+    except (OSError, ValueError):
+        return False
+
+
 def _split_spec(spec: str) -> tuple[str, str]:
     module_name, sep, attribute = spec.partition(":")
     if not sep or not all(p.isidentifier() for p in module_name.split(".")) \
@@ -165,13 +172,16 @@ def _split_spec(spec: str) -> tuple[str, str]:
     return module_name, attribute
 
 
-def _import_failure(exc: BaseException) -> str:
-    """Where an import failed: the failing line of the user's module, not importlib's."""
+def _import_failure(exc: BaseException, folder: Path | None) -> str:
+    """Where an import failed: the failing line of the user's module (the last frame in the
+    package's folder, not one inside a library it called), never importlib's."""
     if isinstance(exc, SyntaxError) and exc.filename:
         text = (exc.text or "").strip()
         return f"{exc.filename}:{exc.lineno}: {text}" if text else f"{exc.filename}:{exc.lineno}"
     frames = [f for f in traceback.extract_tb(exc.__traceback__)
               if "importlib" not in f.filename and not f.filename.startswith("<frozen")]
+    if folder is not None:
+        frames = [f for f in frames if _inside(f.filename, folder)] or frames
     if not frames:
         return ""
     last = frames[-1]
@@ -192,7 +202,7 @@ def import_attribute(spec: str, folders: Sequence[Path]) -> object:
                   else importlib.import_module(module_name))
     except Exception as exc:
         where = f" from {folder}" if folder else ""
-        at = _import_failure(exc)
+        at = _import_failure(exc, folder)
         raise ValueError(f"cannot import {module_name!r}{where}: {type(exc).__name__}: {exc}"
                          + (f" (at {at})" if at and at not in str(exc) else "")) from exc
     value: object = module
@@ -253,7 +263,9 @@ class Binder:
 
     def _make(self, kind: Kind, chosen: Source, folder: Path, output: str) -> Entry | Judge:
         value = chosen.value
-        description = getattr(value, "__qualname__", None) or repr(value)
+        # a spec is described as written ('app:answer'), not as a quoted Python string
+        description = value.strip() if isinstance(value, str) else (
+            getattr(value, "__qualname__", None) or repr(value))
         try:
             if isinstance(value, str):
                 parsed = parse_text(value, kind)

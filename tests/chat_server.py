@@ -100,7 +100,9 @@ class ChatServer:
 
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # a short poll interval: shutdown() waits for the next poll (0.5 s by default)
+        thread = threading.Thread(target=self._server.serve_forever, args=(0.02,),
+                                  daemon=True)
         thread.start()
         try:
             yield self

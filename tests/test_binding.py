@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from .conftest import ECHO_APP, Packages
@@ -218,8 +220,9 @@ def test_unbound_entry_is_a_setup_error(packages: Packages, pytester: pytest.Pyt
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines([
         "ELIZON_ENTRY_UNBOUND: no entry point is bound for this case (looked at: "
-        "--elizon-entry, the elizon_entry fixture, entry: in pkg/elizon.yaml:None, "
+        "--elizon-entry, the elizon_entry fixture, entry: in pkg/elizon.yaml (not set), "
         "ini option elizon_entry*"])
+    assert ":None" not in result.stdout.str()
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 
@@ -230,11 +233,14 @@ def test_unbound_entry_is_a_setup_error(packages: Packages, pytester: pytest.Pyt
                             "pkg/elizon.yaml:2): cannot import 'nowhere': ModuleNotFoundError*"),
         ("manifest-attribute", "ELIZON_ENTRY_INVALID: 'app:missing' (entry: in "
                                "pkg/elizon.yaml:2): 'app' has no attribute 'missing'"),
+        # the failing line of the module, not importlib's
         ("manifest-import-error", "ELIZON_ENTRY_INVALID: 'broken:answer' (entry: in "
                                   "pkg/elizon.yaml:2): cannot import 'broken' from *: "
-                                  "ZeroDivisionError: division by zero"),
-        ("cli-shape", "ELIZON_ENTRY_INVALID: 'app.answer' (--elizon-entry): expected "
-                      "'module.path:attribute'*"),
+                                  "ZeroDivisionError: division by zero (at */pkg/broken.py:2: "
+                                  "RATE = 1 / 0)"),
+        ("manifest-syntax-error", "ELIZON_ENTRY_INVALID: 'typo:answer' (entry: in "
+                                  "pkg/elizon.yaml:2): cannot import 'typo' from *: "
+                                  "SyntaxError: * (at */pkg/typo.py:2: def answer(text:)"),
         ("fixture-not-callable", "ELIZON_ENTRY_INVALID: the elizon_entry fixture "
                                  "(conftest.py:3) gave int 42, which is not callable*"),
         ("ini-module", "ELIZON_ENTRY_INVALID: 'gone:x' (ini option elizon_entry in "
@@ -245,18 +251,106 @@ def test_invalid_entry_says_where_it_came_from(
     packages: Packages, pytester: pytest.Pytester, where: str, expected: str
 ) -> None:
     entry = {"manifest-module": "nowhere:answer", "manifest-attribute": "app:missing",
-             "manifest-import-error": "broken:answer"}.get(where)
+             "manifest-import-error": "broken:answer",
+             "manifest-syntax-error": "typo:answer"}.get(where)
     packages.package(app=ECHO_APP, entry=entry, suite="cases:\n  - id: a\n    input: x\n")
-    packages.write("pkg/broken.py", "1 / 0\n")
-    args = []
-    if where == "cli-shape":
-        args = ["--elizon-entry=app.answer"]
+    packages.write("pkg/broken.py", "import json\nRATE = 1 / 0\n")
+    packages.write("pkg/typo.py", "import json\ndef answer(text:\n    return text\n")
     if where == "fixture-not-callable":
         pytester.makeconftest("import pytest\n\n@pytest.fixture\ndef elizon_entry():\n"
                               "    return 42\n")
     if where == "ini-module":
         pytester.makefile(".ini", tox="[pytest]\nelizon_entry = gone:x\n")
-    result = pytester.runpytest(*args)
+    result = pytester.runpytest()
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines([expected])
     assert "Traceback" not in result.stdout.str()
+
+
+@pytest.mark.parametrize(
+    ("where", "expected"),
+    [
+        ("--elizon-entry=app.answer", "ERROR: --elizon-entry=app.answer: expected "
+                                      "'module.path:attribute'*"),
+        ("--elizon-entry={command: []}", "ERROR: --elizon-entry={command: []}: not a process "
+                                         "entry {command, cwd, env, output}: command: *"),
+        ("ini", "ERROR: ini option elizon_entry in *tox.ini={command: x}: not a process entry "
+                "{command, cwd, env, output}: command: *"),
+    ],
+)
+def test_a_bad_entry_option_or_ini_value_is_one_usage_error(
+    packages: Packages, pytester: pytest.Pytester, where: str, expected: str
+) -> None:
+    """Text given to the whole session is checked once at start-up: one usage error, not
+    an error per case."""
+    packages.package(app=ECHO_APP, suite="cases:\n" + "".join(
+        f"  - id: case-{n}\n    input: x\n" for n in range(3)))
+    if where == "ini":
+        pytester.makefile(".ini", tox="[pytest]\nelizon_entry = {command: x}\n")
+    result = pytester.runpytest(*([where] if where != "ini" else []))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([expected])
+    output = result.stdout.str() + result.stderr.str()
+    assert output.count("ERROR") == 1, output
+    assert "ELIZON_ENTRY_INVALID" not in output
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_help_describes_the_entry_forms_and_the_ini_key_as_the_weakest_source(
+    pytester: pytest.Pytester
+) -> None:
+    text = _flat(pytester.runpytest("--help").stdout.str())
+    option = text[text.index("--elizon-entry=SPEC"):text.index("--elizon-timeout=")]
+    assert "'module.path:attribute'" in option
+    assert "{command: [" in option
+    assert "{url: http" in option
+    assert "output: text|json" in option
+    ini = text[text.index("elizon_entry (string):"):text.index("elizon_timeout (string):")]
+    assert "weakest source" in ini
+    assert "overrid" not in ini  # it beats nothing
+    assert "beating" not in ini
+    judge_ini = text[text.index("elizon_judge (string):"):text.index("elizon_route_key")]
+    assert "weakest source" in judge_ini
+    assert "overrid" not in judge_ini
+
+
+ENDLESS_APP = """
+import time
+
+def endless(text):
+    pulled = 0
+    try:
+        while pulled < 5000:  # ends by itself after a while, should nothing ever close it
+            pulled += 1
+            with open(PULLED, "w") as f:
+                f.write(str(pulled))
+            time.sleep(0.005)
+            yield "chunk "
+    except GeneratorExit:  # closed by whoever reads it
+        with open(PULLED + ".closed", "w") as f:
+            f.write(str(pulled))
+        raise
+"""
+
+
+def test_an_endless_stream_times_out_and_is_closed(packages: Packages,
+                                                   pytester: pytest.Pytester) -> None:
+    """A generator that never ends is a timeout, and the reader closes it at the deadline
+    instead of pulling chunks in an abandoned thread for ever."""
+    pulled = pytester.path / "pulled"
+    packages.package(app=f"PULLED = {str(pulled)!r}\n" + ENDLESS_APP, entry="app:endless",
+                     suite="cases:\n  - id: streams\n    input: x\n")
+    result = pytester.runpytest("--elizon-timeout=1")
+    assert result.parseoutcomes() == {"timeout": 1}
+    closed = pulled.with_name("pulled.closed")
+    for _ in range(100):  # the reader notices the deadline at the next chunk
+        if closed.exists():
+            break
+        time.sleep(0.05)
+    assert closed.exists(), f"the generator was not closed ({pulled.read_text()} chunks pulled)"
+    count = int(closed.read_text())
+    assert 0 < count < 5000
+    assert int(pulled.read_text()) == count  # and no chunk was pulled after it

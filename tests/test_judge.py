@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 
 import pytest
@@ -123,8 +124,10 @@ def test_endpoint_judge_passes_and_sends_the_documented_prompt(
                                "'{\"error\": \"overloaded\"}'", 1),
         ("badbody", "failed", "*malformed answer twice: the reply is not a chat completion: "
                               "'<html>gateway</html>'", 2),
-        ("endless", "failed", "*malformed answer twice: the reply is larger than 1,048,576 bytes",
-         2),
+        # too large is an HTTP failure, not a malformed answer: it is not asked again
+        ("endless", "failed", "judge chat-completions judge 'endless' at * failed: the response "
+                              "body from http://127.0.0.1:*/v1/chat/completions is larger than "
+                              "1,048,576 bytes", 1),
     ],
 )
 def test_endpoint_judge_answers(
@@ -167,11 +170,14 @@ def test_the_api_key_comes_from_the_environment_only(
 
 def test_connection_refused_fails_the_case(packages: Packages, pytester: pytest.Pytester) -> None:
     packages.package(app=ECHO_APP, suite=JUDGED)
-    result = pytester.runpytest(
-        "--elizon-judge={url: 'http://127.0.0.1:9/v1', model: any}")
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+    result = pytester.runpytest(f"--elizon-judge={{url: '{url}', model: any}}")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["      found:    judge chat-completions judge 'any' at "
-                                 "http://127.0.0.1:9/v1/chat/completions failed: ConnectError*"])
+    result.stdout.fnmatch_lines([f"      found:    judge chat-completions judge 'any' at "
+                                 f"{url}/chat/completions failed: connection refused by "
+                                 f"{url}/chat/completions (is the service running?)"])
 
 
 def test_judge_from_the_command_line_beats_the_fixture(
@@ -191,30 +197,31 @@ def test_unbound_judge_is_a_setup_error(packages: Packages, pytester: pytest.Pyt
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(["ELIZON_JUDGE_UNBOUND: no judge is bound for this case "
                                  "(looked at: --elizon-judge, the elizon_judge fixture, judge: in "
-                                 "pkg/elizon.yaml:None, ini option elizon_judge*"])
+                                 "pkg/elizon.yaml (not set), ini option elizon_judge*"])
+    assert ":None" not in result.stdout.str()
 
 
-@pytest.mark.parametrize(
-    ("args", "manifest_judge", "message"),
-    [
-        (["--elizon-judge={url: 'ftp://x', model: m}"], None,
-         "ELIZON_JUDGE_INVALID: \"{url: 'ftp://x', model: m}\" (--elizon-judge): not a judge "
-         "endpoint {url, model, apiKeyEnv}: url: String should match pattern*"),
-        ([], "judges:grade", "ELIZON_JUDGE_INVALID: 'judges:grade' (judge: in pkg/elizon.yaml:6): "
-                             "cannot import 'judges'*"),
-    ],
-)
-def test_invalid_judge_says_where_it_came_from(
-    packages: Packages, pytester: pytest.Pytester, args: list[str], manifest_judge: str | None,
-    message: str,
-) -> None:
+def test_invalid_judge_says_where_it_came_from(packages: Packages, pytester: pytest.Pytester
+                                              ) -> None:
     packages.package(app=ECHO_APP, suite=JUDGED)
-    if manifest_judge:
-        manifest = packages.root / "pkg/elizon.yaml"
-        manifest.write_text(manifest.read_text() + f"judge: {manifest_judge}\n")
-    result = pytester.runpytest(*args)
+    manifest = packages.root / "pkg/elizon.yaml"
+    manifest.write_text(manifest.read_text() + "judge: judges:grade\n")
+    result = pytester.runpytest()
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines([message])
+    result.stdout.fnmatch_lines(["ELIZON_JUDGE_INVALID: 'judges:grade' (judge: in "
+                                 "pkg/elizon.yaml:6): cannot import 'judges'*"])
+
+
+def test_a_bad_judge_option_is_one_usage_error(packages: Packages, pytester: pytest.Pytester
+                                               ) -> None:
+    packages.package(app=ECHO_APP, suite=JUDGED + JUDGED.replace("cases:\n", "").replace(
+        "tone-matter-summary", "another"))
+    result = pytester.runpytest("--elizon-judge={url: 'ftp://x', model: m}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR  # checked at start-up, not per case
+    result.stderr.fnmatch_lines(["ERROR: --elizon-judge={url: 'ftp://x', model: m}: not a judge "
+                                 "endpoint {url, model, apiKeyEnv}: url: String should match "
+                                 "pattern*"])
+    assert "ELIZON_JUDGE_INVALID" not in result.stdout.str()
 
 
 def test_judge_score_rides_on_the_report(packages: Packages, pytester: pytest.Pytester,
@@ -222,7 +229,7 @@ def test_judge_score_rides_on_the_report(packages: Packages, pytester: pytest.Py
     endpoint_package(packages, chat, "good")
     reprec = pytester.inline_run()
     [report] = [r for r in reprec.getreports("pytest_runtest_logreport") if r.when == "call"]
-    data = report.elizon  # type: ignore[attr-defined]
+    data = report.elizon
     assert data["judge_score"] == 0.9
     assert data["judge_reasoning"] == "clear and polite"
 
