@@ -182,10 +182,15 @@ def _pipe_holders(pipes: list[IO[bytes]]) -> set[int]:
     return holders
 
 
-def _kill_everything(process: subprocess.Popen[bytes], pipes: list[IO[bytes]]) -> None:
+def _kill_everything(process: subprocess.Popen[bytes],
+                     outputs: list[tuple[IO[bytes], _CappedReader]]) -> None:
+    """SIGKILL the command's process group, and every process still holding one of its
+    output pipes open (only looked for while a pipe is open: once a reader saw the end,
+    no process can write to it any more)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
-    for pid in _pipe_holders(pipes):
+    still_open = [pipe for pipe, reader in outputs if not reader.done.is_set()]
+    for pid in _pipe_holders(still_open) if still_open else ():
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
 
@@ -224,9 +229,9 @@ class ProcessEntry:
         assert process.stdin
         assert process.stdout
         assert process.stderr
-        pipes = [process.stdout, process.stderr]
         stdout = _CappedReader(process.stdout, MAX_OUTPUT_BYTES)
         stderr = _CappedReader(process.stderr, 64 * 1024)
+        outputs = [(process.stdout, stdout), (process.stderr, stderr)]
         feeder = threading.Thread(target=self._feed, args=(process.stdin,
                                                            _input_bytes(case_input)),
                                   daemon=True, name="elizon-stdin")
@@ -238,14 +243,14 @@ class ProcessEntry:
                 return EntryCall(timed_out=True)
             # Done; what it left behind gets a moment to close the output, then goes too.
             stdout.done.wait(min(_EXIT_GRACE_S, max(deadline - time.monotonic(), 0)))
-            _kill_everything(process, pipes)
+            _kill_everything(process, outputs)
             # The answer is the whole output: it must be complete by the deadline.
             if not (stdout.done.wait(max(deadline - time.monotonic(), 0))
                     and stderr.done.wait(max(deadline - time.monotonic(), 0))):
                 return EntryCall(timed_out=True)
             latency = (time.perf_counter() - started) * 1000
         finally:
-            _finish(process, pipes, feeder, stdout, stderr)
+            _finish(process, outputs, feeder, stdout, stderr)
         if status != 0:
             why = f"killed by signal {-status}" if status < 0 else f"exit status {status}"
             tail = stderr.text()[-_STDERR_TAIL:].strip()
@@ -271,11 +276,12 @@ class ProcessEntry:
             pipe.close()
 
 
-def _finish(process: subprocess.Popen[bytes], pipes: list[IO[bytes]], feeder: threading.Thread,
+def _finish(process: subprocess.Popen[bytes], outputs: list[tuple[IO[bytes], _CappedReader]],
+            feeder: threading.Thread,
             stdout: _CappedReader, stderr: _CappedReader) -> None:
     """Kill whatever is left of the command, reap it, and close our ends of its pipes —
     each within a bound, so nothing a process leaves behind keeps pytest waiting."""
-    _kill_everything(process, pipes)
+    _kill_everything(process, outputs)
     # An unkillable process (stuck in the kernel) is abandoned, never waited on again.
     with contextlib.suppress(subprocess.TimeoutExpired):
         process.wait(timeout=_REAP_S)
