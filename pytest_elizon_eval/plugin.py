@@ -54,7 +54,11 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None
         stop = bool(item.session.shouldfail or item.session.shouldstop)  # -x, --maxfail
         upcoming = [] if stop else compat.upcoming_items(item, nextitem, scheduler.slots - 1)
         concurrency.prefetch(scheduler, [item, *upcoming], stop=stop)
-    return (yield)
+    try:
+        return (yield)
+    finally:
+        if scheduler is not None and (item.session.shouldfail or item.session.shouldstop):
+            scheduler.stop()  # this item's failure ends the run (-x, --maxfail): start no more
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -161,7 +165,8 @@ class SessionReporter:
         path = self.config.rootpath / crashitem.rpartition("::")[0]
         alone = standalone(path) if collect.is_standalone(self.config, path) else None
         identity = index.identity(crashitem, alone)
-        message = (f"the pytest-xdist worker running it died ({report.longreprtext}); "
+        said = [line for line in report.longreprtext.splitlines() if line.strip()]
+        message = (f"the pytest-xdist worker running it died ({said[-1] if said else 'no word'}); "
                    "nothing the case did could be reported")
         result = outcomes.crashed(identity, message)
         report.longrepr = compat.failure_repr(outcomes.failure_message(result),

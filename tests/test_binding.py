@@ -318,20 +318,24 @@ def test_help_describes_the_entry_forms_and_the_ini_key_as_the_weakest_source(
 
 
 ENDLESS_APP = """
+import os
 import time
+
+def note(path, count):  # whole or not at all: the test may read it at any moment
+    with open(path + ".tmp", "w") as f:
+        f.write(str(count))
+    os.replace(path + ".tmp", path)
 
 def endless(text):
     pulled = 0
     try:
         while pulled < 5000:  # ends by itself after a while, should nothing ever close it
             pulled += 1
-            with open(PULLED, "w") as f:
-                f.write(str(pulled))
+            note(PULLED, pulled)
             time.sleep(0.005)
             yield "chunk "
     except GeneratorExit:  # closed by whoever reads it
-        with open(PULLED + ".closed", "w") as f:
-            f.write(str(pulled))
+        note(PULLED + ".closed", pulled)
         raise
 """
 

@@ -57,10 +57,12 @@ def test_record_then_replay_without_calling_the_entry_point(
     recorded.stdout.fnmatch_lines(["*generated cassette: *tape.json*"])
     assert calls(pytester) == 4
     tape = cassette(pytester)
-    assert sorted(tape["cases"]) == ["pkg/eval/suite.yaml::hangs", "pkg/eval/suite.yaml::raises",
-                                     "pkg/eval/suite.yaml::routed", "pkg/eval/suite.yaml::text"]
-    assert tape["cases"]["pkg/eval/suite.yaml::hangs"]["runs"][0]["timed_out"] is True
-    assert tape["cases"]["pkg/eval/suite.yaml::raises"]["runs"][0]["error"]["message"] == \
+    assert tape["format"] == "pytest-elizon-eval/cassette/v2"
+    assert sorted(tape["cases"]) == [f"pkg:eval/suite.yaml::{name}"
+                                     for name in ("hangs", "raises", "routed", "text")]
+    assert {case["timeout_s"] for case in tape["cases"].values()} == {0.5}
+    assert tape["cases"]["pkg:eval/suite.yaml::hangs"]["runs"][0]["timed_out"] is True
+    assert tape["cases"]["pkg:eval/suite.yaml::raises"]["runs"][0]["error"]["message"] == \
         "upstream refused"
     # Offline: no entry point bound at all, and it is never called.
     (pytester.path / "pkg/elizon.yaml").write_text(
@@ -84,8 +86,8 @@ def test_the_cassette_is_stable_for_review(packages: Packages, pytester: pytest.
         return [line for line in text.splitlines() if '"latency_ms"' not in line]
 
     assert without_latency(first) == without_latency(second)
-    assert first.index('"pkg/eval/suite.yaml::raises"') < first.index(
-        '"pkg/eval/suite.yaml::routed"')  # sorted keys
+    assert first.index('"pkg:eval/suite.yaml::raises"') < first.index(
+        '"pkg:eval/suite.yaml::routed"')  # sorted keys
 
 
 def test_re_recording_a_subset_keeps_the_other_cases(
@@ -107,11 +109,12 @@ def test_replay_reports_missing_and_changed_cases(packages: Packages, pytester: 
     result = pytester.runpytest("--elizon-replay=tape.json")
     assert result.parseoutcomes() == {"passed": 1, "timeout": 1, "errors": 2}
     result.stdout.fnmatch_lines([
-        "ELIZON_CASSETTE_STALE: the input of pkg/eval/suite.yaml::routed changed since it was "
+        "ELIZON_CASSETTE_STALE: the input of pkg:eval/suite.yaml::routed changed since it was "
         "recorded; record it again with --elizon-record"])
     result.stdout.fnmatch_lines([
-        "ELIZON_CASSETTE_MISSING: pkg/eval/suite.yaml::text is not in the cassette; record it "
-        "again with --elizon-record"])
+        "ELIZON_CASSETTE_MISSING: pkg:eval/suite.yaml::text is not in the cassette (cases are "
+        "keyed by package name, suite path inside the package and case id); record it with "
+        "--elizon-record"])
     assert calls(pytester) == before  # never silently called live
 
 
@@ -120,7 +123,7 @@ def test_replayed_latency_is_checked_and_labelled(packages: Packages, pytester: 
     packages.package(app=COUNTING_APP, suite=SUITE)
     pytester.runpytest("--elizon-record=tape.json", "-k", "routed")
     tape = cassette(pytester)
-    tape["cases"]["pkg/eval/suite.yaml::routed"]["runs"][0]["latency_ms"] = 75_000.0
+    tape["cases"]["pkg:eval/suite.yaml::routed"]["runs"][0]["latency_ms"] = 75_000.0
     (pytester.path / "tape.json").write_text(json.dumps(tape))
     result = pytester.runpytest("--elizon-replay=tape.json", "-k", "routed")
     result.assert_outcomes(failed=1, deselected=3)
@@ -138,8 +141,8 @@ def test_record_and_replay_under_xdist(packages: Packages, pytester: pytest.Pyte
     assert recorded.parseoutcomes() == {"passed": 6, "timeout": 2}
     assert recorded.stdout.str().count("generated cassette") == 1
     assert len(cassette(pytester)["cases"]) == 8
-    serial = pytester.runpytest_subprocess("-p", "no:xdist", "--elizon-record=serial.json",
-                                           "--elizon-timeout=0.5")
+    serial = pytester.runpytest("-p", "no:xdist", "--elizon-record=serial.json",
+                                "--elizon-timeout=0.5")
     assert sorted(cassette(pytester)["cases"]) == sorted(cassette(pytester, "serial.json")
                                                          ["cases"])
     replayed = pytester.runpytest_subprocess("-n", "2", "--elizon-replay=tape.json")
@@ -257,13 +260,13 @@ def test_repeat_with_replay_uses_every_recorded_run(packages: Packages, pytester
             "    expect: {equals: good}\n"
     packages.package(app=FLAKY_APP, suite=suite)
     pytester.runpytest("--elizon-record=tape.json").assert_outcomes(passed=1)
-    assert len(cassette(pytester)["cases"]["pkg/eval/suite.yaml::flaky"]["runs"]) == 3
+    assert len(cassette(pytester)["cases"]["pkg:eval/suite.yaml::flaky"]["runs"]) == 3
     pytester.runpytest("--elizon-replay=tape.json").assert_outcomes(passed=1)
     suite_file = pytester.path / "pkg/eval/suite.yaml"
     suite_file.write_text(suite_file.read_text().replace("repeat: 3", "repeat: 5"))
     result = pytester.runpytest("--elizon-replay=tape.json")
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["ELIZON_CASSETTE_MISSING: pkg/eval/suite.yaml::flaky has 3 "
+    result.stdout.fnmatch_lines(["ELIZON_CASSETTE_MISSING: pkg:eval/suite.yaml::flaky has 3 "
                                  "recorded run(s); repeat asks for 5"])
 
 
@@ -282,5 +285,63 @@ def test_verbose_shows_runs_passed(packages: Packages, pytester: pytest.Pytester
     packages.package(app=FLAKY_APP, suite="cases:\n  - id: flaky\n    input: f\n    repeat: 3\n"
                                            "    minPassRate: 0.5\n    expect: {equals: good}\n")
     result = pytester.runpytest("-v", "--elizon-markdown=s.md")
-    result.stdout.fnmatch_lines(["pkg/eval/suite.yaml::flaky PASSED (2/3 runs passed)*"])
+    result.stdout.re_match_lines([r"^pkg/eval/suite\.yaml::flaky PASSED +\[100%\]$"])
     assert result.parseoutcomes() == {"passed": 1}
+
+
+def test_a_repeated_cases_short_summary_line_keeps_its_shape(
+    packages: Packages, pytester: pytest.Pytester
+) -> None:
+    packages.package(app=FLAKY_APP, suite="cases:\n  - id: flaky\n    input: g\n    repeat: 4\n"
+                                           "    minPassRate: 1.0\n    expect: {equals: good}\n")
+    result = pytester.runpytest("-v", "-rf")
+    assert result.parseoutcomes() == {"failed": 1}
+    # the word stays pytest's own; the ratio is the reason after the node id
+    result.stdout.re_match_lines([r"^pkg/eval/suite\.yaml::flaky FAILED +\[100%\]$"])
+    result.stdout.re_match_lines([
+        r"^FAILED pkg/eval/suite\.yaml::flaky - 2/4 runs passed; first that did not: "])
+
+
+def test_a_replayed_timeout_keeps_the_limit_it_was_recorded_under(
+    packages: Packages, pytester: pytest.Pytester
+) -> None:
+    packages.package(app=COUNTING_APP, suite="cases:\n  - id: hangs\n    input: slow\n")
+    pytester.runpytest("--elizon-record=tape.json", "--elizon-timeout=1")
+    assert cassette(pytester)["cases"]["pkg:eval/suite.yaml::hangs"]["timeout_s"] == 1
+    result = pytester.runpytest("--elizon-replay=tape.json", "--elizon-results=r.json")
+    assert result.parseoutcomes() == {"timeout": 1}
+    result.stdout.fnmatch_lines([
+        "  pkg/eval/suite.yaml::hangs — no answer within 1 s (the limit it was recorded under)"])
+    assert "90 s" not in result.stdout.str()
+    [case] = json.loads((pytester.path / "r.json").read_text())["suites"][0]["cases"]
+    assert (case["timeout_s"], case["timeout_source"]) == (1, "the limit it was recorded under")
+
+
+def test_cassette_keys_survive_a_change_of_rootdir(packages: Packages, pytester: pytest.Pytester
+                                                   ) -> None:
+    packages.package("proj/pkg", app=COUNTING_APP, suite=SUITE.replace(
+        "  - id: hangs\n    input: slow\n", ""))
+    (pytester.path / "proj/pkg/elizon.yaml").write_text(
+        (pytester.path / "proj/pkg/elizon.yaml").read_text().replace("name: proj/pkg",
+                                                                     "name: pkg"))
+    tape = pytester.path / "tape.json"
+    recorded = pytester.runpytest(f"--elizon-record={tape}")
+    recorded.stdout.fnmatch_lines(["proj/pkg/eval/suite.yaml ...*"])  # rootdir: the tmp dir
+    assert sorted(cassette(pytester)["cases"]) == [
+        "pkg:eval/suite.yaml::raises", "pkg:eval/suite.yaml::routed", "pkg:eval/suite.yaml::text"]
+    other = pytester.path / "proj"
+    replayed = pytester.runpytest(str(other), f"--rootdir={other}", f"--elizon-replay={tape}",
+                                  "-v")
+    replayed.stdout.fnmatch_lines([f"rootdir: {other}",  # the suite's path moved with it:
+                                   "pkg/eval/suite.yaml [[]pkg, must-pass[]]: 3 passed, *"])
+    assert replayed.parseoutcomes() == {"passed": 3}
+
+
+def test_a_deeply_nested_cassette_is_a_usage_error(packages: Packages, pytester: pytest.Pytester
+                                                   ) -> None:
+    packages.package(app=COUNTING_APP, suite=SUITE)
+    (pytester.path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    result = pytester.runpytest("--elizon-replay=deep.json")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    result.stderr.fnmatch_lines(["ERROR: --elizon-replay=*deep.json: *nested too deeply*"])

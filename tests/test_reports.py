@@ -81,27 +81,6 @@ def cases_by_id(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {c["nodeid"]: c for s in data["suites"] for c in s["cases"]}
 
 
-def test_terminal_section_with_baseline_table_and_timeouts(
-    packages: Packages, pytester: pytest.Pytester
-) -> None:
-    two_suites(packages)
-    result = pytester.runpytest("--elizon-timeout=0.5")
-    assert result.parseoutcomes() == {"passed": 3, "failed": 1, "timeout": 1,
-                                      "advisory_failed": 1}
-    result.stdout.fnmatch_lines([
-        "*= elizon eval =*",
-        "pkg/eval/core.yaml [[]demo, must-pass[]]: 2 passed, 1 failed, 1 timeout — FAIL",
-        "    metric     author baseline  this run  Δ     vs baseline",
-        "    pass_rate  1.000            0.500     -0.5  below",
-        "    accuracy   0.900            -         -     not measured by this run",
-        "pkg/eval/extended.yaml [[]demo, advisory[]]: 1 passed, 1 failed, 0 timeout — ADVISORY*",
-        "timed out:",
-        "  pkg/eval/core.yaml::too-slow — no answer within 0.5 s (--elizon-timeout=0.5)",
-        "advisory, not passed:",
-        "  pkg/eval/extended.yaml::drifted — ✗ equals: *",
-    ])
-
-
 def test_results_json_is_complete_and_valid(packages: Packages, pytester: pytest.Pytester
                                             ) -> None:
     two_suites(packages)
@@ -127,42 +106,11 @@ def test_results_json_is_complete_and_valid(packages: Packages, pytester: pytest
     assert (slow["outcome"], slow["latency_ms"]) == ("timeout", None)
 
 
-def test_junit_file(packages: Packages, pytester: pytest.Pytester) -> None:
-    two_suites(packages)
-    result = pytester.runpytest(*REPORT_ARGS)
-    result.stdout.fnmatch_lines(["*generated JUnit XML: *out/j.xml*"])
-    root = ET.parse(pytester.path / "out/j.xml").getroot()
-    suites = root.findall("testsuite")
-    assert [s.get("name") for s in suites] == ["demo: pkg/eval/core.yaml",
-                                               "demo: pkg/eval/extended.yaml"]
-    props = {p.get("name"): p.get("value") for p in suites[0].iter("property")}
-    assert props["gate"] == "must-pass"
-    assert props["baseline.pass_rate"] == "1"
-    assert props["metric.pass_rate"] == "0.5"
-    cases = {c.get("name"): c for c in root.iter("testcase")}
-    assert cases["ok-one"].get("file") == "pkg/eval/core.yaml"
-    assert cases["ok-one"].get("line") == "2"
-    failure = cases["wrong"].find("failure")
-    assert failure is not None
-    assert "✗ contains" in (failure.get("message") or "")
-    timeout = cases["too-slow"].find("error")
-    assert timeout is not None
-    assert timeout.get("type") == "timeout"
-    # advisory: visible, but never a <failure> or <error> a CI consumer fails on
-    off = cases["drifted"]
-    assert off.find("failure") is None
-    assert off.find("error") is None
-    skipped = off.find("skipped")
-    assert skipped is not None
-    assert (skipped.get("message") or "").startswith("advisory failed, does not fail the run")
-    assert "gamma" in (cases["wrong"].findtext("system-out") or "")
-
-
 def test_reports_are_identical_under_xdist_and_written_once(
     packages: Packages, pytester: pytest.Pytester
 ) -> None:
     two_suites(packages)
-    serial = pytester.runpytest_subprocess(*REPORT_ARGS, "-p", "no:xdist")
+    serial = pytester.runpytest(*REPORT_ARGS, "-p", "no:xdist")
     serial_results = results_of(pytester.path / "out/r.json")
     serial_junit = ET.parse(pytester.path / "out/j.xml").getroot()
     parallel = pytester.runpytest_subprocess(*REPORT_ARGS, "-n", "2")
@@ -197,7 +145,7 @@ def test_reports_are_identical_under_xdist_and_written_once(
     assert junit_cases(serial_junit) == junit_cases(parallel_junit)
 
 
-def test_a_crashed_worker_is_an_error_in_every_report(
+def test_a_crashed_worker_is_a_crash_at_the_cases_line_in_every_report(
     packages: Packages, pytester: pytest.Pytester
 ) -> None:
     packages.package(app="import os\n\ndef answer(text):\n    if text == 'die':\n"
@@ -208,17 +156,127 @@ def test_a_crashed_worker_is_an_error_in_every_report(
           - id: kills-its-worker
             input: die
     """)
-    result = pytester.runpytest_subprocess("-n", "2", *REPORT_ARGS)
+    result = pytester.runpytest_subprocess("-n", "2", *REPORT_ARGS, "--elizon-annotations=on")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert result.parseoutcomes() == {"passed": 1, "failed": 1}
+    output = result.stdout.str()
+    assert "the entry point raised" not in output
+    result.stdout.fnmatch_lines([
+        "case 'kills-its-worker' crashed (must-pass suite pkg/eval/suite.yaml:4): the "
+        "pytest-xdist worker running it died*"])
+    result.stdout.re_match_lines([r"^FAILED pkg/eval/suite\.yaml::kills-its-worker - crashed: "])
     data = results_of(pytester.path / "out/r.json")
     crashed = cases_by_id(data)["pkg/eval/suite.yaml::kills-its-worker"]
-    assert crashed["outcome"] == "error"
-    assert crashed["error"]["type"] == "WorkerCrashed"
+    assert (crashed["outcome"], crashed["line"]) == ("error", 4)
+    assert crashed["error"]["type"] == "WorkerCrash"
     assert data["suites"][0]["package"] == "pkg"  # the suite's info came from its sibling
     root = ET.parse(pytester.path / "out/j.xml").getroot()
     [case] = [c for c in root.iter("testcase") if c.get("name") == "kills-its-worker"]
-    assert case.find("error") is not None
-    assert "kills-its-worker" in (pytester.path / "out/s.md").read_text()
+    assert case.get("line") == "4"
+    error = case.find("error")
+    assert error is not None
+    assert (error.get("message") or "").startswith("crashed: ")
+    [annotation] = [c for c in github_runner.parse(output) if c.name == "error"]
+    assert annotation.properties["line"] == "4"
+    assert annotation.properties["title"] == "kills-its-worker: error"
+    assert "crashed" in annotation.data
+    assert "| `kills-its-worker` | error | crashed: " in (pytester.path / "out/s.md").read_text()
+
+
+LONE_SURROGATE_APP = """
+def answer(text):
+    return "lone \\ud800 " + text
+"""
+
+
+def test_a_lone_surrogate_under_xdist_is_reported_and_every_file_written(
+    packages: Packages, pytester: pytest.Pytester
+) -> None:
+    # Such a string cannot be encoded as UTF-8: the case used to vanish on its way from the
+    # worker to the controller, and the run came out green.
+    packages.package(app=LONE_SURROGATE_APP, suite="""
+        cases:
+          - id: passes-with-it
+            input: a
+            expect: {contains: [lone]}
+          - id: fails-with-it
+            input: b
+            expect: {equals: something else}
+    """)
+    result = pytester.runpytest_subprocess("-n", "2", *REPORT_ARGS)
+    assert result.parseoutcomes() == {"passed": 1, "failed": 1}
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    data = results_of(pytester.path / "out/r.json")
+    cases = cases_by_id(data)
+    assert cases["pkg/eval/suite.yaml::passes-with-it"]["outcome"] == "passed"
+    assert cases["pkg/eval/suite.yaml::fails-with-it"]["outcome"] == "failed"
+    assert cases["pkg/eval/suite.yaml::fails-with-it"]["output"] == "lone \\ud800 b"
+    root = ET.parse(pytester.path / "out/j.xml").getroot()
+    assert sorted(c.get("name") or "" for c in root.iter("testcase")) == [
+        "fails-with-it", "passes-with-it"]
+    text = (pytester.path / "out/s.md").read_text(encoding="utf-8")
+    MarkdownIt("commonmark").enable("table").parse(text)
+    assert "| `fails-with-it` | failed |" in text
+
+
+ABANDONED_PRINTER_APP = """
+import pathlib, time
+
+HERE = pathlib.Path(__file__).parent.parent
+
+def answer(text):
+    time.sleep(1)  # past the 0.2 s limit: abandoned, and it goes on in its thread
+    for _ in range(3000):  # until the session has printed its annotations (bounded)
+        print("::error::pwned-early", flush=True)
+        if (HERE / "annotated").exists():
+            break
+        time.sleep(0.01)
+    for _ in range(20):
+        print("::error::pwned-late", flush=True)
+    (HERE / "printed").write_text("done")
+"""
+ABANDONED_CONFTEST = """
+import pathlib, time
+import pytest
+
+HERE = pathlib.Path(__file__).parent
+
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(terminalreporter):
+    (HERE / "annotated").write_text("yes")  # after elizon's annotations
+
+def pytest_unconfigure(config):
+    for _ in range(3000):  # hold the process until the abandoned call has printed (bounded)
+        if (HERE / "printed").exists():
+            return
+        time.sleep(0.01)
+"""
+
+
+def test_an_abandoned_call_printing_after_the_annotations_issues_no_command(
+    packages: Packages, pytester: pytest.Pytester
+) -> None:
+    packages.package(app=ABANDONED_PRINTER_APP, suite="""
+        cases:
+          - id: abandoned
+            input: x
+          - id: plain-failure
+            input: x
+            expect: {equals: y}
+    """)
+    packages.write("conftest.py", ABANDONED_CONFTEST)
+    result = pytester.runpytest_subprocess("--elizon-annotations=on", "--elizon-timeout=0.2",
+                                           "-p", "no:randomly")
+    assert (pytester.path / "printed").exists()
+    output = result.stdout.str()
+    lines = output.splitlines()
+    # Evidence of order: the entry printed after our annotations had been printed.
+    last_annotation = max(i for i, line in enumerate(lines) if line.startswith("::error file="))
+    assert sum("pwned-late" in line for line in lines[last_annotation:]) == 20
+    commands = github_runner.parse(output)
+    assert [c.name for c in commands] == ["stop-commands", "error", "error", "stop-commands"]
+    assert all(c.data.startswith("pkg/eval/suite.yaml::") for c in commands if c.name == "error")
 
 
 def test_step_summary_is_appended_never_overwritten(
@@ -235,17 +293,6 @@ def test_step_summary_is_appended_never_overwritten(
     assert "## ⚠️ pkg/eval/extended.yaml" in text
 
 
-def test_markdown_summary_tables(packages: Packages, pytester: pytest.Pytester) -> None:
-    two_suites(packages)
-    pytester.runpytest(*REPORT_ARGS)
-    text = (pytester.path / "out/s.md").read_text()
-    assert "| pass_rate | 1.000 | 0.500 | -0.5 | below |" in text
-    assert "| accuracy | 0.900 | — | — | not measured by this run |" in text
-    assert "| `wrong` | failed | ✗ contains: missing: 'delta' | " in text
-    assert "| `too-slow` | timeout | no answer within 0.5 s | — |" in text
-    assert "<details><summary>wrong output (5 chars)</summary>" in text
-
-
 def test_annotations_follow_githubs_rules_and_limits(
     packages: Packages, pytester: pytest.Pytester
 ) -> None:
@@ -259,13 +306,14 @@ def test_annotations_follow_githubs_rules_and_limits(
     commands = github_runner.parse(result.stdout.str())
     kinds = [c.name for c in commands]
     assert kinds[0] == "stop-commands"
-    assert kinds[1:] == ["error"] * 10 + ["warning"] * 10 + ["notice"]
+    # fenced again after the annotations, for good
+    assert kinds[1:] == ["error"] * 10 + ["warning"] * 10 + ["notice", "stop-commands"]
     first = commands[1]
     assert first.properties == {"file": "hard/eval/suite.yaml", "line": "2",
                                 "title": "must-00: failed"}
     assert first.data.startswith("hard/eval/suite.yaml::must-00\ncase 'must-00' failed")
     assert commands[11].properties["title"] == "adv-00: failed (advisory)"
-    assert commands[-1].data.startswith("5 more cases did not pass")
+    assert commands[-2].data.startswith("5 more cases did not pass")
 
 
 def test_annotations_auto_follows_github_actions(
@@ -274,7 +322,8 @@ def test_annotations_auto_follows_github_actions(
     packages.package(app=APP, suite=EXTENDED)
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     on = pytester.runpytest()
-    assert [c.name for c in github_runner.parse(on.stdout.str())] == ["stop-commands", "error"]
+    assert [c.name for c in github_runner.parse(on.stdout.str())] == [
+        "stop-commands", "error", "stop-commands"]
     off = pytester.runpytest("--elizon-annotations=off")
     assert github_runner.parse(off.stdout.str()) == []
     monkeypatch.delenv("GITHUB_ACTIONS")
@@ -333,7 +382,7 @@ def hostile(packages: Packages, pytester: pytest.Pytester) -> pytest.RunResult:
                 os.environ[key] = value
 
 
-def test_hostile_output_cannot_issue_workflow_commands(hostile: pytest.RunResult) -> None:
+def check_hostile_output_cannot_issue_workflow_commands(hostile: pytest.RunResult) -> None:
     assert hostile.ret == pytest.ExitCode.TESTS_FAILED
     output = hostile.stdout.str() + hostile.stderr.str()
     assert "pwned" in output  # the hostile text was printed...
@@ -342,13 +391,13 @@ def test_hostile_output_cannot_issue_workflow_commands(hostile: pytest.RunResult
     assert not [c for c in commands if c.data.startswith("pwned")
                 or c.properties.get("file") == "evil.py" or c.name == "attacker"]
     names = [c.name for c in commands]
-    assert names == ["stop-commands"] + ["error"] * 3 + ["warning"] * 3  # ...and inert
-    for command in commands[1:]:
+    assert names == ["stop-commands"] + ["error"] * 3 + ["warning"] * 3 + ["stop-commands"]
+    for command in commands[1:-1]:
         assert len(command.data) <= 4096
         assert command.properties["file"] in ("pkg/eval/suite.yaml", "adv/eval/suite.yaml")
 
 
-def test_hostile_output_keeps_junit_well_formed(hostile: pytest.RunResult,
+def check_hostile_output_keeps_junit_well_formed(hostile: pytest.RunResult,
                                                 pytester: pytest.Pytester) -> None:
     raw = (pytester.path / "out/j.xml").read_bytes()
     root = ET.fromstring(raw)  # expat: strict, fails on any character XML cannot hold
@@ -360,7 +409,7 @@ def test_hostile_output_keeps_junit_well_formed(hostile: pytest.RunResult,
     assert len(raw) < 2_000_000  # 5 MB of output does not reach the file
 
 
-def test_hostile_output_keeps_markdown_tables_and_renders_no_html(
+def check_hostile_output_keeps_markdown_tables_and_renders_no_html(
     hostile: pytest.RunResult, pytester: pytest.Pytester
 ) -> None:
     for path in (pytester.path / "out/s.md", pytester.path / "step.md"):
@@ -389,19 +438,32 @@ def test_hostile_output_keeps_markdown_tables_and_renders_no_html(
             assert len(cells) == 4
             assert cells[1] == "failed"
             assert re.fullmatch(r"\d+\.\d ms", cells[3]), cells
-            assert cells[2].startswith(("✗ contains: missing: 'absent'", "raised ValueError"))
+            assert cells[2].startswith(("✗ contains: missing: 'absent'", "ValueError: nul"))
         html = [t.content for t in tokens if t.type == "html_block"]
         opened = sum(c.startswith("<details><summary>") for c in html)
         assert opened == sum(c.startswith("</details>") for c in html) == 4  # 2 per suite
 
 
-def test_hostile_output_keeps_results_json_valid(hostile: pytest.RunResult,
+def check_hostile_output_keeps_results_json_valid(hostile: pytest.RunResult,
                                                  pytester: pytest.Pytester) -> None:
     data = results_of(pytester.path / "out/r.json")
     big = cases_by_id(data)["pkg/eval/suite.yaml::hostile-big"]
     assert big["output_length"] > 5_000_000
-    assert len(big["output"]) == 64 * 1024
-    assert "\ud800" in cases_by_id(data)["pkg/eval/suite.yaml::hostile-fails"]["output"]
+    # 64 Ki characters kept, then the one lone surrogate in them written as 6 visible ones
+    assert len(big["output"]) == 64 * 1024 + 5
+    assert big["output"].endswith("x" * 1000)
+    fails = cases_by_id(data)["pkg/eval/suite.yaml::hostile-fails"]["output"]
+    assert "surrogate\\ud800 " in fails
+    assert not re.search("[\ud800-\udfff]", fails)
+
+
+def test_hostile_output_through_every_reporter(hostile: pytest.RunResult,
+                                               pytester: pytest.Pytester) -> None:
+    # one run (a subprocess: what the entry points print reaches the real stdout), four checks
+    check_hostile_output_cannot_issue_workflow_commands(hostile)
+    check_hostile_output_keeps_junit_well_formed(hostile, pytester)
+    check_hostile_output_keeps_markdown_tables_and_renders_no_html(hostile, pytester)
+    check_hostile_output_keeps_results_json_valid(hostile, pytester)
 
 
 def test_regression_against_an_earlier_run(packages: Packages, pytester: pytest.Pytester
@@ -463,12 +525,38 @@ def test_markdown_stays_under_the_limit_and_says_what_was_left_out() -> None:
     assert "| `case-0` | failed |" in text
 
 
-def test_an_unwritable_report_path_is_reported_and_fails_the_run(
-    packages: Packages, pytester: pytest.Pytester
+def test_one_unwritable_report_does_not_stop_the_others(
+    packages: Packages, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     packages.package(app=APP, suite="cases:\n  - id: fine\n    input: x\n")
     (pytester.path / "taken").mkdir()
-    result = pytester.runpytest("--elizon-results=taken")
+    summary = pytester.path / "step.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    result = pytester.runpytest("--elizon-junit=taken", "--elizon-results=out/r.json",
+                                "--elizon-markdown=out/s.md")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["elizon: cannot write a report: [[]Errno 21[]] Is a directory*"])
     assert result.ret == pytest.ExitCode.USAGE_ERROR
+    problems = [line for line in result.stdout.lines if line.startswith("elizon: cannot write")]
+    assert problems == [f"elizon: cannot write the JUnit XML {pytester.path / 'taken'}: "
+                        "Is a directory"]
+    assert results_of(pytester.path / "out/r.json")["verdict"]["pass"] is True
+    assert "## ✅ pkg/eval/suite.yaml" in (pytester.path / "out/s.md").read_text()
+    assert "## ✅ pkg/eval/suite.yaml" in summary.read_text()
+    result.stdout.fnmatch_lines(["*generated results JSON: *r.json*",
+                                 "*generated markdown summary: *s.md*"])
+
+
+def deep_json(path: Path) -> Path:
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    return path
+
+
+def test_a_deeply_nested_baseline_is_a_usage_error(
+    packages: Packages, pytester: pytest.Pytester
+) -> None:
+    packages.package(app=APP, suite="cases:\n  - id: fine\n    input: x\n")
+    deep_json(pytester.path / "deep.json")
+    result = pytester.runpytest("--elizon-baseline=deep.json")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    result.stderr.fnmatch_lines(["ERROR: --elizon-baseline=*deep.json: *nested too deeply*"])
