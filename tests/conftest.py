@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import signal
+import subprocess
 import textwrap
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpcore  # noqa: F401 - see below
@@ -72,3 +76,28 @@ def _quiet_inner_runs(request: pytest.FixtureRequest, monkeypatch: pytest.Monkey
     if "pytester" in request.fixturenames:
         request.getfixturevalue("pytester")
         monkeypatch.setenv("PYTEST_ADDOPTS", "-W ignore::pytest.PytestAssertRewriteWarning")
+
+
+#: Runs pytest with SIGINT as a terminal gives it, even when this process inherited it ignored
+#: (a shell's background job): else Ctrl-C would never reach the session under test.
+PYTEST_WITH_CTRL_C = ("import signal, sys, pytest; "
+                      "signal.signal(signal.SIGINT, signal.default_int_handler); "
+                      "sys.exit(pytest.main(sys.argv[1:]))")
+
+
+def interrupt_when(process: subprocess.Popen[str], ready: Callable[[], bool]) -> str:
+    """Send SIGINT once ``ready()`` and return the output; the process is always reaped.
+    The bounds are for safety only: what the test proves comes from the logs."""
+    try:
+        deadline = time.monotonic() + 60
+        while not ready():
+            assert process.poll() is None, "the session ended before it was interrupted"
+            assert time.monotonic() < deadline, "the session never got under way"
+            time.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        output, _ = process.communicate(timeout=60)
+        return output
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.communicate()

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from pytest_elizon_eval import calling
+from pytest_elizon_eval.answers import from_return as output_of
 from pytest_elizon_eval.binding import (
     ENTRY,
     JUDGE,
@@ -27,7 +28,7 @@ from pytest_elizon_eval.binding import (
     import_attribute,
     parse_text,
 )
-from pytest_elizon_eval.calling import call_with_deadline, output_of, run_on_loop
+from pytest_elizon_eval.calling import call_with_deadline, run_on_loop
 from pytest_elizon_eval.http_client import HttpClient, HttpError
 from pytest_elizon_eval.judging import EndpointJudge
 from pytest_elizon_eval.model import CommandEntry, JudgeEndpoint, UrlEntry

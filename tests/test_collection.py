@@ -130,13 +130,3 @@ def test_last_failed_reruns_only_the_failed_case(
     result.stdout.fnmatch_lines(["run-last-failure: rerun previous 1 failure*",
                                  "pkg/eval/suite.yaml::second-case FAILED*"])
     assert "first-case" not in result.stdout.str()
-
-
-def test_node_ids_are_identical_under_xdist(packages: Packages, pytester: pytest.Pytester
-                                            ) -> None:
-    packages.package(suite=SUITE, app=ECHO_APP)
-    result = pytester.runpytest_subprocess("-n", "2", "-v")
-    result.assert_outcomes(passed=2)
-    # xdist's verbose line: "[gw0] [ 50%] PASSED pkg/eval/suite.yaml::first-case"
-    passed = sorted(line.split()[-1] for line in result.outlines if " PASSED " in line)
-    assert passed == IDS

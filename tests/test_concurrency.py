@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import Packages
-from .test_outcomes import PYTEST_WITH_CTRL_C, interrupt_when
+from .conftest import PYTEST_WITH_CTRL_C, Packages, interrupt_when
 
 # Logs each call's input and how many calls were running at its start.
 TRACING_APP = """
@@ -124,18 +123,50 @@ def test_exitfirst_starts_nothing_new(packages: Packages, pytester: pytest.Pytes
     assert set(events[failure + 1:]) <= {"c04", "c05", "c06"}
 
 
+# Each call logs when it started and ended, on the clock the plugin times calls with.
+TIMED_APP = """
+import json, pathlib, time
+
+LOG = pathlib.Path(__file__).with_name("times.log")
+
+def answer(text):
+    start = time.perf_counter()
+    time.sleep(0.15)
+    end = time.perf_counter()
+    with LOG.open("a") as fh:
+        fh.write(json.dumps([text, start, end]) + "\\n")
+    return "ok " + text
+"""
+
+
 def test_each_case_keeps_its_own_time_limit_and_latency(
     packages: Packages, pytester: pytest.Pytester
 ) -> None:
-    # 8 cases of 0.15 s through 2 slots: queueing takes 0.6 s, more than the 0.5 s limit,
-    # yet no case times out, because a case's clock starts when its entry point is called.
-    packages.package(app=TRACING_APP, suite=suite(8))
+    # 8 cases of 0.15 s through 2 slots: queueing takes at least 0.6 s, more than the 0.5 s
+    # limit, yet no case times out, because a case's clock starts when its entry point is
+    # called; and the latency reported is the call's own, without the wait for a slot.
+    packages.package(app=TIMED_APP, suite=suite(8))
     result = pytester.runpytest("--elizon-concurrency=2", "--elizon-timeout=0.5",
                                 "--elizon-results=r.json")
     result.assert_outcomes(passed=8)
+    times = {f"case-{text[1:]}": (start, end) for text, start, end in map(
+        json.loads, (pytester.path / "pkg/times.log").read_text().splitlines())}
     data = json.loads((pytester.path / "r.json").read_text())
-    latencies = [c["latency_ms"] for s in data["suites"] for c in s["cases"]]
-    assert all(140 <= latency < 450 for latency in latencies), latencies
+    latency = {c["id"]: c["latency_ms"] / 1000 for s in data["suites"] for c in s["cases"]}
+    assert sorted(times) == sorted(latency) == [f"case-{i:02d}" for i in range(8)]
+    first_start = min(start for start, _ in times.values())
+    # the premise, from the entry's own clock: the queue took longer than the limit
+    assert max(end for _, end in times.values()) - first_start > 0.5
+    waited = 0
+    for case, (start, end) in times.items():
+        # the reported latency covers the whole call ...
+        assert latency[case] >= end - start, (case, latency[case], end - start)
+        # ... and, for a case that waited for a slot (it started after another case had
+        # ended), not the wait: less than the span from the first call's start to its end
+        if any(other_end <= start for other, (_, other_end) in times.items() if other != case):
+            waited += 1
+            assert latency[case] < end - first_start, (case, latency[case], end - first_start)
+    assert waited >= 6  # two slots: all but the first two cases waited
 
 
 def test_timeouts_under_concurrency(packages: Packages, pytester: pytest.Pytester) -> None:
@@ -147,7 +178,7 @@ def test_timeouts_under_concurrency(packages: Packages, pytester: pytest.Pyteste
 def test_function_scoped_entry_fixtures_run_in_their_turn(
     packages: Packages, pytester: pytest.Pytester
 ) -> None:
-    packages.package(app=TRACING_APP, entry=None, suite=suite(6))
+    packages.package(app=TRACING_APP, entry=None, suite=suite(4))
     pytester.makeconftest("""
         import pytest
         from pkg import app
@@ -157,7 +188,7 @@ def test_function_scoped_entry_fixtures_run_in_their_turn(
             return app.answer
     """)
     packages.write("pkg/__init__.py", "")
-    pytester.runpytest("--elizon-concurrency=4").assert_outcomes(passed=6)
+    pytester.runpytest("--elizon-concurrency=4").assert_outcomes(passed=4)
     assert max(running for _, running in calls(pytester)) == 1
     (pytester.path / "pkg/calls.log").unlink()
     pytester.makeconftest("""
@@ -172,7 +203,7 @@ def test_function_scoped_entry_fixtures_run_in_their_turn(
         def elizon_entry(model):
             return model
     """)
-    pytester.runpytest("--elizon-concurrency=4").assert_outcomes(passed=6)
+    pytester.runpytest("--elizon-concurrency=4").assert_outcomes(passed=4)
     assert max(running for _, running in calls(pytester)) > 1
 
 
@@ -211,22 +242,6 @@ def test_a_concurrent_run_reports_exactly_what_a_serial_run_does(
         "passed": 7, "failed": 2, "timeout": 1, "advisory_failed": 2, "advisory_timeout": 1}
     assert serial.ret == fast.ret == pytest.ExitCode.TESTS_FAILED
     assert comparable(pytester.path / "serial.json") == comparable(pytester.path / "fast.json")
-
-
-def test_concurrency_with_xdist(packages: Packages, pytester: pytest.Pytester) -> None:
-    packages.package(app=TRACING_APP, suite=suite(8, MIXED))
-    serial = pytester.runpytest("--elizon-timeout=0.3", "-p", "no:xdist",
-                                "--elizon-results=serial.json")
-    log = pytester.path / "pkg/calls.log"
-    log.unlink()
-    both = pytester.runpytest_subprocess("--elizon-timeout=0.3", "-n", "2",
-                                         "--elizon-concurrency=4", "--elizon-results=both.json")
-    assert serial.parseoutcomes() == both.parseoutcomes()
-    assert comparable(pytester.path / "serial.json") == comparable(pytester.path / "both.json")
-    inputs = [text for text, _ in calls(pytester)]
-    # every case called once, on one worker ("raises" fails before it logs)
-    assert len(inputs) == len(set(inputs)) == 10
-    assert max(running for _, running in calls(pytester)) > 1
 
 
 @pytest.mark.parametrize(

@@ -183,7 +183,7 @@ def test_leftover_processes_are_killed_and_a_case_never_passes_late(
         "group-sleeper": "passed", "ignores-sigterm": "timeout",
         "detached-exits": "passed", "detached-hangs": "timeout"}
     for name in ("group-sleeper", "detached-exits"):  # answered within the limit, not after it
-        assert cases[name]["latency_ms"] < 2000, cases[name]
+        assert cases[name]["latency_ms"] < cases[name]["timeout_s"] * 1000, cases[name]
     noted = {f.name: [int(p) for p in f.read_text().split()] for f in pids.iterdir()}
     assert sorted(noted) == sorted(cases)
     assert all(noted.values())

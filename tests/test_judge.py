@@ -146,7 +146,7 @@ def test_a_slow_judge_is_a_failure_within_the_case_limit(
     packages: Packages, pytester: pytest.Pytester, chat: ChatServer
 ) -> None:
     endpoint_package(packages, chat, "slow")
-    result = pytester.runpytest("--elizon-timeout=1")
+    result = pytester.runpytest("--elizon-timeout=0.5")
     result.assert_outcomes(failed=1)  # a failure naming the judge, never a timeout or a pass
     result.stdout.fnmatch_lines(["      found:    judge chat-completions judge 'slow' at * "
                                  "gave no grade within the * s left of the case's time limit"])

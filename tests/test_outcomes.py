@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 import xml.etree.ElementTree as ET
-from collections.abc import Callable
 
 import pytest
 
 from . import github_runner
-from .conftest import ECHO_APP, Packages
+from .conftest import ECHO_APP, PYTEST_WITH_CTRL_C, Packages, interrupt_when
 
 
 def test_contains_and_not_contains_ignore_case(packages: Packages, pytester: pytest.Pytester
@@ -85,7 +82,9 @@ def test_max_latency_is_a_failure_not_a_timeout(packages: Packages, pytester: py
     result.assert_outcomes(passed=1, failed=1)
     assert "timeout" not in result.parseoutcomes()
     result.stdout.fnmatch_lines(["  ✗ maxLatencyMs", "      expected: at most 50 ms",
-                                 "      found:    took 2*.* ms"])
+                                 "      found:    took *.* ms"])
+    [took] = [line for line in result.outlines if line.startswith("      found:    took ")]
+    assert float(took.split()[2]) >= 200  # at least the entry's own 0.2 s sleep
 
 
 def test_a_case_without_expect_checks_the_run_end_to_end(
@@ -230,7 +229,7 @@ async def async_hang(text):
     await asyncio.sleep(3600)
 
 async def blocks_the_loop(text):
-    time.sleep(1.5)
+    time.sleep(0.9)
 
 def quick(text):
     return "quick"
@@ -275,7 +274,7 @@ def test_timeouts_are_their_own_outcome_and_later_cases_run(
     """)
     packages.write("pkg/__init__.py", "")
     # abandoned threads must not hold the session's exit (60 s is a safety bound only)
-    result = pytester.runpytest_subprocess("--elizon-timeout=0.5", "-v", timeout=60)
+    result = pytester.runpytest_subprocess("--elizon-timeout=0.3", "-v", timeout=60)
     outcomes = result.parseoutcomes()
     assert outcomes["timeout"] == 3
     assert outcomes["passed"] == 2
@@ -290,7 +289,7 @@ def test_timeouts_are_their_own_outcome_and_later_cases_run(
     ])
     result.stdout.fnmatch_lines([
         "timed out:",
-        "  pkg/suite.yaml::sync-hang — no answer within 0.5 s (--elizon-timeout=0.5)",
+        "  pkg/suite.yaml::sync-hang — no answer within 0.3 s (--elizon-timeout=0.3)",
     ])
 
 
@@ -424,53 +423,6 @@ def test_must_pass_failures_fail_the_run(packages: Packages, pytester: pytest.Py
     result = pytester.runpytest()
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["*: 1 passed, 1 failed, 0 timeout — FAIL"])
-
-
-def test_outcomes_are_the_same_under_xdist(packages: Packages, pytester: pytest.Pytester) -> None:
-    packages.package(app=HANG_APP, entry="app:quick", suite="""
-        cases:
-          - id: ok
-            input: x
-          - id: bad
-            input: x
-            expect: {equals: other}
-    """)
-    packages.package("adv", app=HANG_APP, entry="app:hang", gate="advisory",
-                     suite="cases:\n  - id: slow\n    input: x\n")
-    packages.package("hard", app=HANG_APP, entry="app:hang",
-                     suite="cases:\n  - id: slow\n    input: x\n")
-    serial = pytester.runpytest("--elizon-timeout=0.5", "-p", "no:xdist")
-    parallel = pytester.runpytest_subprocess("--elizon-timeout=0.5", "-n", "2")
-    expected = {"passed": 1, "failed": 1, "timeout": 1, "advisory_timeout": 1}
-    assert serial.parseoutcomes() == expected
-    assert parallel.parseoutcomes() == expected
-    assert serial.ret == parallel.ret == pytest.ExitCode.TESTS_FAILED
-    parallel.stdout.fnmatch_lines(["*case 'bad' failed (must-pass suite pkg/eval/suite.yaml:4)"])
-
-
-#: Runs pytest with SIGINT as a terminal gives it, even when this process inherited it ignored
-#: (a shell's background job): else Ctrl-C would never reach the session under test.
-PYTEST_WITH_CTRL_C = ("import signal, sys, pytest; "
-                      "signal.signal(signal.SIGINT, signal.default_int_handler); "
-                      "sys.exit(pytest.main(sys.argv[1:]))")
-
-
-def interrupt_when(process: subprocess.Popen[str], ready: Callable[[], bool]) -> str:
-    """Send SIGINT once ``ready()`` and return the output; the process is always reaped.
-    The bounds are for safety only: what the test proves comes from the logs."""
-    try:
-        deadline = time.monotonic() + 60
-        while not ready():
-            assert process.poll() is None, "the session ended before it was interrupted"
-            assert time.monotonic() < deadline, "the session never got under way"
-            time.sleep(0.05)
-        process.send_signal(signal.SIGINT)
-        output, _ = process.communicate(timeout=60)
-        return output
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.communicate()
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")

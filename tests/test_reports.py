@@ -50,8 +50,8 @@ cases:
 """
 
 
-def two_suites(packages: Packages) -> None:
-    packages.write("pkg/elizon.yaml", """
+def two_suites(packages: Packages, folder: str = "pkg") -> None:
+    packages.write(f"{folder}/elizon.yaml", """
         name: demo
         entry: app:answer
         evaluation:
@@ -62,9 +62,9 @@ def two_suites(packages: Packages) -> None:
             - suite: eval/extended.yaml
               gate: advisory
     """)
-    packages.write("pkg/app.py", APP)
-    packages.write("pkg/eval/core.yaml", CORE)
-    packages.write("pkg/eval/extended.yaml", EXTENDED)
+    packages.write(f"{folder}/app.py", APP)
+    packages.write(f"{folder}/eval/core.yaml", CORE)
+    packages.write(f"{folder}/eval/extended.yaml", EXTENDED)
 
 
 REPORT_ARGS = ["--elizon-timeout=0.5", "--elizon-junit=out/j.xml", "--elizon-results=out/r.json",
@@ -104,45 +104,6 @@ def test_results_json_is_complete_and_valid(packages: Packages, pytester: pytest
     assert wrong["output"] == "gamma"
     slow = cases_by_id(data)["pkg/eval/core.yaml::too-slow"]
     assert (slow["outcome"], slow["latency_ms"]) == ("timeout", None)
-
-
-def test_reports_are_identical_under_xdist_and_written_once(
-    packages: Packages, pytester: pytest.Pytester
-) -> None:
-    two_suites(packages)
-    serial = pytester.runpytest(*REPORT_ARGS, "-p", "no:xdist")
-    serial_results = results_of(pytester.path / "out/r.json")
-    serial_junit = ET.parse(pytester.path / "out/j.xml").getroot()
-    parallel = pytester.runpytest_subprocess(*REPORT_ARGS, "-n", "2")
-    parallel_results = results_of(pytester.path / "out/r.json")
-    parallel_junit = ET.parse(pytester.path / "out/j.xml").getroot()
-    assert serial.parseoutcomes() == parallel.parseoutcomes()
-    assert parallel.stdout.str().count("generated results JSON") == 1
-
-    def comparable(data: dict[str, Any]) -> dict[str, Any]:
-        cases = cases_by_id(data)
-        for case in cases.values():
-            case.pop("latency_ms")
-            for a in case["assertions"]:
-                if a["name"] == "maxLatencyMs":
-                    a.pop("found")
-        return cases
-
-    assert comparable(serial_results) == comparable(parallel_results)
-    for data in (serial_results, parallel_results):
-        for suite in data["suites"]:
-            for key in ("mean_latency_ms", "p50_latency_ms", "p95_latency_ms", "max_latency_ms"):
-                suite["metrics"].pop(key)
-            suite.pop("comparison")
-    assert serial_results["suites"] == parallel_results["suites"]
-    assert serial_results["verdict"] == parallel_results["verdict"]
-
-    def junit_cases(root: ET.Element) -> list[tuple[str | None, ...]]:
-        return sorted((c.get("name"), c.get("file"), c.get("line"),
-                       *(child.tag for child in c if child.tag != "system-out"))
-                      for c in root.iter("testcase"))
-
-    assert junit_cases(serial_junit) == junit_cases(parallel_junit)
 
 
 def test_a_crashed_worker_is_a_crash_at_the_cases_line_in_every_report(
@@ -189,44 +150,15 @@ def answer(text):
 """
 
 
-def test_a_lone_surrogate_under_xdist_is_reported_and_every_file_written(
-    packages: Packages, pytester: pytest.Pytester
-) -> None:
-    # Such a string cannot be encoded as UTF-8: the case used to vanish on its way from the
-    # worker to the controller, and the run came out green.
-    packages.package(app=LONE_SURROGATE_APP, suite="""
-        cases:
-          - id: passes-with-it
-            input: a
-            expect: {contains: [lone]}
-          - id: fails-with-it
-            input: b
-            expect: {equals: something else}
-    """)
-    result = pytester.runpytest_subprocess("-n", "2", *REPORT_ARGS)
-    assert result.parseoutcomes() == {"passed": 1, "failed": 1}
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
-    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
-    data = results_of(pytester.path / "out/r.json")
-    cases = cases_by_id(data)
-    assert cases["pkg/eval/suite.yaml::passes-with-it"]["outcome"] == "passed"
-    assert cases["pkg/eval/suite.yaml::fails-with-it"]["outcome"] == "failed"
-    assert cases["pkg/eval/suite.yaml::fails-with-it"]["output"] == "lone \\ud800 b"
-    root = ET.parse(pytester.path / "out/j.xml").getroot()
-    assert sorted(c.get("name") or "" for c in root.iter("testcase")) == [
-        "fails-with-it", "passes-with-it"]
-    text = (pytester.path / "out/s.md").read_text(encoding="utf-8")
-    MarkdownIt("commonmark").enable("table").parse(text)
-    assert "| `fails-with-it` | failed |" in text
-
-
 ABANDONED_PRINTER_APP = """
 import pathlib, time
 
 HERE = pathlib.Path(__file__).parent.parent
 
 def answer(text):
-    time.sleep(1)  # past the 0.2 s limit: abandoned, and it goes on in its thread
+    if text == "plain":  # answers at once: a plain failure, and no second abandoned call
+        return "x"
+    time.sleep(0.5)  # past the 0.2 s limit: abandoned, and it goes on in its thread
     for _ in range(3000):  # until the session has printed its annotations (bounded)
         print("::error::pwned-early", flush=True)
         if (HERE / "annotated").exists():
@@ -262,13 +194,14 @@ def test_an_abandoned_call_printing_after_the_annotations_issues_no_command(
           - id: abandoned
             input: x
           - id: plain-failure
-            input: x
+            input: plain
             expect: {equals: y}
     """)
     packages.write("conftest.py", ABANDONED_CONFTEST)
     result = pytester.runpytest_subprocess("--elizon-annotations=on", "--elizon-timeout=0.2",
                                            "-p", "no:randomly")
     assert (pytester.path / "printed").exists()
+    assert result.parseoutcomes() == {"failed": 1, "timeout": 1}
     output = result.stdout.str()
     lines = output.splitlines()
     # Evidence of order: the entry printed after our annotations had been printed.
