@@ -2,13 +2,31 @@
 
 The plugin itself is registered through the ``pytest11`` entry point
 (``pytest_elizon_eval.plugin``); this package exposes the plain-data types
-a conftest.py or a report consumer may want.
+a conftest.py or a report consumer may want, and what an agent's entry point
+returns: ``Answer(text=…, value=…, tool_calls=[ToolCall(…)], usage=Usage(…))``.
+Names are imported when first used, so ``elizon-eval`` starts without loading
+the models the plugin needs.
 """
 
 from __future__ import annotations
 
-from .assertions import AssertionResult
-from .calls import EntryCall, ErrorInfo
-from .outcomes import CaseResult, SuiteInfo
+import importlib
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["AssertionResult", "CaseResult", "EntryCall", "ErrorInfo", "SuiteInfo"]
+if TYPE_CHECKING:
+    from .assertions import AssertionResult
+    from .calls import Answer, EntryCall, ErrorInfo, ToolCall, Usage
+    from .outcomes import CaseResult, SuiteInfo
+
+__all__ = ["Answer", "AssertionResult", "CaseResult", "EntryCall", "ErrorInfo", "SuiteInfo",
+           "ToolCall", "Usage"]
+
+_HOME = {"Answer": "calls", "EntryCall": "calls", "ErrorInfo": "calls", "ToolCall": "calls",
+         "Usage": "calls", "AssertionResult": "assertions", "CaseResult": "outcomes",
+         "SuiteInfo": "outcomes"}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOME:
+        raise AttributeError(f"module 'pytest_elizon_eval' has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{_HOME[name]}", __name__), name)

@@ -9,14 +9,14 @@ expected and what was found. No pytest import here.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .calls import EntryCall, ErrorInfo
-from .model import Expect
+from .calls import EntryCall, ErrorInfo, ToolCall, Usage
+from .model import Expect, ToolCallsExpect
 
-__all__ = ["REGEX_TEXT_CAP", "REGEX_TIMEOUT_S", "AssertionResult", "check", "excerpt",
+__all__ = ["REGEX_TEXT_CAP", "REGEX_TIMEOUT_S", "AssertionResult", "calls_text", "check", "excerpt",
            "first_mismatch"]
 
 _EXCERPT_CONTEXT = 40
@@ -213,6 +213,96 @@ def _json_schema(schema: dict[str, Any], value: object) -> AssertionResult:
 
 
 _NO_OUTPUT = "not checked: there is no output"
+#: Characters of a tool call's arguments shown, and of the whole list of calls.
+_ARGUMENTS_SHOWN = 200
+_CALLS_SHOWN = 1500
+
+
+def _call_text(call: ToolCall) -> str:
+    arguments = _json(call.arguments, _ARGUMENTS_SHOWN)
+    return f"{call.name}({arguments})" + (f" error: {call.error[:200]}" if call.error else "")
+
+
+def calls_text(calls: Sequence[ToolCall]) -> str:
+    """The calls that happened, in order, on one line (cut to a bounded length)."""
+    if not calls:
+        return "no tool was called"
+    text = "calls: " + "; ".join(_call_text(c) for c in calls)
+    return text if len(text) <= _CALLS_SHOWN else text[:_CALLS_SHOWN - 1] + "…"
+
+
+def _names(calls: Sequence[ToolCall]) -> list[str]:
+    return [c.name for c in calls]
+
+
+def _tool_calls(rules: ToolCallsExpect, calls: Sequence[ToolCall]) -> list[AssertionResult]:
+    """One result per rule of ``toolCalls``; a failing one lists the calls that happened."""
+    names = _names(calls)
+    seen = calls_text(calls)
+    results: list[AssertionResult] = []
+
+    def rule(name: str, passed: bool, wanted: str, problem: str) -> None:
+        found = f"{problem}; {seen}" if not passed else f"{len(calls)} calls"
+        results.append(AssertionResult(f"toolCalls.{name}", passed, wanted, found))
+
+    if rules.called is not None:
+        missing = [n for n in rules.called if n not in names]
+        rule("called", not missing, f"each called at least once: {_quoted(rules.called)}",
+             f"never called: {_quoted(missing)}")
+    if rules.not_called is not None:
+        hit = [n for n in rules.not_called if n in names]
+        rule("notCalled", not hit, f"none called of: {_quoted(rules.not_called)}",
+             f"called: {_quoted(hit)}")
+    for pattern in rules.called_with or ():
+        wanted_args = pattern.arguments or {}
+        same = [c for c in calls if c.name == pattern.name]
+        mismatches = [first_mismatch(wanted_args, c.arguments) for c in same]
+        rule("calledWith", any(m is None for m in mismatches),
+             f"a call of {pattern.name} with arguments matching {_json(wanted_args)}",
+             f"{pattern.name} was never called" if not same
+             else f"no call of {pattern.name} matches ({mismatches[0]})")
+    if rules.order is not None:
+        position, missing_at = 0, None
+        for index, want in enumerate(rules.order):
+            found_at = next((i for i in range(position, len(names)) if names[i] == want), None)
+            if found_at is None:
+                missing_at = index
+                break
+            position = found_at + 1
+        rule("order", missing_at is None, f"called in this relative order: {_quoted(rules.order)}",
+             "" if missing_at is None else
+             f"{rules.order[missing_at]!r} was not called after {rules.order[:missing_at]!r}")
+    if rules.all_succeeded is not None:
+        failed = [c.name for c in calls if c.error is not None]
+        passed = not failed if rules.all_succeeded else bool(failed)
+        rule("allSucceeded", passed,
+             "no call carries an error" if rules.all_succeeded else "some call fails",
+             f"calls with an error: {_quoted(failed)}" if failed else "no call failed")
+    if rules.max_calls is not None:
+        rule("maxCalls", len(calls) <= rules.max_calls, f"at most {rules.max_calls} calls",
+             f"{len(calls)} calls")
+    return results
+
+
+def _max_tokens(limit: int, usage: Usage | None) -> AssertionResult:
+    wanted = f"at most {limit:,} tokens (input + output)"
+    if usage is None or usage.tokens is None:
+        return AssertionResult("maxTokens", False, wanted, "usage unknown: the entry point "
+                               "reported no token counts (return an Answer with usage)")
+    return AssertionResult("maxTokens", usage.tokens <= limit, wanted,
+                           f"{usage.tokens:,} tokens ({usage.input_tokens or 0:,} in, "
+                           f"{usage.output_tokens or 0:,} out)")
+
+
+def _max_cost(limit: float, usage: Usage | None) -> AssertionResult:
+    wanted = f"at most ${limit:g}"
+    if usage is None or usage.cost_usd is None:
+        why = ("the entry point reported no usage" if usage is None else
+               f"no cost reported and no price for model {usage.model!r}" if usage.model
+               else "no cost reported, and no model named to price the tokens")
+        return AssertionResult("maxCostUsd", False, wanted, f"cost unknown: {why}")
+    return AssertionResult("maxCostUsd", usage.cost_usd <= limit, wanted,
+                           f"${usage.cost_usd:.6f}")
 
 
 _Check = Callable[[Any, EntryCall, str], AssertionResult]
@@ -238,7 +328,11 @@ _CHECKS: tuple[tuple[str, str, _Check, _Describe], ...] = (
     ("error_contains", "errorContains", lambda w, c, k: _error_contains(w, c.error), str),
     ("json_schema", "jsonSchema", lambda w, c, k: _json_schema(w, c.value),
      lambda w, k: "output valid against the JSON Schema"),
+    ("max_tokens", "maxTokens", lambda w, c, k: _max_tokens(w, c.usage), str),
+    ("max_cost_usd", "maxCostUsd", lambda w, c, k: _max_cost(w, c.usage), str),
 )
+#: Checked whenever the call did not time out: they read the error, the usage, the calls.
+_WITHOUT_OUTPUT = frozenset({"error_contains", "max_tokens", "max_cost_usd"})
 
 
 def check(expect: Expect | None, call: EntryCall, route_key: str = "route"
@@ -251,11 +345,13 @@ def check(expect: Expect | None, call: EntryCall, route_key: str = "route"
         wanted = getattr(expect, field)
         if wanted is None and not (field == "output" and expect.checks_output):
             continue
-        if field == "error_contains":
-            if not call.timed_out:  # graded on the error, so checked without an output too
+        if field in _WITHOUT_OUTPUT:
+            if not call.timed_out:
                 results.append(checker(wanted, call, route_key))
         elif call.text is None:
             results.append(AssertionResult(name, None, describe(wanted, route_key), _NO_OUTPUT))
         else:
             results.append(checker(wanted, call, route_key))
+    if expect.tool_calls is not None and not call.timed_out:
+        results.extend(_tool_calls(expect.tool_calls, call.tool_calls))
     return results

@@ -17,18 +17,17 @@ from __future__ import annotations
 import concurrent.futures
 import functools
 import inspect
-import json
 import queue
 import threading
 import time
 import traceback
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from dataclasses import replace
 from typing import Any, ClassVar, TypeVar
 
-from .calls import EntryCall, ErrorInfo
+from .calls import EntryCall, ErrorInfo, OutputError
 
-__all__ = ["MAX_STREAM_CHARS", "Convert", "OutputError", "call_with_deadline", "error_info",
-           "output_of", "run_on_loop"]
+__all__ = ["MAX_STREAM_CHARS", "Convert", "call_with_deadline", "error_info", "run_on_loop"]
 
 #: Longest traceback text kept for a report, in lines.
 _TRACEBACK_LINES = 40
@@ -36,10 +35,6 @@ _TRACEBACK_LINES = 40
 MAX_STREAM_CHARS = 8 * 1024 * 1024
 
 _T = TypeVar("_T")
-
-
-class OutputError(Exception):
-    """The entry point returned something that is not an output (None, bytes, objects)."""
 
 
 def error_info(exc: BaseException) -> ErrorInfo:
@@ -54,34 +49,6 @@ def error_info(exc: BaseException) -> ErrorInfo:
     elif isinstance(exc, KeyboardInterrupt):
         message = "the entry point raised KeyboardInterrupt itself"
     return ErrorInfo(type(exc).__name__, message, "\n".join(lines))
-
-
-def _json_text(value: object) -> str:
-    try:
-        return json.dumps(value, ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise OutputError(f"the entry point returned a {type(value).__name__} that is not "
-                          f"JSON-serializable: {exc}") from None
-
-
-def output_of(value: object) -> tuple[Any, str]:
-    """(structured value, output text) of what an entry point returned."""
-    if isinstance(value, str):
-        return value, value
-    if value is None:
-        raise OutputError("the entry point returned None; return a string, a JSON-like value, "
-                          "a pydantic model or an iterator of strings")
-    if isinstance(value, (bytes, bytearray)):
-        raise OutputError("the entry point returned bytes; decode them and return a string")
-    dump = getattr(value, "model_dump", None)
-    if callable(dump) and hasattr(type(value), "model_fields"):
-        value = dump(mode="json")
-        return value, _json_text(value)
-    if isinstance(value, (dict, list, tuple, int, float, bool)):
-        plain = list(value) if isinstance(value, tuple) else value
-        return plain, _json_text(plain)
-    raise OutputError(f"the entry point returned a {type(value).__name__}; return a string, "
-                      "a JSON-like value, a pydantic model or an iterator of strings")
 
 
 class _PastDeadline(Exception):
@@ -150,8 +117,9 @@ async def _settle(raw: Any, deadline: float) -> Any:
         return raw
 
 
-#: Turns what a callable returned (after streams are joined) into (value, text).
-Convert = Callable[[Any], tuple[Any, "str | None"]]
+#: Turns what a callable returned (after streams are joined) into a call (its latency is
+#: added here).
+Convert = Callable[[Any], EntryCall]
 
 
 # -- sync callables: daemon worker threads, a busy one abandoned at the deadline -------------
@@ -198,8 +166,7 @@ def _call_sync(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
             elif isinstance(raw, Iterator):
                 raw = _read_stream(raw, deadline)
             latency = (time.perf_counter() - start) * 1000
-            value, text = convert(raw)
-            box.append(EntryCall(value=value, text=text, latency_ms=latency))
+            box.append(replace(convert(raw), latency_ms=latency))
         except _PastDeadline:
             box.append(EntryCall(timed_out=True))
         except BaseException as exc:  # graded, whatever it is: SystemExit included
@@ -282,8 +249,7 @@ async def _guarded(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[s
     try:
         raw = await _settle(fn(*args, **kwargs), deadline)
         latency = (time.perf_counter() - start) * 1000
-        value, text = convert(raw)
-        return EntryCall(value=value, text=text, latency_ms=latency)
+        return replace(convert(raw), latency_ms=latency)
     except _PastDeadline:
         return EntryCall(timed_out=True)
     except BaseException as exc:

@@ -2,15 +2,96 @@
 
 No dependencies: these values cross threads, the event loop, xdist and
 cassette files, so they hold only strings, numbers and JSON-like values.
+:class:`Answer`, :class:`ToolCall` and :class:`Usage` are also what a Python
+entry point may return for an agent's answer (docs/contract.md#answers).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["EntryCall", "ErrorInfo"]
+__all__ = ["Answer", "EntryCall", "ErrorInfo", "OutputError", "ToolCall", "Usage"]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool an agent called while answering: its name, its arguments (a JSON-like
+    mapping), and what it returned or the error it raised."""
+
+    name: str
+    arguments: Any = None
+    result: Any = None
+    error: str | None = None
+
+    def to_data(self) -> dict[str, Any]:
+        return {"name": self.name, "arguments": self.arguments, "result": self.result,
+                "error": self.error}
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> ToolCall:
+        return cls(str(data["name"]), data.get("arguments"), data.get("result"),
+                   data.get("error"))
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What an answer cost: tokens in and out, and US dollars when known. ``model`` names
+    the model, so a price the user gives can cost the tokens when ``cost_usd`` is None."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+    model: str | None = None
+
+    @property
+    def tokens(self) -> int | None:
+        """Input plus output tokens; None when neither is known."""
+        if self.input_tokens is None and self.output_tokens is None:
+            return None
+        return (self.input_tokens or 0) + (self.output_tokens or 0)
+
+    def __add__(self, other: Usage) -> Usage:
+        def total(a: float | None, b: float | None) -> float | None:
+            return None if a is None and b is None else (a or 0) + (b or 0)
+        tokens_in = total(self.input_tokens, other.input_tokens)
+        tokens_out = total(self.output_tokens, other.output_tokens)
+        return Usage(None if tokens_in is None else int(tokens_in),
+                     None if tokens_out is None else int(tokens_out),
+                     # a total cost is known only when every part's cost is
+                     None if self.cost_usd is None or other.cost_usd is None
+                     else self.cost_usd + other.cost_usd,
+                     self.model if self.model == other.model else None)
+
+    def to_data(self) -> dict[str, Any]:
+        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+                "cost_usd": self.cost_usd, "model": self.model}
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> Usage:
+        return cls(data.get("input_tokens"), data.get("output_tokens"), data.get("cost_usd"),
+                   data.get("model"))
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a Python entry point may return for an agent: the text and/or a structured
+    value (at least one), the tools it called, and what the answer cost."""
+
+    text: str | None = None
+    value: Any = None
+    tool_calls: Sequence[ToolCall] = field(default_factory=tuple)
+    usage: Usage | None = None
+
+    def __post_init__(self) -> None:
+        if self.text is None and self.value is None:
+            raise ValueError("an Answer needs a text or a value")
+
+
+class OutputError(Exception):
+    """What an entry point returned or printed is not an answer (None, bytes, objects,
+    malformed JSON, a bad envelope); the case fails with this message."""
 
 
 @dataclass(frozen=True)
@@ -48,17 +129,25 @@ class EntryCall:
     timed_out: bool = False
     #: Answered from a cassette (``--elizon-replay``), not by calling the entry point.
     replayed: bool = False
+    #: The tools an agent called, in order, and what the answer cost (when reported).
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage | None = None
 
     def to_data(self) -> dict[str, Any]:
         """The call as a cassette keeps it."""
         return {"value": self.value, "text": self.text,
                 "error": self.error.to_data() if self.error else None,
-                "latency_ms": self.latency_ms, "timed_out": self.timed_out}
+                "latency_ms": self.latency_ms, "timed_out": self.timed_out,
+                "tool_calls": [c.to_data() for c in self.tool_calls],
+                "usage": self.usage.to_data() if self.usage else None}
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any], *, replayed: bool = True) -> EntryCall:
         error = data.get("error")
+        usage = data.get("usage")
         return cls(value=data.get("value"), text=data.get("text"),
                    error=ErrorInfo.from_data(error) if error else None,
                    latency_ms=data.get("latency_ms"), timed_out=bool(data.get("timed_out")),
-                   replayed=replayed)
+                   replayed=replayed,
+                   tool_calls=tuple(ToolCall.from_data(c) for c in data.get("tool_calls") or ()),
+                   usage=Usage.from_data(usage) if usage else None)

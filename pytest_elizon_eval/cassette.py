@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -58,12 +58,26 @@ def input_sha256(case_input: object) -> str:
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def recording(suite: str, case_id: str, case_input: object, calls: Iterable[EntryCall],
-              timeout_s: float) -> dict[str, Any]:
+def _run_data(calls: Sequence[EntryCall], conversation: bool) -> dict[str, Any]:
+    if conversation:
+        return {"turns": [c.to_data() for c in calls]}
+    return calls[0].to_data()
+
+
+def _run_calls(data: Mapping[str, Any]) -> tuple[EntryCall, ...]:
+    if isinstance(data.get("turns"), list):
+        return tuple(EntryCall.from_data(turn) for turn in data["turns"])
+    return (EntryCall.from_data(data),)
+
+
+def recording(suite: str, case_id: str, case_input: object,
+              runs: Iterable[Sequence[EntryCall]], timeout_s: float, *,
+              conversation: bool = False) -> dict[str, Any]:
     """What ``--elizon-record`` keeps of a case; it rides on the report to the controller.
-    The time limit is kept so that a recorded timeout is replayed with the limit it had."""
+    Each run is its call, or ``{"turns": [calls]}`` for a conversation. The time limit is
+    kept so that a recorded timeout is replayed with the limit it had."""
     return {"suite": suite, "case": case_id, "input_sha256": input_sha256(case_input),
-            "timeout_s": timeout_s, "runs": [c.to_data() for c in calls]}
+            "timeout_s": timeout_s, "runs": [_run_data(r, conversation) for r in runs]}
 
 
 class Cassette:
@@ -90,9 +104,9 @@ class Cassette:
         return cls(data["cases"])
 
     def answers(self, suite: str, case_id: str, case_input: object, runs: int
-                ) -> tuple[tuple[EntryCall, ...], float | None]:
-        """The recorded calls for ``runs`` runs of a case and the time limit they were
-        recorded under; or :class:`CassetteMiss`."""
+                ) -> tuple[tuple[tuple[EntryCall, ...], ...], float | None]:
+        """The recorded calls (per run, per turn) for ``runs`` runs of a case and the time
+        limit they were recorded under; or :class:`CassetteMiss`."""
         name = case_key(suite, case_id)
         entry = self.entries.get(name)
         if entry is None:
@@ -107,7 +121,7 @@ class Cassette:
             raise CassetteMiss(errors.ELIZON_CASSETTE_MISSING, f"{name} has "
                                f"{len(entry['runs'])} recorded run(s); repeat asks for {runs}")
         limit = entry.get("timeout_s")
-        return (tuple(EntryCall.from_data(run) for run in entry["runs"][:runs]),
+        return (tuple(_run_calls(run) for run in entry["runs"][:runs]),
                 float(limit) if isinstance(limit, (int, float)) else None)
 
     def update(self, recordings: Iterable[Mapping[str, Any]]) -> None:

@@ -169,7 +169,7 @@ class CaseItem(compat.FixtureItem):
         self.identity = CaseIdentity(self.nodeid, case.id, line, suite_info)
         for tag in case.tags or ():
             self.add_marker(tag)
-        self.judged = case.expect is not None and case.expect.judge is not None
+        self.judged = case.judged
         if self.judged:
             self.add_marker(pytest.mark.usefixtures(JUDGE.fixture))
         infos = self.parent.fixture_infos
@@ -224,7 +224,7 @@ class CaseItem(compat.FixtureItem):
         if settings.replay is not None:  # answered from the cassette: no entry point is called
             try:
                 replay, recorded_limit = settings.replay.answers(
-                    self.identity.suite.key, self.name, self.case.input, runs)
+                    self.identity.suite.key, self.name, self._recorded_input, runs)
             except CassetteMiss as exc:
                 raise ElizonError(exc.code, [str(exc)]) from None
             if recorded_limit is not None:
@@ -232,14 +232,20 @@ class CaseItem(compat.FixtureItem):
         else:
             entry = binder.entry(self._sources(ENTRY, settings, values[ENTRY.fixture]),
                                  package.folder,
-                                 "json" if package.output_json else "text")
+                                 package.output)
         judge = binder.judge(self._sources(JUDGE, settings, values[JUDGE.fixture]),
                              package.folder) if self.judged else None
         return CasePlan(
             case=self.case, entry=entry, judge=judge,
             entry_description=entry.description if entry else "cassette",
             timeout_s=timeout_s, timeout_source=timeout_source, route_key=settings.route_key,
-            repeat=runs, min_pass_rate=rate, replay=replay)
+            repeat=runs, min_pass_rate=rate, replay=replay,
+            prices={**settings.prices, **package.prices})
+
+    @property
+    def _recorded_input(self) -> object:
+        """What a cassette checks has not changed: the input, or every turn's input."""
+        return {"turns": self.case.inputs} if self.case.conversation else self.case.input
 
     def background_work(self) -> Callable[[], CaseRun] | None:
         """This case's run, to start before its turn — or None when it must wait for its own
@@ -275,9 +281,10 @@ class CaseItem(compat.FixtureItem):
         result = outcomes.decide(self.identity, plan, run)
         self.stash[_RESULT] = result
         if self.config.stash[SETTINGS].record is not None:
-            self.stash[_RECORDING] = recording(self.identity.suite.key, self.name,
-                                               self.case.input,
-                                               [a.call for a in run.attempts], plan.timeout_s)
+            self.stash[_RECORDING] = recording(
+                self.identity.suite.key, self.name, self._recorded_input,
+                [[t.call for t in a.turns] or [a.call] for a in run.attempts], plan.timeout_s,
+                conversation=self.case.conversation)
         self.user_properties.append(("elizon_outcome", result.outcome))
         if result.outcome != outcomes.PASSED:
             raise CaseNotPassed(result)

@@ -32,6 +32,7 @@ source gave. No pytest import here.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 import os
 import re
@@ -40,11 +41,13 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from .calling import call_with_deadline, output_of, run_on_loop
-from .calls import EntryCall, ErrorInfo
+from .answers import chat_request, conversation, from_reply, from_return
+from .calling import call_with_deadline, run_on_loop
+from .calls import EntryCall, ErrorInfo, OutputError
 from .http_client import HttpClient, HttpError, excerpt, json_body
 from .model import CommandEntry, UrlEntry
 
@@ -68,9 +71,11 @@ class Entry(Protocol):
     #: What it is, for reports (never a secret).
     description: str
 
-    def run(self, case_input: object, *, deadline: float) -> EntryCall:
+    def run(self, case_input: object, *, deadline: float,
+            messages: list[dict[str, Any]] | None = None) -> EntryCall:
         """Give ``case_input`` to the application; answer by ``deadline``
-        (``time.monotonic()``) or report a timeout. Never raises."""
+        (``time.monotonic()``) or report a timeout. Never raises. In a conversation,
+        ``messages`` is the conversation so far, ending with this turn's user message."""
         ...
 
     def close(self) -> None:
@@ -101,24 +106,57 @@ class CallableEntry:
     def __init__(self, fn: Callable[..., Any], description: str) -> None:
         self.fn = fn
         self.description = description
+        self._takes_messages = _takes_messages(fn)
 
     def __repr__(self) -> str:
         return self.description
 
-    def run(self, case_input: object, *, deadline: float) -> EntryCall:
-        if isinstance(case_input, Mapping):
-            return call_with_deadline(self.fn, (), dict(case_input), deadline, output_of)
-        return call_with_deadline(self.fn, (case_input,), {}, deadline, output_of)
+    def run(self, case_input: object, *, deadline: float,
+            messages: list[dict[str, Any]] | None = None) -> EntryCall:
+        args, kwargs = ((), dict(case_input)) if isinstance(case_input, Mapping) \
+            else ((case_input,), {})
+        if messages is not None and self._takes_messages:
+            kwargs["messages"] = messages
+        return call_with_deadline(self.fn, args, kwargs, deadline, from_return)
 
     def close(self) -> None:
         pass
 
 
+def _takes_messages(fn: Callable[..., Any]) -> bool:
+    """Whether ``fn`` accepts ``messages=`` (a parameter of that name, or ``**kwargs``)."""
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == "messages" or p.kind is inspect.Parameter.VAR_KEYWORD
+               for p in parameters)
+
+
+def _request(case_input: object, messages: list[dict[str, Any]] | None, mode: str,
+             model: str | None = None) -> object:
+    """What a command or a service is sent: the input as it is (a string, or a mapping),
+    ``{"input": …, "messages": […]}`` in a conversation, or a chat-completions request
+    body for ``output: openai``."""
+    if mode == "openai":
+        return chat_request(messages or conversation([], case_input), model)
+    if messages is not None:
+        return {"input": case_input, "messages": messages}
+    return case_input
+
+
+def _read(text: str, mode: str, latency_ms: float, *, json_reply: bool = False) -> EntryCall:
+    try:
+        call = from_reply(text, mode, json_reply=json_reply)
+    except OutputError as exc:
+        return EntryCall(error=ErrorInfo("OutputError", str(exc)), latency_ms=latency_ms)
+    return replace(call, latency_ms=latency_ms)
+
+
 # -- a command -----------------------------------------------------------------------------
 
-def _input_bytes(case_input: object) -> bytes:
-    text = case_input if isinstance(case_input, str) else json.dumps(case_input,
-                                                                     ensure_ascii=False)
+def _input_bytes(request: object) -> bytes:
+    text = request if isinstance(request, str) else json.dumps(request, ensure_ascii=False)
     return text.encode("utf-8", "surrogatepass")
 
 
@@ -202,7 +240,7 @@ class ProcessEntry:
         self.command = list(spec.command)
         self.cwd = (folder / spec.cwd) if spec.cwd else folder
         self.env = dict(spec.env or {})
-        self.output_json = (spec.output or output) == "json"
+        self.output = spec.output or output
         self.description = "command " + " ".join(self.command)
 
     def __repr__(self) -> str:
@@ -211,7 +249,8 @@ class ProcessEntry:
     def close(self) -> None:
         pass
 
-    def run(self, case_input: object, *, deadline: float) -> EntryCall:
+    def run(self, case_input: object, *, deadline: float,
+            messages: list[dict[str, Any]] | None = None) -> EntryCall:
         try:
             environ = dict(os.environ)
             environ.update({k: expand(v, os.environ, f"env.{k}") for k, v in self.env.items()})
@@ -232,8 +271,9 @@ class ProcessEntry:
         stdout = _CappedReader(process.stdout, MAX_OUTPUT_BYTES)
         stderr = _CappedReader(process.stderr, 64 * 1024)
         outputs = [(process.stdout, stdout), (process.stderr, stderr)]
+        request = _request(case_input, messages, self.output)
         feeder = threading.Thread(target=self._feed, args=(process.stdin,
-                                                           _input_bytes(case_input)),
+                                                           _input_bytes(request)),
                                   daemon=True, name="elizon-stdin")
         feeder.start()
         try:
@@ -257,16 +297,16 @@ class ProcessEntry:
             return EntryCall(error=ErrorInfo("ProcessExit", f"{why}; stderr: {tail or '(empty)'}"),
                              latency_ms=latency)
         text = stdout.text()
-        if not self.output_json:
-            return EntryCall(value=text, text=text, latency_ms=latency)
-        try:
-            value = json.loads(text)
-        except ValueError as exc:
-            return EntryCall(error=ErrorInfo("OutputError", f"stdout is not JSON ({exc}): "
-                                                            f"{excerpt(text)}"),
+        if self.output == "json":
+            try:
+                value = json.loads(text)
+            except ValueError as exc:
+                return EntryCall(error=ErrorInfo("OutputError", f"stdout is not JSON ({exc}): "
+                                                                f"{excerpt(text)}"),
+                                 latency_ms=latency)
+            return EntryCall(value=value, text=json.dumps(value, ensure_ascii=False),
                              latency_ms=latency)
-        return EntryCall(value=value, text=json.dumps(value, ensure_ascii=False),
-                         latency_ms=latency)
+        return _read(text, self.output, latency)
 
     @staticmethod
     def _feed(pipe: IO[bytes], data: bytes) -> None:
@@ -307,8 +347,9 @@ class HttpEntry:
         self.method = spec.method
         self.headers = dict(spec.headers or {})
         self.timeout_s = spec.timeout
-        #: ``json``: every reply is parsed as JSON; otherwise by its content type.
-        self.output_json = (spec.output or output) == "json"
+        #: ``json``: every reply is parsed as JSON; ``text``: by its content type.
+        self.output = spec.output or output or "text"
+        self.model = spec.model
         self.description = f"{self.method} {self.url}"
         self._client = HttpClient()
 
@@ -318,12 +359,14 @@ class HttpEntry:
     def close(self) -> None:
         self._client.close()
 
-    def run(self, case_input: object, *, deadline: float) -> EntryCall:
+    def run(self, case_input: object, *, deadline: float,
+            messages: list[dict[str, Any]] | None = None) -> EntryCall:
         own = self.timeout_s is not None and time.monotonic() + self.timeout_s < deadline
         limit = time.monotonic() + self.timeout_s if own and self.timeout_s else deadline
         # Cancellation at the deadline is the only way the exchange ends early, so reaching
         # it is always a timeout, never an HTTP error.
-        call = run_on_loop(lambda: self._exchange(case_input, limit), limit)
+        request = _request(case_input, messages, self.output, self.model)
+        call = run_on_loop(lambda: self._exchange(request, limit), limit)
         if call is not None:
             return call
         if own:
@@ -331,13 +374,13 @@ class HttpEntry:
                                              f"the entry's timeout of {self.timeout_s:g} s"))
         return EntryCall(timed_out=True)
 
-    async def _exchange(self, case_input: object, deadline: float) -> EntryCall:
+    async def _exchange(self, request: object, deadline: float) -> EntryCall:
         try:
             headers = {k: expand(v, os.environ, f"headers.{k}") for k, v in self.headers.items()}
         except EntryConfigError as exc:
             return EntryCall(error=ErrorInfo("EntryConfigError", str(exc)))
         try:
-            reply = await self._client.exchange(self.method, self.url, json_body(case_input),
+            reply = await self._client.exchange(self.method, self.url, json_body(request),
                                                 headers, deadline=deadline,
                                                 limit=MAX_OUTPUT_BYTES)
         except HttpError as exc:
@@ -347,7 +390,9 @@ class HttpEntry:
             return EntryCall(error=ErrorInfo("HttpError", f"HTTP {reply.status} from {self.url}: "
                                                           f"{excerpt(text, 500)}"),
                              latency_ms=reply.latency_ms)
-        if self.output_json or "json" in reply.content_type:
+        if self.output in ("answer", "openai"):
+            return _read(text, self.output, reply.latency_ms)
+        if self.output == "json" or "json" in reply.content_type:
             try:
                 value = json.loads(text)
             except ValueError as exc:

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .calling import call_with_deadline, run_on_loop
+from .calls import EntryCall, Usage
 from .http_client import HttpClient, HttpError, excerpt
 from .model import JudgeEndpoint
 
@@ -133,6 +134,8 @@ class Grade:
     #: Why there is no score (the judge failed or answered nonsense).
     error: str | None = None
     timed_out: bool = False
+    #: What grading cost, when the judge reports it (an endpoint's ``usage``).
+    usage: Usage | None = None
 
 
 class Judge(Protocol):
@@ -165,7 +168,7 @@ class CallableJudge:
 
     def grade(self, rubric: str, case_input: object, output: str, *, deadline: float) -> Grade:
         call = call_with_deadline(self.fn, (rubric, case_input, output), {}, deadline,
-                                  lambda raw: (score_of(raw), None))
+                                  lambda raw: EntryCall(value=score_of(raw)))
         if call.timed_out:
             return Grade(timed_out=True)
         if call.error is not None:  # a JudgeError's message says it all; others need the type
@@ -202,9 +205,9 @@ class EndpointJudge:
             headers["Authorization"] = f"Bearer {key}"
         return headers
 
-    async def _ask(self, body: dict[str, Any], deadline: float) -> str:
-        """The reply's message content; JudgeError for transport and HTTP errors,
-        ValueError for a reply that is not a chat completion."""
+    async def _ask(self, body: dict[str, Any], deadline: float, spent: list[Usage]) -> str:
+        """The reply's message content (its usage added to ``spent``); JudgeError for
+        transport and HTTP errors, ValueError for a reply that is not a chat completion."""
         try:
             reply = await self._client.exchange("POST", self.url, body, self._headers(),
                                                 deadline=deadline, limit=MAX_RESPONSE_BYTES)
@@ -218,6 +221,12 @@ class EndpointJudge:
         except (ValueError, KeyError, IndexError, TypeError):
             raise ValueError(f"the reply is not a chat completion: "
                              f"{excerpt(reply.body, _QUOTED)}") from None
+        usage = data.get("usage") if isinstance(data, dict) else None
+        if isinstance(usage, dict):
+            tokens_in, tokens_out = usage.get("prompt_tokens"), usage.get("completion_tokens")
+            spent.append(Usage(tokens_in if isinstance(tokens_in, int) else None,
+                               tokens_out if isinstance(tokens_out, int) else None,
+                               model=self.model))
         if not isinstance(content, str):
             raise ValueError(f"the reply's content is {type(content).__name__}, not text")
         return content
@@ -233,16 +242,21 @@ class EndpointJudge:
             ],
         }
         problem = ""
+        spent: list[Usage] = []
+
+        def usage() -> Usage | None:
+            return sum(spent[1:], spent[0]) if spent else None
+
         try:
             for _attempt in range(2):  # a malformed answer is asked again, once
                 try:
-                    score, reasoning = parse_grade(await self._ask(body, deadline))
-                    return Grade(score=score, reasoning=reasoning)
+                    score, reasoning = parse_grade(await self._ask(body, deadline, spent))
+                    return Grade(score=score, reasoning=reasoning, usage=usage())
                 except ValueError as exc:
                     problem = str(exc)
         except JudgeError as exc:
-            return Grade(error=str(exc))
-        return Grade(error=f"malformed answer twice: {problem}")
+            return Grade(error=str(exc), usage=usage())
+        return Grade(error=f"malformed answer twice: {problem}", usage=usage())
 
     def grade(self, rubric: str, case_input: object, output: str, *, deadline: float) -> Grade:
         grade = run_on_loop(lambda: self._grade(rubric, case_input, output, deadline), deadline)

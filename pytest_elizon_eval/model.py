@@ -23,6 +23,7 @@ from pydantic import (
     Tag,
     ValidationError,
     field_validator,
+    model_validator,
 )
 from pydantic_core import ErrorDetails
 
@@ -42,6 +43,7 @@ __all__ = [
     "UrlEntry",
     "duplicate_case_ids",
     "manifest_shape",
+    "suite_checks",
     "validate",
 ]
 
@@ -85,8 +87,26 @@ class JudgeExpect(_Strict):
     threshold: float = Field(ge=0.0, le=1.0)
 
 
+class ToolCallPattern(_Strict):
+    """One ``calledWith`` entry: a tool's name and a subset of its arguments."""
+
+    name: str = Field(min_length=1)
+    arguments: dict[str, Any] | None = None
+
+
+class ToolCallsExpect(_Strict):
+    """``toolCalls:`` in ``expect``: rules about the tools an agent called."""
+
+    called: list[str] | None = None
+    not_called: list[str] | None = Field(None, alias="notCalled")
+    called_with: list[ToolCallPattern] | None = Field(None, alias="calledWith")
+    order: list[str] | None = None
+    all_succeeded: bool | None = Field(None, alias="allSucceeded")
+    max_calls: int | None = Field(None, alias="maxCalls", ge=0)
+
+
 class Expect(_Strict):
-    """The assertions of one case."""
+    """The assertions of one case (or of one turn of a conversation)."""
 
     contains: list[str] | None = None
     not_contains: list[str] | None = Field(None, alias="notContains")
@@ -100,6 +120,9 @@ class Expect(_Strict):
     json_schema: Annotated[dict[str, Any], AfterValidator(_check_schema)] | None = Field(
         None, alias="jsonSchema")
     judge: JudgeExpect | None = None
+    tool_calls: ToolCallsExpect | None = Field(None, alias="toolCalls")
+    max_tokens: int | None = Field(None, alias="maxTokens", ge=0)
+    max_cost_usd: float | None = Field(None, alias="maxCostUsd", ge=0)
 
     @property
     def checks_output(self) -> bool:
@@ -131,12 +154,22 @@ def _check_tag(tag: str) -> str:
     return tag
 
 
+class Turn(_Strict):
+    """One turn of a conversation: a user message and what its answer must satisfy."""
+
+    input: Any
+    expect: Expect | None = None
+
+    _input_shape = field_validator("input", mode="before")(_check_input)
+
+
 class Case(_Strict):
-    """One test case of a suite file."""
+    """One test case of a suite file: an ``input``, or a conversation of ``turns``."""
 
     id: str
     description: str | None = None
-    input: Any
+    input: Any = None
+    turns: list[Turn] | None = Field(None, min_length=1)
     expect: Expect | None = None
     tags: list[Annotated[str, AfterValidator(_check_tag)]] | None = None
     repeat: int | None = Field(None, ge=1, le=MAX_REPEAT)
@@ -151,7 +184,30 @@ class Case(_Strict):
                 "(^[a-z0-9]+(-[a-z0-9]+)*$)")
         return value
 
-    _input_shape = field_validator("input", mode="before")(_check_input)
+    @field_validator("input", mode="before")
+    @classmethod
+    def _input_shape(cls, value: object) -> object:
+        return value if value is None else _check_input(value)
+
+    @model_validator(mode="after")
+    def _input_or_turns(self) -> Case:
+        if (self.input is None) == (self.turns is None):
+            raise ValueError(INPUT_OR_TURNS)
+        return self
+
+    @property
+    def conversation(self) -> bool:
+        return self.turns is not None
+
+    @property
+    def inputs(self) -> list[Any]:
+        """What the entry point is given, turn by turn (one item for a single call)."""
+        return [t.input for t in self.turns] if self.turns is not None else [self.input]
+
+    @property
+    def judged(self) -> bool:
+        expects = [self.expect, *(t.expect for t in self.turns or ())]
+        return any(e is not None and e.judge is not None for e in expects)
 
 
 class Suite(_Strict):
@@ -213,6 +269,10 @@ def _entry_form(value: Any) -> str:
 _UNION_TAGS.update(("entry-spec", "entry-url", "entry-command"))
 
 
+#: How a command's stdout or a service's reply is read (docs/format.md#output-mode).
+OutputMode = Literal["text", "json", "openai", "answer"]
+
+
 class CommandEntry(_Strict):
     """``entry: {command: [argv…], cwd?, env?}``: the application as a process."""
 
@@ -221,7 +281,7 @@ class CommandEntry(_Strict):
     #: Values may name the operator's variables as ``${NAME}``.
     env: dict[str, str] | None = None
     #: How stdout is read: as text, or parsed as JSON (default: the manifest's ``output``).
-    output: Literal["text", "json"] | None = None
+    output: OutputMode | None = None
 
 
 class UrlEntry(_Strict):
@@ -233,7 +293,9 @@ class UrlEntry(_Strict):
     headers: dict[str, str] | None = None
     timeout: float | None = Field(None, gt=0, le=90)
     #: ``json``: every reply is parsed as JSON (default: JSON replies by their content type).
-    output: Literal["text", "json"] | None = None
+    output: OutputMode | None = None
+    #: With ``output: openai``: the ``model`` of the chat-completions request body.
+    model: str | None = None
 
 
 EntrySpec = Annotated[
@@ -253,6 +315,13 @@ class JudgeEndpoint(_Strict):
     api_key_env: str | None = Field(None, alias="apiKeyEnv")
 
 
+class Price(_Strict):
+    """What a model costs, in US dollars per 1M input and output tokens."""
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+
+
 class Manifest(_Strict):
     """``elizon.yaml``: the keys this plugin reads, and the informational ones."""
 
@@ -261,20 +330,24 @@ class Manifest(_Strict):
     description: str | None = None
     entry: EntrySpec | None = None
     #: How a process or HTTP entry's answer is read: as text, or parsed as JSON.
-    output: Literal["text", "json"] = "text"
+    output: OutputMode = "text"
     judge: Annotated[
         Annotated[str, Tag("judge-spec")] | Annotated[JudgeEndpoint, Tag("judge-endpoint")],
         Discriminator(_text_or_mapping("judge-spec", "judge-endpoint")),
     ] | None = None
     evaluation: Evaluation | None = None
+    #: Prices per 1M tokens by model name, for usage that reports no cost.
+    prices: dict[str, Price] | None = None
 
 
 # -- turning pydantic errors into Problems ---------------------------------------------
 
 #: The keys allowed under each parent key, per file kind, for "did you mean" hints.
 _KEYS_UNDER: dict[type[BaseModel], dict[str, type[BaseModel]]] = {
-    Suite: {"cases": Case, "expect": Expect, "judge": JudgeExpect},
+    Suite: {"cases": Case, "expect": Expect, "judge": JudgeExpect, "turns": Turn,
+            "toolCalls": ToolCallsExpect, "calledWith": ToolCallPattern},
     Manifest: {"evaluation": Evaluation, "suites": SuiteRef, "judge": JudgeEndpoint,
+               "prices": Price,
                "entry": CommandEntry},
 }
 
@@ -394,6 +467,7 @@ def validate(
             problems.append(Problem(line_of(data, loc), _message(error, model)))
         value = None
     if problems:
+        problems = list(dict.fromkeys(problems))  # a rule checked twice is said once
         problems.sort(key=lambda p: (p.line or 0))
         return None, problems
     return value, []
@@ -417,6 +491,23 @@ def duplicate_case_ids(data: Any) -> list[Problem]:
                 f"cases[{index}].id: duplicate id {case_id!r} (first at line {first[case_id]})"))
         else:
             first[case_id] = line
+    return problems
+
+
+#: The one rule for a case's shape, said the same wherever it is found.
+INPUT_OR_TURNS = "a case has exactly one of 'input' (one call) or 'turns' (a conversation)"
+
+
+def suite_checks(data: Any) -> list[Problem]:
+    """Checks on the raw data, so they are found with every other problem (pydantic skips a
+    model's own validators once a field failed): duplicate ids, and input or turns."""
+    problems = duplicate_case_ids(data)
+    cases = data.get("cases") if isinstance(data, YamlMapping) else None
+    if not isinstance(cases, YamlSequence):
+        return problems
+    for index, case in enumerate(cases):
+        if isinstance(case, YamlMapping) and ("input" in case) == ("turns" in case):
+            problems.append(Problem(cases.item_lines[index], f"cases[{index}]: {INPUT_OR_TURNS}"))
     return problems
 
 

@@ -19,15 +19,16 @@ import here.
 from __future__ import annotations
 
 import functools
+import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .assertions import AssertionResult
-from .calls import ErrorInfo
-from .running import Attempt, CasePlan, CaseRun
+from .assertions import AssertionResult, calls_text
+from .calls import EntryCall, ErrorInfo, ToolCall, Usage
+from .running import Attempt, CasePlan, CaseRun, TurnResult, turn_failed
 from .text import cap, defuse, visible
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "SuiteInfo",
     "annotate",
     "blocks",
+    "conversation_text",
     "crashed",
     "decide",
     "display_reason",
@@ -88,6 +90,14 @@ def encodable(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [encodable(v) for v in value]
     return value
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as JSON-like data: YAML can give dates and other objects that cannot cross
+    xdist or go into a results file, so those become their text."""
+    if value is None or isinstance(value, str):
+        return value
+    return json.loads(json.dumps(value, default=str))
 
 
 @dataclass(frozen=True)
@@ -156,6 +166,17 @@ class CaseResult:
     min_pass_rate: float | None = None
     #: Answered from a cassette: the latency is the recorded one.
     replayed: bool = False
+    #: The case's ``input`` as plain JSON-like data (for reports that show it), or None.
+    input: Any = None
+    #: The tools the entry point called (every turn's, for a conversation), as plain data.
+    tool_calls: tuple[dict[str, Any], ...] = ()
+    #: Tokens and cost of the entry point's answer(s), when reported; the judge's apart.
+    usage: dict[str, Any] | None = None
+    judge_usage: dict[str, Any] | None = None
+    #: A conversation's turns as they went (input, answer, checks), and the 1-based number
+    #: of the turn that did not pass, if one did.
+    turns: tuple[dict[str, Any], ...] = ()
+    failed_turn: int | None = None
 
     @property
     def crashed(self) -> bool:
@@ -180,7 +201,10 @@ class CaseResult:
             "entry": self.entry, "judge_score": self.judge_score,
             "judge_reasoning": self.judge_reasoning, "runs": list(self.runs),
             "passed_runs": self.passed_runs, "min_pass_rate": self.min_pass_rate,
-            "replayed": self.replayed,
+            "replayed": self.replayed, "input": _plain(self.input),
+            "tool_calls": list(self.tool_calls), "usage": self.usage,
+            "judge_usage": self.judge_usage, "turns": list(self.turns),
+            "failed_turn": self.failed_turn,
         }
         out: dict[str, Any] = encodable(data)
         out["suite"] = self.suite.to_data()
@@ -199,38 +223,85 @@ class CaseResult:
             entry=data["entry"], judge_score=data.get("judge_score"),
             judge_reasoning=data.get("judge_reasoning"), runs=tuple(data.get("runs") or ()),
             passed_runs=data.get("passed_runs"), min_pass_rate=data.get("min_pass_rate"),
-            replayed=bool(data.get("replayed")),
+            replayed=bool(data.get("replayed")), input=data.get("input"),
+            tool_calls=tuple(data.get("tool_calls") or ()), usage=data.get("usage"),
+            judge_usage=data.get("judge_usage"), turns=tuple(data.get("turns") or ()),
+            failed_turn=data.get("failed_turn"),
         )
 
 
 # -- deciding -------------------------------------------------------------------------------
 
-def _attempt_outcome(attempt: Attempt, expects_error: bool) -> str:
+def _call_outcome(call: EntryCall, assertions: tuple[AssertionResult, ...],
+                  expects_error: bool) -> str:
     """An error fails the run unless ``errorContains`` expected one; an assertion that could
     not be checked (there was no output) fails nothing by itself."""
-    call = attempt.call
     if call.timed_out:
         return TIMEOUT
-    if any(a.passed is False for a in attempt.assertions) or (call.error and not expects_error):
+    if any(a.passed is False for a in assertions) or (call.error and not expects_error):
         return FAILED
     return PASSED
+
+
+def _failed_turn(attempt: Attempt, expects_error: bool) -> int | None:
+    """The 1-based turn at which a conversation stopped without passing, if it did."""
+    for number, turn in enumerate(attempt.turns, 1):
+        if turn_failed(turn, expects_error):
+            return number
+    return None
+
+
+def _attempt_outcome(attempt: Attempt, expects_error: bool) -> str:
+    failed = _failed_turn(attempt, expects_error)
+    if failed is not None:
+        turn = attempt.turns[failed - 1]
+        return _call_outcome(turn.call, turn.assertions, expects_error)
+    return _call_outcome(attempt.call, attempt.assertions, expects_error)
+
+
+def _usage_data(call: EntryCall) -> dict[str, Any] | None:
+    return call.usage.to_data() if call.usage else None
+
+
+def _turn_data(number: int, turn: TurnResult, expects_error: bool) -> dict[str, Any]:
+    call = turn.call
+    return {
+        "turn": number, "input": _plain(turn.input),
+        "outcome": _call_outcome(call, turn.assertions, expects_error),
+        "output": cap(call.text, RUN_OUTPUT_KEPT)[0] if call.text is not None else None,
+        "output_length": len(call.text) if call.text is not None else 0,
+        "latency_ms": call.latency_ms, "assertions": [a.to_data() for a in turn.assertions],
+        "error": call.error.to_data() if call.error else None,
+        "tool_calls": [c.to_data() for c in call.tool_calls], "usage": _usage_data(call),
+        "judge_score": turn.judge_score,
+    }
 
 
 def _identity_fields(identity: CaseIdentity, plan: CasePlan) -> dict[str, Any]:
     return {"nodeid": identity.nodeid, "case_id": identity.case_id, "line": identity.line,
             "suite": identity.suite, "timeout_s": plan.timeout_s,
-            "timeout_source": plan.timeout_source, "entry": plan.entry_description}
+            "timeout_source": plan.timeout_source, "entry": plan.entry_description,
+            "input": plan.case.input}
 
 
 def _single(identity: CaseIdentity, plan: CasePlan, attempt: Attempt, outcome: str
             ) -> CaseResult:
     call = attempt.call
     output, _ = cap(call.text, OUTPUT_KEPT) if call.text is not None else (None, False)
+    expects_error = bool(plan.case.expect and plan.case.expect.error_contains is not None)
+    failed = _failed_turn(attempt, expects_error)
+    assertions = attempt.assertions
+    if failed is not None:  # the failing turn's checks are why the case did not pass
+        assertions = attempt.turns[failed - 1].assertions
     return CaseResult(
-        **_identity_fields(identity, plan), outcome=outcome, assertions=attempt.assertions,
+        tool_calls=tuple(c.to_data() for c in call.tool_calls), usage=_usage_data(call),
+        turns=tuple(_turn_data(n, t, expects_error) for n, t in enumerate(attempt.turns, 1)),
+        failed_turn=failed,
+        **_identity_fields(identity, plan), outcome=outcome, assertions=assertions,
         latency_ms=call.latency_ms, output=output,
         output_length=len(call.text) if call.text is not None else 0, error=call.error,
         judge_score=attempt.judge_score, judge_reasoning=attempt.judge_reasoning,
+        judge_usage=attempt.judge_usage.to_data() if attempt.judge_usage else None,
         replayed=call.replayed)
 
 
@@ -261,8 +332,12 @@ def decide(identity: CaseIdentity, plan: CasePlan, run: CaseRun) -> CaseResult:
     latencies = [a.call.latency_ms for a in run.attempts if a.call.latency_ms is not None]
     scores = [a.judge_score for a in run.attempts if a.judge_score is not None]
     base = _single(identity, plan, run.attempts[shown], outcome)
+    usage: Usage | None = None  # what the case cost is what every run cost
+    for part in (a.call.usage for a in run.attempts if a.call.usage is not None):
+        usage = part if usage is None else usage + part
     return CaseResult(**{
         **base.__dict__,
+        "usage": usage.to_data() if usage else None,
         "latency_ms": sum(latencies) / len(latencies) if latencies else None,
         "judge_score": sum(scores) / len(scores) if scores else None,
         "runs": tuple(_run_data(a, o) for a, o in zip(run.attempts, outcomes, strict=True)),
@@ -317,6 +392,8 @@ def reason(result: CaseResult, limit: int = REASON_PART) -> str:
     """Why a case did not pass, in one line of raw text (each reporter escapes it for its
     medium); each part at most ``limit`` characters."""
     text = _single_reason(result, limit)
+    if result.failed_turn is not None:
+        text = f"turn {result.failed_turn} of {len(result.turns)}: {text}"
     if result.runs:
         text = (f"{result.passed_runs}/{len(result.runs)} runs passed; first that did not: "
                 + text)
@@ -326,6 +403,56 @@ def reason(result: CaseResult, limit: int = REASON_PART) -> str:
 def display_reason(result: CaseResult) -> str:
     """:func:`reason`, safe to print on a terminal or in a CI log."""
     return defuse(visible(reason(result), keep_newlines=False))
+
+
+def usage_text(usage: Mapping[str, Any]) -> str:
+    """``1,234 tokens (1,000 in, 234 out), $0.00123`` — what is known of it."""
+    parts = []
+    tokens_in, tokens_out = usage.get("input_tokens"), usage.get("output_tokens")
+    if tokens_in is not None or tokens_out is not None:
+        parts.append(f"{(tokens_in or 0) + (tokens_out or 0):,} tokens ({tokens_in or 0:,} in, "
+                     f"{tokens_out or 0:,} out)")
+    cost = usage.get("cost_usd")
+    parts.append(f"${cost:.6f}" if cost is not None else "cost unknown")
+    if usage.get("model"):
+        parts.append(f"model {usage['model']}")
+    return visible(", ".join(parts), keep_newlines=False)
+
+
+def _calls_line(calls: Sequence[Mapping[str, Any]]) -> str:
+    return calls_text([ToolCall.from_data(c) for c in calls])
+
+
+def _turn_lines(result: CaseResult) -> list[str]:
+    """Each turn of a conversation: what was said, the answer, and its checks."""
+    lines: list[str] = []
+    for turn in result.turns:
+        mark = {PASSED: "✓", FAILED: "✗", TIMEOUT: "⧗"}.get(turn["outcome"], "?")
+        said = turn["input"] if isinstance(turn["input"], str) else json.dumps(turn["input"])
+        lines.append(f"  turn {turn['turn']} {mark} {turn['outcome']}: "
+                     f"{visible(cap(said, 200)[0], keep_newlines=False)}")
+        if turn["output"] is not None:
+            lines.append("      answer: " + visible(cap(turn["output"], 300)[0],
+                                                     keep_newlines=False))
+        if turn["error"]:
+            error = turn["error"]
+            lines.append("      raised: " + visible(f"{error['type']}: {error['message']}",
+                                                     keep_newlines=False)[:300])
+        if turn["tool_calls"]:
+            lines.append("      tool " + visible(_calls_line(turn["tool_calls"]),
+                                                  keep_newlines=False))
+        for a in turn["assertions"]:
+            check = {True: "✓", False: "✗", None: "·"}[a["passed"]]
+            lines.append(f"      {check} {a['name']}: "
+                         + visible(f"{a['expected']} — {a['found']}", keep_newlines=False))
+    if result.turns and result.failed_turn is None:
+        lines.append("the conversation's own checks:")
+    return lines
+
+
+def conversation_text(result: CaseResult) -> str:
+    """A conversation's turns as lines of text, made visible (for any report)."""
+    return "\n".join(_turn_lines(result))
 
 
 def _run_line(index: int, run: Mapping[str, Any]) -> str:
@@ -357,7 +484,9 @@ def failure_message(result: CaseResult) -> str:
     visible and defused, so it is safe on any terminal and in any CI log."""
     where = f"{result.suite.gate} suite {result.suite.path}:{result.line}"
     name = visible(result.case_id, keep_newlines=False)
-    if result.outcome == TIMEOUT and not result.runs:  # nothing untrusted in it
+    turn = (f" at turn {result.failed_turn} of {len(result.turns)}"
+            if result.failed_turn is not None else "")
+    if result.outcome == TIMEOUT and not result.runs and not result.turns:
         return defuse(f"case {name!r} timed out ({where}): no answer within "
                       f"{result.timeout_s:g} s ({result.timeout_source}); the call was "
                       "abandoned. A timeout is not an assertion failure.")
@@ -366,16 +495,19 @@ def failure_message(result: CaseResult) -> str:
         return defuse(visible(f"case {name!r} crashed ({where}): {result.error.message}"))
     if result.error is not None and result.outcome == ERROR:
         return defuse(visible(f"case {name!r} could not run ({where}):\n{result.error.text}"))
-    if result.error is not None:
-        head = (f"case {name!r} failed ({where}): the entry point raised "
+    if result.error is not None and result.outcome != TIMEOUT:
+        head = (f"case {name!r} failed{turn} ({where}): the entry point raised "
                 f"{visible(result.error.text, keep_newlines=False)}")
+    elif result.outcome == TIMEOUT:
+        head = (f"case {name!r} timed out{turn} ({where}): no answer within "
+                f"{result.timeout_s:g} s ({result.timeout_source}); a timeout is not an "
+                "assertion failure")
     else:
-        verb = "timed out" if result.outcome == TIMEOUT else "failed"
-        head = f"case {name!r} {verb} ({where})"
-    lines = [head, *_runs_lines(result)]
+        head = f"case {name!r} failed{turn} ({where})"
+    lines = [head, *_runs_lines(result), *_turn_lines(result)]
     if result.error is not None and result.error.traceback:
         lines.append(_indent(visible(result.error.traceback), "    "))
-    for a in result.assertions:
+    for a in () if result.failed_turn is not None else result.assertions:  # shown per turn
         mark = {True: "✓", False: "✗", None: "·"}[a.passed]
         if a.passed is False:
             lines.append(f"  {mark} {a.name}")
@@ -386,6 +518,10 @@ def failure_message(result: CaseResult) -> str:
                          f"{visible(a.found, keep_newlines=False)}")
     if not result.assertions and result.error is None:
         lines.append("  (no assertions: the case checks the run end to end)")
+    if result.tool_calls and not result.turns:
+        lines.append("tool " + visible(_calls_line(result.tool_calls), keep_newlines=False))
+    if result.usage:
+        lines.append(f"usage: {usage_text(result.usage)}")
     if result.latency_ms is not None:
         replayed = " (recorded latency, replayed from the cassette)" if result.replayed else ""
         mean = "mean " if result.runs else ""

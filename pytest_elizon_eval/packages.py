@@ -28,8 +28,8 @@ from .model import (
     Manifest,
     Suite,
     UrlEntry,
-    duplicate_case_ids,
     manifest_shape,
+    suite_checks,
     validate,
 )
 
@@ -61,8 +61,10 @@ class Package:
     manifest: Path | None = None
     entry: str | CommandEntry | UrlEntry | None = None
     entry_line: int | None = None
-    #: ``output: json``: a process or HTTP entry's answer is parsed as JSON.
-    output_json: bool = False
+    #: How a command's or service's answer is read, unless its entry says (``output:``).
+    output: str = "text"
+    #: Prices per 1M input and output tokens, by model name (``prices:``).
+    prices: dict[str, tuple[float, float]] = field(default_factory=dict)
     judge: str | JudgeEndpoint | None = None
     judge_line: int | None = None
     suites: tuple[SuiteSpec, ...] = ()
@@ -138,7 +140,8 @@ def load_manifest(path: Path, display: str) -> Package:
         manifest=path,
         entry=manifest.entry,
         entry_line=key_lines.get("entry"),
-        output_json=manifest.output == "json",
+        output=manifest.output,
+        prices={name: (p.input, p.output) for name, p in (manifest.prices or {}).items()},
         judge=manifest.judge,
         judge_line=key_lines.get("judge"),
         suites=tuple(suites),
@@ -191,7 +194,7 @@ def load_suite(path: Path, display: str) -> LoadedSuite:
     """Read and validate a suite file; every problem is reported at once."""
     code = errors.EVALUATION_SUITE_INVALID
     data, read_problems, raw = _read(path, display, code)
-    suite, problems = validate(Suite, data, duplicate_case_ids)
+    suite, problems = validate(Suite, data, suite_checks)
     problems = _in_line_order(read_problems, problems)
     if problems or suite is None:
         raise ElizonError.from_problems(code, display, problems)

@@ -7,22 +7,30 @@ run — and never raises. Deciding the outcome is :mod:`.outcomes`' job, and
 who the case is (node id, suite, line) is joined there too. The judge, when
 a case has one, runs after the entry point inside what is left of the same
 time limit. With ``repeat: n`` each run has its own time limit. With a
-cassette, the recorded calls answer instead of the entry point. No pytest
-import here.
+cassette, the recorded calls answer instead of the entry point.
+
+A conversation (``turns:``) calls the entry point once per turn, each time
+with the conversation so far, under the case's one time limit; it stops at
+the first turn that does not pass. The case's own ``expect`` then reads the
+whole conversation: the last answer, every tool call, the summed latency
+and usage (docs/contract.md#conversations). Usage that reports no cost is
+priced from the user's prices. No pytest import here.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
+from .answers import conversation, priced
 from .assertions import AssertionResult, check
-from .calls import EntryCall
+from .calls import EntryCall, Usage
 from .entries import Entry
 from .judging import Judge
-from .model import Case, JudgeExpect
+from .model import Case, Expect, JudgeExpect
 
-__all__ = ["Attempt", "CasePlan", "CaseRun", "run_case"]
+__all__ = ["Attempt", "CasePlan", "CaseRun", "TurnResult", "run_case", "turn_failed"]
 
 
 @dataclass(frozen=True)
@@ -40,18 +48,45 @@ class CasePlan:
     route_key: str = "route"
     repeat: int = 1
     min_pass_rate: float = 1.0
-    #: Recorded calls that answer instead of the entry point (``--elizon-replay``).
-    replay: tuple[EntryCall, ...] | None = None
+    #: Recorded calls that answer instead of the entry point (``--elizon-replay``): per
+    #: run, the call of each turn (one for a single call).
+    replay: tuple[tuple[EntryCall, ...], ...] | None = None
+    #: US dollars per 1M input and output tokens, by model name.
+    prices: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    """One turn of a conversation: what was said, the answer, and its checks."""
+
+    input: object
+    call: EntryCall
+    assertions: tuple[AssertionResult, ...]
+    judge_score: float | None = None
+    judge_reasoning: str | None = None
+    judge_usage: Usage | None = None
+
+
+def turn_failed(turn: TurnResult, expects_error: bool = False) -> bool:
+    """Whether a turn ends its conversation: it timed out, an assertion failed, or the
+    entry point raised and no ``errorContains`` expected it."""
+    return turn.call.timed_out or any(a.passed is False for a in turn.assertions) \
+        or (turn.call.error is not None and not expects_error)
 
 
 @dataclass(frozen=True)
 class Attempt:
-    """One run of a case: the call and what the checks said of it."""
+    """One run of a case: the call and what the checks said of it. For a conversation,
+    ``call`` is the whole conversation (last answer, every tool call, summed latency and
+    usage), ``assertions`` the case's own, and ``turns`` each turn."""
 
     call: EntryCall
     assertions: tuple[AssertionResult, ...]
     judge_score: float | None = None
     judge_reasoning: str | None = None
+    #: What grading cost (every judged turn's too), apart from the entry point's usage.
+    judge_usage: Usage | None = None
+    turns: tuple[TurnResult, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -61,44 +96,101 @@ class CaseRun:
     attempts: tuple[Attempt, ...]
 
 
-def _judged(spec: JudgeExpect, judge: Judge, case: Case, call: EntryCall, deadline: float
-            ) -> tuple[AssertionResult, float | None, str | None]:
+def _judged(spec: JudgeExpect, judge: Judge, case_input: object, call: EntryCall,
+            deadline: float) -> tuple[AssertionResult, float | None, str | None, Usage | None]:
     name = f"judge {judge.description}"
     wanted = f"a score of at least {spec.threshold:g} for the rubric {spec.rubric[:120]!r}"
     if call.text is None:
         return AssertionResult("judge", None, wanted, "not checked: there is no output"), \
-            None, None
+            None, None, None
     left = deadline - time.monotonic()
     if left <= 0:
         return AssertionResult("judge", False, wanted, f"{name}: no time left within the "
-                               "case's time limit"), None, None
-    grade = judge.grade(spec.rubric, case.input, call.text, deadline=deadline)
+                               "case's time limit"), None, None, None
+    grade = judge.grade(spec.rubric, case_input, call.text, deadline=deadline)
     if grade.timed_out:
         return AssertionResult("judge", False, wanted, f"{name} gave no grade within the "
-                               f"{left:.1f} s left of the case's time limit"), None, None
+                               f"{left:.1f} s left of the case's time limit"), \
+            None, None, grade.usage
     if grade.error is not None or grade.score is None:
         return AssertionResult("judge", False, wanted, f"{name} failed: {grade.error}"), \
-            None, None
+            None, None, grade.usage
     found = f"score {grade.score:.2f}" + (f" — {grade.reasoning}" if grade.reasoning else "")
     return (AssertionResult("judge", grade.score >= spec.threshold, wanted, found),
-            grade.score, grade.reasoning)
+            grade.score, grade.reasoning, grade.usage)
 
 
-def _attempt(plan: CasePlan, recorded: EntryCall | None) -> Attempt:
-    deadline = time.monotonic() + plan.timeout_s
-    if recorded is not None:
-        call = recorded
-    else:
-        assert plan.entry is not None  # a plan has an entry or a replay
-        call = plan.entry.run(plan.case.input, deadline=deadline)
-    expect = plan.case.expect
+def _checked(plan: CasePlan, expect: Expect | None, case_input: object, call: EntryCall,
+             deadline: float
+             ) -> tuple[tuple[AssertionResult, ...], float | None, str | None, Usage | None]:
     assertions = check(expect, call, plan.route_key)
-    score = reasoning = None
+    score = reasoning = usage = None
     if expect is not None and expect.judge is not None and plan.judge is not None \
             and not call.timed_out:
-        result, score, reasoning = _judged(expect.judge, plan.judge, plan.case, call, deadline)
+        result, score, reasoning, usage = _judged(expect.judge, plan.judge, case_input, call,
+                                                  deadline)
         assertions.append(result)
-    return Attempt(call, tuple(assertions), score, reasoning)
+    return tuple(assertions), score, reasoning, priced(usage, plan.prices)
+
+
+def _call(plan: CasePlan, case_input: object, deadline: float,
+          recorded: EntryCall | None, messages: list[dict[str, object]] | None) -> EntryCall:
+    if recorded is not None:
+        return recorded
+    assert plan.entry is not None  # a plan has an entry or a replay
+    call = plan.entry.run(case_input, deadline=deadline, messages=messages)
+    usage = priced(call.usage, plan.prices)
+    return call if usage is call.usage else replace(call, usage=usage)
+
+
+def _total(usages: Sequence[Usage | None]) -> Usage | None:
+    total: Usage | None = None
+    for part in usages:
+        if part is not None:
+            total = part if total is None else total + part
+    return total
+
+
+def _whole(calls: Sequence[EntryCall]) -> EntryCall:
+    """A conversation as one call: its last answer, every tool call, summed latency/usage."""
+    last = calls[-1]
+    latencies = [c.latency_ms for c in calls]
+    return replace(last, latency_ms=None if any(v is None for v in latencies)
+                   else sum(v for v in latencies if v is not None),
+                   tool_calls=tuple(t for c in calls for t in c.tool_calls),
+                   usage=_total([c.usage for c in calls]))
+
+
+def _attempt(plan: CasePlan, recorded: tuple[EntryCall, ...] | None) -> Attempt:
+    deadline = time.monotonic() + plan.timeout_s
+    case = plan.case
+    if case.turns is None:
+        call = _call(plan, case.input, deadline, recorded[0] if recorded else None, None)
+        return Attempt(call, *_checked(plan, case.expect, case.input, call, deadline))
+    expects_error = bool(case.expect and case.expect.error_contains is not None)
+    turns: list[TurnResult] = []
+    history: list[tuple[object, EntryCall]] = []
+    for index, turn in enumerate(case.turns):
+        if recorded is not None and index >= len(recorded):
+            break  # a recorded run stops where its conversation stopped
+        messages = conversation(history, turn.input)
+        call = _call(plan, turn.input, deadline, recorded[index] if recorded else None,
+                     messages)
+        done = TurnResult(turn.input, call, *_checked(plan, turn.expect, turn.input, call,
+                                                      deadline))
+        turns.append(done)
+        history.append((turn.input, call))
+        if turn_failed(done, expects_error):
+            break
+    whole = _whole([t.call for t in turns])
+    graded = _total([t.judge_usage for t in turns])
+    if len(turns) < len(case.turns) or turn_failed(turns[-1], expects_error):
+        # the case's own checks are about the whole conversation, which did not happen
+        return Attempt(whole, (), judge_usage=graded, turns=tuple(turns))
+    assertions, score, reasoning, usage = _checked(plan, case.expect, case.turns[-1].input,
+                                                   whole, deadline)
+    return Attempt(whole, assertions, score, reasoning, _total([graded, usage]),
+                   turns=tuple(turns))
 
 
 def run_case(plan: CasePlan) -> CaseRun:

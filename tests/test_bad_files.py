@@ -45,9 +45,9 @@ SUITE_CASES = {
                          ["pkg/eval/suite.yaml:4: cases[[]0[]]: unknown key 'expected' "
                           "(did you mean 'expect'?)*"]),
     "missing-id-and-input": ("cases:\n  - description: no id\n",
-                             ["pkg/eval/suite.yaml:2: cases[[]0[]]: missing required key 'id'",
-                              "pkg/eval/suite.yaml:2: cases[[]0[]]: missing required key "
-                              "'input'"]),
+                             ["pkg/eval/suite.yaml:2: cases[[]0[]]: a case has exactly one of "
+                              "'input' (one call) or 'turns' (a conversation)",
+                              "pkg/eval/suite.yaml:2: cases[[]0[]]: missing required key 'id'"]),
     "bad-id": ("cases:\n  - id: Not_Hyphenated\n    input: x\n",
                ["pkg/eval/suite.yaml:2: cases[[]0[]].id: id 'Not_Hyphenated' must be lowercase*"]),
     "duplicate-id": ("cases:\n  - id: a\n    input: x\n  - id: a\n    input: y\n",
@@ -119,8 +119,8 @@ cases:
         "'notcontains'*",
         "EVALUATION_SUITE_INVALID: pkg/eval/suite.yaml:8: *maxLatencyMs: must be at least 0*",
         "EVALUATION_SUITE_INVALID: pkg/eval/suite.yaml:9: cases[[]2[]].id: duplicate id 'fine'*",
-        "EVALUATION_SUITE_INVALID: pkg/eval/suite.yaml:9: cases[[]2[]]: missing required key "
-        "'input'",
+        "EVALUATION_SUITE_INVALID: pkg/eval/suite.yaml:9: cases[[]2[]]: a case has exactly one "
+        "of 'input' (one call) or 'turns' (a conversation)",
     ], consecutive=True)
 
 

@@ -16,11 +16,14 @@ from typing import Any
 
 from ..outcomes import ERROR, FAILED, PASSED, TIMEOUT, CaseResult, SuiteInfo, blocks
 
-__all__ = ["METRICS", "Aggregate", "BaselineRow", "SuiteSummary", "format_metric"]
+__all__ = ["COST_METRICS", "METRICS", "Aggregate", "BaselineRow", "SuiteSummary", "format_metric"]
 
 #: The metric names, in the order reports show them.
 METRICS = ("cases", "pass_rate", "fail_rate", "timeout_rate", "mean_latency_ms",
-           "p50_latency_ms", "p95_latency_ms", "max_latency_ms", "judge_score")
+           "p50_latency_ms", "p95_latency_ms", "max_latency_ms", "judge_score",
+           "total_cost_usd", "mean_cost_usd", "total_tokens", "mean_tokens")
+#: Metrics where more is worse for the operator's bill (``--elizon-baseline`` flags a rise).
+COST_METRICS = ("total_cost_usd", "mean_cost_usd", "total_tokens", "mean_tokens")
 
 Number = float | int
 
@@ -29,8 +32,12 @@ def format_metric(value: float | int | None, metric: str, missing: str = "-") ->
     """A metric as reports show it: counts whole, latencies in ms to 0.1, rates to 0.001."""
     if value is None:
         return missing
-    if metric == "cases":
-        return str(int(value))
+    if metric in ("cases", "total_tokens"):
+        return f"{int(value):,}"
+    if metric.endswith("_usd"):
+        return f"${value:.6f}"
+    if metric == "mean_tokens":
+        return f"{value:,.1f}"
     return f"{value:.1f}" if metric.endswith("_ms") else f"{value:.3f}"
 
 
@@ -88,6 +95,13 @@ class SuiteSummary:
         n = len(self.results)
         latencies = sorted(r.latency_ms for r in self.results if r.latency_ms is not None)
         scores = [r.judge_score for r in self.results if r.judge_score is not None]
+        # Cost and tokens count only cases that reported them, never a guess for the others.
+        costs = [r.usage["cost_usd"] for r in self.results
+                 if r.usage and r.usage.get("cost_usd") is not None]
+        tokens = [(r.usage.get("input_tokens") or 0) + (r.usage.get("output_tokens") or 0)
+                  for r in self.results if r.usage and (r.usage.get("input_tokens") is not None
+                                                        or r.usage.get("output_tokens")
+                                                        is not None)]
         return {
             "cases": n,
             "pass_rate": self.count(PASSED) / n if n else None,
@@ -98,6 +112,10 @@ class SuiteSummary:
             "p95_latency_ms": _percentile(latencies, 0.95) if latencies else None,
             "max_latency_ms": latencies[-1] if latencies else None,
             "judge_score": sum(scores) / len(scores) if scores else None,
+            "total_cost_usd": sum(costs) if costs else None,
+            "mean_cost_usd": sum(costs) / len(costs) if costs else None,
+            "total_tokens": sum(tokens) if tokens else None,
+            "mean_tokens": sum(tokens) / len(tokens) if tokens else None,
         }
 
     def baseline_rows(self) -> list[BaselineRow]:

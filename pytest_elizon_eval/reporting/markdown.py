@@ -16,7 +16,7 @@ from __future__ import annotations
 import html
 import re
 
-from ..outcomes import PASSED, CaseResult, reason
+from ..outcomes import PASSED, CaseResult, conversation_text, reason
 from ..text import cap, visible
 from .aggregate import Aggregate, SuiteSummary, format_metric
 from .regression import Regression
@@ -61,6 +61,10 @@ def _latency(result: CaseResult) -> str:
 
 
 def _details(result: CaseResult) -> str:
+    if result.turns:  # a conversation: each turn's input, answer, tool calls and checks
+        said, _ = cap(conversation_text(result), OUTPUT_SHOWN)
+        title = html.escape(f"{result.case_id}: {len(result.turns)} turns")
+        return f"<details><summary>{title}</summary>\n\n{_fence(said)}\n\n</details>\n"
     shown, cut = cap(result.output or "", OUTPUT_SHOWN)
     note = f", first {len(shown):,} shown" if cut or result.output_length > len(shown) else ""
     summary = html.escape(f"{result.case_id} output ({result.output_length:,} chars{note})")
@@ -118,6 +122,11 @@ def render(aggregate: Aggregate, regression: Regression | None = None,
             f"{n} {kind}" for kind, n in regression.counts().items()) + "\n")
         for path in regression.changed_suites:
             doc.add(f"- The suite file `{cell(path)}` changed since that run.")
+        for m in regression.metric_changes:
+            verdict = "❌ cost regressed" if m.regressed else "✅ cost improved"
+            doc.add(f"- {verdict}: `{cell(m.suite)}` {cell(m.metric)} "
+                    f"{cell(format_metric(m.before, m.metric))} → "
+                    f"{cell(format_metric(m.after, m.metric))}")
         moved = [c for c in regression.changes if c.change != "unchanged"]
         if moved:
             doc.add("\n| case | change | before | after |\n|---|---|---|---|")

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..outcomes import PASSED
-from .aggregate import Aggregate
+from .aggregate import COST_METRICS, Aggregate
 
-__all__ = ["CHANGES", "CaseChange", "Regression", "compare"]
+__all__ = ["CHANGES", "CaseChange", "MetricChange", "Regression", "compare"]
 
 #: The kinds of change, most important first.
 CHANGES = ("regressed", "improved", "new", "removed", "unchanged")
@@ -26,11 +26,27 @@ class CaseChange:
 
 
 @dataclass(frozen=True)
+class MetricChange:
+    """A cost metric of a suite, before and after; a rise is a regression of the bill."""
+
+    suite: str
+    metric: str
+    before: float
+    after: float
+
+    @property
+    def regressed(self) -> bool:
+        return self.after > self.before
+
+
+@dataclass(frozen=True)
 class Regression:
     baseline_file: str
     changes: tuple[CaseChange, ...]
     #: Paths of suites whose file hash differs from the earlier run's.
     changed_suites: tuple[str, ...]
+    #: Cost and token metrics that changed, per suite.
+    metric_changes: tuple[MetricChange, ...] = ()
 
     def counts(self) -> dict[str, int]:
         found = Counter(c.change for c in self.changes)
@@ -43,6 +59,9 @@ class Regression:
             "counts": self.counts(),
             "cases": [{"nodeid": c.nodeid, "change": c.change, "before": c.before,
                        "after": c.after} for c in self.changes],
+            "metrics": [{"suite": m.suite, "metric": m.metric, "before": m.before,
+                         "after": m.after, "regressed": m.regressed}
+                        for m in self.metric_changes],
         }
 
 
@@ -63,6 +82,8 @@ def compare(previous: Mapping[str, Any], aggregate: Aggregate, source: str) -> R
     """
     before = {c["nodeid"]: c["outcome"] for s in previous["suites"] for c in s["cases"]}
     old_hashes = {s["path"]: s["sha256"] for s in previous["suites"]}
+    old_metrics = {s["path"]: s.get("metrics") or {} for s in previous["suites"]}
+    metric_changes: list[MetricChange] = []
     after: dict[str, str] = {}
     changed: list[str] = []
     for summary in aggregate.suites():
@@ -70,7 +91,13 @@ def compare(previous: Mapping[str, Any], aggregate: Aggregate, source: str) -> R
         if old and summary.info.sha256 and old != summary.info.sha256:
             changed.append(summary.info.path)
         after.update({r.nodeid: r.outcome for r in summary.results})
+        now = summary.metrics()
+        for metric in COST_METRICS:
+            was, is_now = old_metrics.get(summary.info.path, {}).get(metric), now.get(metric)
+            if isinstance(was, (int, float)) and is_now is not None and was != is_now:
+                metric_changes.append(MetricChange(summary.info.path, metric, float(was),
+                                                   float(is_now)))
     changes = [CaseChange(n, _change(before.get(n), after.get(n)), before.get(n), after.get(n))
                for n in sorted(set(before) | set(after))]
     changes.sort(key=lambda c: (CHANGES.index(c.change), c.nodeid))
-    return Regression(source, tuple(changes), tuple(changed))
+    return Regression(source, tuple(changes), tuple(changed), tuple(metric_changes))
