@@ -20,6 +20,7 @@ import pytest
 from .binding import ENTRY, JUDGE, Kind, Source, parse_text
 from .cassette import Cassette
 from .concurrency import MAX_CONCURRENCY
+from .signing import SigningKey
 
 __all__ = ["HARD_LIMIT_S", "SETTINGS", "Settings", "register", "resolve"]
 
@@ -45,6 +46,8 @@ _HELP = {
     "markdown": "Write the markdown summary to PATH (it is also appended to "
                 "$GITHUB_STEP_SUMMARY when that is set).",
     "results": "Write every result, metric and the verdict as JSON to PATH.",
+    "html": "Write one self-contained HTML page of the run (verdict, charts, every case) "
+            "to PATH.",
     "baseline": "An earlier --elizon-results file: report what regressed, improved or stayed.",
     "annotations": "GitHub Actions annotations for cases that did not pass: auto (when "
                    "GITHUB_ACTIONS=true), on or off.",
@@ -53,7 +56,13 @@ _HELP = {
     "concurrency": "Run up to N cases at once in this process (1-64; per worker with -n), "
                    "for I/O-bound model calls (default 1).",
     "strict": "Treat advisory suites as must-pass: their failures fail the run.",
+    "prices": "Prices to cost token usage that reports no cost: one 'MODEL INPUT OUTPUT' line "
+              "per model, in US dollars per 1M input and output tokens (a manifest's "
+              "prices: wins for its package).",
     "suite_files": "Glob patterns of stand-alone suite files to collect (default: *.eval.yaml).",
+    "sign_key": "Sign the --elizon-results file with the Ed25519 private key in the PEM file "
+                "PATH (written beside it as RESULTS.sig); else ini elizon_sign_key, else the "
+                "PEM in $ELIZON_SIGN_KEY. Create keys with 'elizon-eval keygen DIR'.",
 }
 
 
@@ -82,6 +91,13 @@ class Settings:
     record: Path | None
     #: The cassette replayed, read once per process.
     replay: Cassette | None
+    #: ini ``elizon_prices``: US dollars per 1M input and output tokens, by model name.
+    prices: dict[str, tuple[float, float]]
+    #: ``--elizon-html`` / ini ``elizon_html``: the HTML report's path.
+    html: Path | None = None
+    #: ``--elizon-sign-key`` / ini ``elizon_sign_key`` / ``$ELIZON_SIGN_KEY``: signs the
+    #: results file (docs/contract.md#signatures). Its repr shows the fingerprint only.
+    sign_key: SigningKey | None = None
 
 
 SETTINGS = pytest.StashKey[Settings]()
@@ -96,6 +112,7 @@ def register(parser: pytest.Parser) -> None:
     group.addoption("--elizon-junit", metavar="PATH", default=None, help=_HELP["junit"])
     group.addoption("--elizon-markdown", metavar="PATH", default=None, help=_HELP["markdown"])
     group.addoption("--elizon-results", metavar="PATH", default=None, help=_HELP["results"])
+    group.addoption("--elizon-html", metavar="PATH", default=None, help=_HELP["html"])
     group.addoption("--elizon-baseline", metavar="PATH", default=None, help=_HELP["baseline"])
     group.addoption("--elizon-annotations", choices=("auto", "on", "off"), default="auto",
                     help=_HELP["annotations"])
@@ -104,12 +121,16 @@ def register(parser: pytest.Parser) -> None:
     group.addoption("--elizon-concurrency", metavar="N", default=None,
                     help=_HELP["concurrency"])
     group.addoption("--elizon-strict", action="store_true", default=False, help=_HELP["strict"])
+    group.addoption("--elizon-sign-key", metavar="PATH", default=None, help=_HELP["sign_key"])
     parser.addini("elizon_entry", _HELP["entry_ini"], default=None)
     parser.addini("elizon_timeout", _HELP["timeout"], default=None)
     parser.addini("elizon_judge", _HELP["judge_ini"], default=None)
     parser.addini("elizon_route_key", _HELP["route_key"], default="route")
     parser.addini("elizon_concurrency", _HELP["concurrency"], default=None)
     parser.addini("elizon_strict", _HELP["strict"], type="bool", default=False)
+    parser.addini("elizon_html", _HELP["html"], default=None)
+    parser.addini("elizon_prices", _HELP["prices"], type="linelist", default=[])
+    parser.addini("elizon_sign_key", _HELP["sign_key"], default=None)
     parser.addini("elizon_suite_files", _HELP["suite_files"], type="args",
                   default=["*.eval.yaml"])
 
@@ -156,6 +177,15 @@ def _path(config: pytest.Config, name: str) -> Path | None:
     if not value:
         return None
     return Path(config.invocation_params.dir, os.path.expanduser(value))
+
+
+def _html_path(config: pytest.Config) -> Path | None:
+    """``--elizon-html``, else ini ``elizon_html``; relative to where pytest was started, like
+    every report path."""
+    raw, _ = _option_or_ini(config, "elizon_html")
+    if not raw or not str(raw).strip():
+        return None
+    return Path(config.invocation_params.dir, os.path.expanduser(str(raw).strip()))
 
 
 def _annotations(config: pytest.Config) -> bool:
@@ -207,6 +237,26 @@ def _strict(config: pytest.Config) -> bool:
                                 "true or false") from None
 
 
+def _prices(config: pytest.Config) -> dict[str, tuple[float, float]]:
+    """ini ``elizon_prices``: one ``MODEL INPUT OUTPUT`` line per model (US dollars per 1M
+    input and output tokens)."""
+    prices: dict[str, tuple[float, float]] = {}
+    for line in config.getini("elizon_prices"):
+        parts = line.split()
+        try:
+            model, per_input, per_output = parts[0], float(parts[1]), float(parts[2])
+            if len(parts) != 3 or min(per_input, per_output) < 0 \
+                    or not math.isfinite(per_input + per_output):
+                raise ValueError
+        except (ValueError, IndexError):
+            raise pytest.UsageError(
+                f"{_ini_source(config, 'elizon_prices')}: {line!r}: expected 'MODEL INPUT "
+                "OUTPUT' (US dollars per 1M input and output tokens, e.g. "
+                "'gpt-4o-mini 0.15 0.60')") from None
+        prices[model] = (per_input, per_output)
+    return prices
+
+
 def _cassette(config: pytest.Config) -> Cassette | None:
     path = _path(config, "elizon_replay")
     if path is None:
@@ -217,6 +267,39 @@ def _cassette(config: pytest.Config) -> Cassette | None:
         return Cassette.load(path)
     except ValueError as exc:
         raise pytest.UsageError(f"--elizon-replay={path}: {exc}") from None
+
+
+def _sign_key(config: pytest.Config, results: Path | None) -> SigningKey | None:
+    """The key that signs the results file: a PEM file named by the option or the ini key,
+    else the PEM held by ``$ELIZON_SIGN_KEY``. Errors name the source, never the key."""
+    raw = config.getoption("elizon_sign_key")
+    if raw is not None and results is None:
+        raise pytest.UsageError("--elizon-sign-key signs the results file: give "
+                                "--elizon-results=PATH too")
+    if results is None:  # an ini key or a CI-wide variable: nothing to sign in this run
+        return None
+    ini = config.getini("elizon_sign_key")
+    for value, where in ((raw, "--elizon-sign-key"), (ini, "ini option elizon_sign_key")):
+        if value and ("PRIVATE KEY" in str(value) or "\n" in str(value)):
+            # Never echoed: a key pasted where a path belongs must not reach a log.
+            raise pytest.UsageError(f"{where} takes the path of a key file, not the key "
+                                    "itself; put the key's PEM in $ELIZON_SIGN_KEY instead")
+    try:
+        if raw is not None:
+            path = Path(config.invocation_params.dir, os.path.expanduser(raw))
+            return SigningKey.from_file(path, f"--elizon-sign-key={path}")
+        if ini:
+            base = config.inipath.parent if config.inipath else config.rootpath
+            path = Path(base, os.path.expanduser(str(ini).strip()))
+            return SigningKey.from_file(path, f"{_ini_source(config, 'elizon_sign_key')} "
+                                              f"({path})")
+        env = os.environ.get("ELIZON_SIGN_KEY", "")
+        if env.strip():
+            return SigningKey.from_pem(env.encode("utf-8", "replace"),
+                                       "$ELIZON_SIGN_KEY (it holds the PEM of the key itself)")
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    return None
 
 
 def resolve(config: pytest.Config) -> Settings:
@@ -242,4 +325,7 @@ def resolve(config: pytest.Config) -> Settings:
         concurrency=_concurrency(config),
         record=_path(config, "elizon_record"),
         replay=_cassette(config),
+        html=_html_path(config),
+        prices=_prices(config),
+        sign_key=_sign_key(config, _path(config, "elizon_results")),
     )

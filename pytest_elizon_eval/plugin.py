@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from . import _pytest_compat as compat
-from . import collect, concurrency, options, outcomes
+from . import collect, concurrency, options, outcomes, provenance
 from .binding import Binder
 from .discovery import PackageIndex
 from .packages import standalone
@@ -44,6 +44,12 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[collect.SCHEDULER] = concurrency.CaseScheduler(settings.concurrency)
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(SessionReporter(config, settings), _REPORTER)
+    if config.pluginmanager.hasplugin("html") and getattr(config.option, "htmlpath", None):
+        # pytest-html is active: its rows and summary get the Elizon details (workers too,
+        # since the extras ride on the report).
+        from .pytest_html_glue import PytestHtmlExtras
+
+        config.pluginmanager.register(PytestHtmlExtras(_REPORTER), "elizon-pytest-html")
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -137,6 +143,7 @@ class SessionReporter:
         self.written: list[tuple[str, Path]] = []
         self.unwritten: list[str] = []
         self.recordings: list[dict[str, Any]] = []
+        self.started = provenance.now()
         self.guard = github.Guard.new() if settings.annotations else None
         self.previous: dict[str, Any] | None = None
         if settings.baseline is not None:
@@ -150,6 +157,7 @@ class SessionReporter:
         return plugin if isinstance(plugin, pytest.TerminalReporter) else None
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.started = provenance.now()
         writer = self._terminal()
         if self.guard is not None and writer is not None:
             # Nothing printed from here on can run a workflow command.
@@ -187,10 +195,18 @@ class SessionReporter:
             self.regression = compare(self.previous, self.aggregate, str(self.settings.baseline))
         if not len(self.aggregate) and self.regression is None:
             return
+        made = self._provenance() if self.settings.results is not None else None
         self.written, self.unwritten = files.write_all(self.aggregate, self.regression,
-                                                       self.settings, self.recordings)
+                                                       self.settings, self.recordings, made)
         if self.unwritten:
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
+
+    def _provenance(self) -> dict[str, Any]:
+        """What the results file says about how it was made (docs/contract.md#provenance)."""
+        return provenance.record(
+            started=self.started, finished=provenance.now(), pytest_version=pytest.__version__,
+            options=provenance.command_options(vars(self.config.option)),
+            package_records=provenance.packages(self.aggregate, self.config.stash[collect.INDEX]))
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         lines = terminal.render(self.aggregate, self.regression)

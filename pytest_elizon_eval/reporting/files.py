@@ -8,13 +8,14 @@ are still written.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from .. import signing
 from ..cassette import Cassette
 from ..options import Settings
-from . import junit, markdown, results
+from . import html, junit, markdown, results
 from .aggregate import Aggregate
 from .regression import Regression
 
@@ -36,15 +37,31 @@ def _append_summary(path: Path, aggregate: Aggregate, regression: Regression | N
 
 
 def write_all(aggregate: Aggregate, regression: Regression | None, settings: Settings,
-              recordings: list[dict[str, Any]]) -> tuple[list[tuple[str, Path]], list[str]]:
+              recordings: list[dict[str, Any]], provenance: Mapping[str, Any] | None = None
+              ) -> tuple[list[tuple[str, Path]], list[str]]:
     """Write every requested file: (kind, path) of each written, and a line for each that
     could not be written."""
+    document: list[str] = []  # the results text as written: the signature covers exactly it
+
+    def write_results(path: Path) -> None:
+        text = json.dumps(results.build(aggregate, regression, provenance=provenance),
+                          ensure_ascii=False, indent=2) + "\n"
+        _write(path, text)
+        document.append(text)
+
+    def write_signature(path: Path) -> None:
+        if document and settings.sign_key is not None:  # only beside a results file written
+            _write(path, signing.signature_text(document[0], settings.sign_key))
+
+    signature = (signing.signature_path(settings.results)
+                 if settings.results is not None and settings.sign_key is not None else None)
     jobs: list[tuple[str, Path | None, Callable[[Path], None]]] = [
         ("JUnit XML", settings.junit, lambda p: _write(p, junit.render(aggregate))),
-        ("results JSON", settings.results, lambda p: _write(p, json.dumps(
-            results.build(aggregate, regression), ensure_ascii=False, indent=2) + "\n")),
+        ("results JSON", settings.results, write_results),
+        ("results signature", signature, write_signature),
         ("markdown summary", settings.markdown,
          lambda p: _write(p, markdown.render(aggregate, regression))),
+        ("HTML report", settings.html, lambda p: _write(p, html.render(aggregate, regression))),
         ("step summary", settings.step_summary,
          lambda p: _append_summary(p, aggregate, regression)),
         ("cassette", settings.record, lambda p: write_cassette(p, recordings)),

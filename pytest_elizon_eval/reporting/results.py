@@ -10,6 +10,7 @@ before it is used as a ``--elizon-baseline``.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from functools import cache
 from importlib import resources
@@ -21,7 +22,7 @@ from ..outcomes import CaseResult
 from .aggregate import Aggregate
 from .regression import Regression
 
-__all__ = ["FORMAT", "build", "load", "schema"]
+__all__ = ["FORMAT", "build", "check", "load", "schema"]
 
 FORMAT = "pytest-elizon-eval/results/v1"
 
@@ -43,8 +44,9 @@ def _case(result: CaseResult) -> dict[str, Any]:
     return data
 
 
-def build(aggregate: Aggregate, regression: Regression | None = None) -> dict[str, Any]:
-    """The results file's data."""
+def build(aggregate: Aggregate, regression: Regression | None = None, *,
+          provenance: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The results file's data; ``provenance`` is docs/contract.md#provenance."""
     suites = []
     for summary in aggregate.suites():
         info = summary.info
@@ -65,13 +67,19 @@ def build(aggregate: Aggregate, regression: Regression | None = None) -> dict[st
     }
     if regression is not None:
         data["regression"] = regression.to_data()
+    if provenance is not None:
+        data["provenance"] = dict(provenance)
     return data
 
 
 def load(path: Path) -> dict[str, Any]:
     """An earlier results file, checked; ``ValueError`` says what is wrong with it."""
+    return check(read_json(path))
+
+
+def check(data: Any) -> dict[str, Any]:
+    """``data`` if it fits the results schema; ``ValueError`` says where it does not."""
     import jsonschema  # deferred: costs import time on every run, needed by few
-    data = read_json(path)
     error = jsonschema.exceptions.best_match(
         jsonschema.Draft202012Validator(schema()).iter_errors(data))
     if error is not None:

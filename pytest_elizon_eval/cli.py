@@ -1,0 +1,524 @@
+"""The ``elizon-eval`` command: keys, and what happens to a results file after the run.
+
+Owns the verbs of docs/contract.md#the-elizon-eval-command — ``keygen``,
+``show``, ``diff``, ``merge``, ``acknowledge`` and ``verify`` — as one
+argparse parser with sub-parsers and :func:`main` (``python -m
+pytest_elizon_eval`` delegates to it). Exit status: 0 ok; 1 the data (or the
+person asked) said no; 2 usage or trouble (a bad argument, a file that cannot
+be read or is not what it should be). Every file read is hostile input
+(:mod:`.evidence`): a problem is one clear line, never a traceback. What a
+file holds is printed made visible and defused (:mod:`.text`); a private key
+is never printed, whatever goes wrong.
+
+Reports are rendered by the reporters a run uses (terminal, JUnit, markdown,
+results), from an aggregate rebuilt from the file's cases. No pytest import.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, NoReturn, TextIO
+
+from . import evidence, provenance, signing
+from .evidence import Document, EvidenceError
+from .outcomes import ERROR, FAILED, PASSED, TIMEOUT, blocks, display_reason
+from .reporting import html, junit, markdown, terminal
+from .reporting.regression import compare
+from .text import defuse, visible
+
+__all__ = ["EXIT_NO", "EXIT_OK", "EXIT_USAGE", "main"]
+
+EXIT_OK, EXIT_NO, EXIT_USAGE = 0, 1, 2
+
+EVALUATION_NOT_ACKNOWLEDGED = "EVALUATION_NOT_ACKNOWLEDGED"
+ELIZON_RESULTS_SIGNATURE_INVALID = "ELIZON_RESULTS_SIGNATURE_INVALID"
+ELIZON_RESULTS_INVALID = "ELIZON_RESULTS_INVALID"
+EVALUATION_GATE_FAILED = "EVALUATION_GATE_FAILED"
+
+_ANSI = {"bold": "1", "red": "31", "green": "32", "yellow": "33"}
+_MARK = {PASSED: "✓", FAILED: "✗", TIMEOUT: "⏱", ERROR: "!"}
+
+
+class Trouble(Exception):
+    """A usage problem or a file that cannot be used: one line, exit status 2."""
+
+
+def safe(text: object) -> str:
+    """Text from a file (names, paths, messages), safe on a terminal and in a CI log."""
+    return defuse(visible(str(text), keep_newlines=False))
+
+
+class Out:
+    """Lines to a stream, with colour only on a terminal (and never with ``NO_COLOR``)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.colour = stream.isatty() and not os.environ.get("NO_COLOR")
+
+    def line(self, text: str = "", markup: dict[str, bool] | None = None) -> None:
+        codes = [_ANSI[k] for k, on in (markup or {}).items() if on and k in _ANSI]
+        if self.colour and codes:
+            text = f"\x1b[{';'.join(codes)}m{text}\x1b[0m"
+        self.stream.write(text + "\n")
+
+
+# -- reading ---------------------------------------------------------------------------------
+
+def _document(path: Path) -> Document:
+    try:
+        return evidence.read_document(path)
+    except EvidenceError as exc:
+        raise Trouble(f"{path}: {exc}") from None
+
+
+def _public_key(path: Path) -> Any:
+    try:
+        return signing.load_public_key(path, f"--public-key {path}")
+    except ValueError as exc:
+        raise Trouble(str(exc)) from None
+
+
+def _check_signature(document: Document, key: Any) -> str:
+    """The signer's fingerprint; SignatureInvalid says why the signature does not hold."""
+    path = signing.signature_path(document.path)
+    if not path.exists():
+        raise signing.SignatureInvalid(f"no signature file {path} (the results were not "
+                                       "signed, or the signature was not kept beside them)")
+    try:
+        data = evidence.read_json_file(path, evidence.MAX_SMALL_BYTES)
+    except EvidenceError as exc:
+        raise signing.SignatureInvalid(f"{path}: {exc}") from None
+    return signing.verify(document.data, data, key)
+
+
+def _sign_key(path: str | None) -> signing.SigningKey | None:
+    """``--sign-key PATH``, else the PEM in ``$ELIZON_SIGN_KEY``; errors never show the key."""
+    try:
+        if path is not None:
+            if "PRIVATE KEY" in path or "\n" in path:
+                raise ValueError("--sign-key takes the path of a key file, not the key itself; "
+                                 "put the key's PEM in $ELIZON_SIGN_KEY instead")
+            return signing.SigningKey.from_file(Path(path), f"--sign-key {path}")
+        env = os.environ.get("ELIZON_SIGN_KEY", "")
+        if env.strip():
+            return signing.SigningKey.from_pem(env.encode("utf-8", "replace"),
+                                               "$ELIZON_SIGN_KEY")
+    except ValueError as exc:
+        raise Trouble(str(exc)) from None
+    return None
+
+
+def _write(path: Path, text: str) -> None:
+    """Write ``text`` whole or not at all (a reader never sees half a file)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+        partial.write_bytes(text.encode("utf-8", "backslashreplace"))
+        os.replace(partial, path)
+    except OSError as exc:
+        raise Trouble(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+# -- presenting ------------------------------------------------------------------------------
+
+def _provenance_lines(document: Document) -> list[str]:
+    found = document.data.get("provenance")
+    lines = [f"results {safe(document.path)} (created {safe(document.data['created'])}, "
+             f"document sha256 {document.sha256})"]
+    if not found:
+        return [*lines, "  no provenance recorded"]
+    lines.append(f"  ran {safe(found['started'])} to {safe(found['finished'])} with "
+                 f"pytest-elizon-eval {safe(found['plugin'])}, pytest {safe(found['pytest'])}, "
+                 f"Python {safe(found['python'])}")
+    if found["options"]:
+        lines.append("  options: " + " ".join(
+            safe(k) if v is True else f"{safe(k)}={safe(v)}" for k, v in found["options"].items()))
+    for package in found["packages"]:
+        git = package["git"]
+        where = ("not in a git work tree" if git is None else
+                 f"git {safe(git['commit'] or 'no commit')}" + (" (dirty)" if git["dirty"] else ""))
+        version = f" {safe(package['version'])}" if package["version"] else ""
+        manifest = (f"manifest sha256 {safe(package['manifest_sha256'])}"
+                    if package["manifest_sha256"] else "stand-alone suite")
+        entries = ", ".join(safe(e) for e in package["entries"]) or "-"
+        lines.append(f"  package {safe(package['name'])}{version}: {manifest}; {where}; "
+                     f"entry {entries}")
+    for shard in found.get("merged_from", []):
+        lines.append(f"  merged from {safe(shard['file'])} (document sha256 "
+                     f"{safe(shard['document_sha256'])})")
+    return lines
+
+
+def _failed_lines(document: Document) -> list[tuple[str, dict[str, bool]]]:
+    """The cases that fail the run and are not timeouts (the terminal section lists those)."""
+    failing = [r for s in document.aggregate.suites() for r in s.not_passed
+               if blocks(r) and r.outcome != TIMEOUT]
+    if not failing:
+        return []
+    return [("failed:", {"red": True}),
+            *((f"  {safe(r.nodeid)} — {display_reason(r)}", {}) for r in failing)]
+
+
+def _verdict_line(document: Document) -> tuple[str, dict[str, bool]]:
+    passed = document.aggregate.passed
+    return (f"verdict: {'PASS' if passed else 'FAIL'} — {safe(document.aggregate.paragraph())}",
+            {"green": passed, "red": not passed, "bold": True})
+
+
+def _gate_line(document: Document) -> tuple[str, dict[str, bool]]:
+    suites = document.aggregate.suites()
+    gated = [s for s in suites if not s.info.advisory]
+    failing = [s for s in suites if s.verdict == "fail"]
+    if failing:
+        names = ", ".join(safe(s.info.path) for s in failing)
+        return (f"MUST-PASS GATE: FAILED — {len(failing)} of {len(gated)} must-pass "
+                f"suite{'s' if len(gated) != 1 else ''} did not pass: {names}",
+                {"red": True, "bold": True})
+    if not gated:
+        return "MUST-PASS GATE: none (every suite is advisory)", {"yellow": True, "bold": True}
+    return (f"MUST-PASS GATE: PASSED — all {len(gated)} must-pass "
+            f"suite{'s' if len(gated) != 1 else ''} passed", {"green": True, "bold": True})
+
+
+def _every_case_lines(document: Document) -> list[tuple[str, dict[str, bool]]]:
+    lines: list[tuple[str, dict[str, bool]]] = [("every case:", {"bold": True})]
+    for summary in document.aggregate.suites():
+        info = summary.info
+        lines.append((f"  {safe(info.path)} [{safe(info.package)}, {safe(info.gate)}]",
+                      {"bold": True}))
+        for r in summary.results:
+            latency = "" if r.latency_ms is None else f" ({r.latency_ms:.1f} ms)"
+            why = "" if r.outcome == PASSED else f" — {display_reason(r)}"
+            lines.append((f"    {_MARK.get(r.outcome, '?')} {r.outcome:<7} {safe(r.case_id)}"
+                          f"{latency}{why}",
+                          {"red": blocks(r), "yellow": r.outcome != PASSED and not blocks(r)}))
+    return lines
+
+
+def _present(out: Out, document: Document, *, every_case: bool) -> None:
+    for text in _provenance_lines(document):
+        out.line(text)
+    if every_case:
+        out.line(*_gate_line(document))
+    for text, markup in terminal.render(document.aggregate, evidence.regression_of(
+            document.data)):
+        out.line(text, markup)
+    for text, markup in _failed_lines(document):
+        out.line(text, markup)
+    if every_case:
+        for text, markup in _every_case_lines(document):
+            out.line(text, markup)
+        out.line(*_gate_line(document))
+    out.line(*_verdict_line(document))
+
+
+# -- the verbs -------------------------------------------------------------------------------
+
+def _keygen(args: argparse.Namespace, out: Out) -> int:
+    folder = Path(args.dir)
+    try:
+        private, public, print_ = signing.generate(folder)
+    except FileExistsError as exc:
+        raise Trouble(f"{exc.args[0]} exists; not overwritten (choose another folder)") from None
+    except OSError as exc:
+        raise Trouble(f"cannot write the key pair into {folder}: {exc.strerror or exc}"
+                      ) from None
+    out.line(f"wrote the private key {private} (mode 0600): keep it secret — store it as a CI "
+             "secret and give it to pytest as $ELIZON_SIGN_KEY or --elizon-sign-key")
+    out.line(f"wrote the public key {public}: give it to whoever verifies "
+             "(elizon-eval verify --public-key)")
+    out.line(f"fingerprint {print_}")
+    return EXIT_OK
+
+
+def _show(args: argparse.Namespace, out: Out) -> int:
+    document = _document(Path(args.results))
+    _present(out, document, every_case=False)
+    if args.html:  # the same page --elizon-html writes, from the file's cases
+        _write(Path(args.html), html.render(document.aggregate,
+                                            evidence.regression_of(document.data)))
+    return EXIT_OK
+
+
+def _diff(args: argparse.Namespace, out: Out) -> int:
+    old, new = _document(Path(args.old)), _document(Path(args.new))
+    regression = compare(old.data, new.aggregate, str(old.path))
+    counts = regression.counts()
+    out.line(f"{safe(old.path)} -> {safe(new.path)}: "
+             + ", ".join(f"{n} {kind}" for kind, n in counts.items()), {"bold": True})
+    old_hashes = {s["path"]: s["sha256"] for s in old.data["suites"]}
+    new_hashes = {s["path"]: s["sha256"] for s in new.data["suites"]}
+    for path in regression.changed_suites:
+        out.line(f"suite file changed: {safe(path)} (sha256 {safe(old_hashes[path][:12])}… -> "
+                 f"{safe(new_hashes[path][:12])}…)", {"yellow": True})
+    rows = [(c.change, safe(c.nodeid), c.before or "-", c.after or "-")
+            for c in regression.changes if c.change != "unchanged"]
+    if rows:
+        head = ("change", "case", "before", "after")
+        widths = [max(len(row[i]) for row in [head, *rows]) for i in range(len(head))]
+        for row in [head, *rows]:
+            out.line("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip(),
+                     {"bold": row is head, "red": row[0] == "regressed",
+                      "green": row[0] == "improved"})
+    else:
+        out.line("no case changed")
+    if args.fail_on_regression and counts["regressed"]:
+        out.line(f"{counts['regressed']} case{'s' if counts['regressed'] != 1 else ''} "
+                 "regressed (--fail-on-regression)", {"red": True, "bold": True})
+        return EXIT_NO
+    return EXIT_OK
+
+
+def _merge(args: argparse.Namespace, out: Out) -> int:
+    key = _sign_key(args.sign_key)
+    public = _public_key(Path(args.public_key)) if args.public_key else None
+    documents = [_document(Path(p)) for p in args.shards]
+    if public is not None:
+        for document in documents:
+            try:
+                _check_signature(document, public)
+            except signing.SignatureInvalid as exc:
+                print(f"{ELIZON_RESULTS_SIGNATURE_INVALID}: {safe(document.path)}: {safe(exc)}",
+                      file=sys.stderr)
+                return EXIT_NO
+    try:
+        data, aggregate = evidence.merge(documents)
+    except EvidenceError as exc:
+        print(f"elizon-eval merge: {safe(exc)}", file=sys.stderr)
+        return EXIT_NO
+    target = Path(args.output)
+    text = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+    _write(target, text)
+    written = [f"results {target}"]
+    if key is not None:
+        _write(signing.signature_path(target), signing.signature_text(text, key))
+        written.append(f"signature {signing.signature_path(target)} ({key.fingerprint})")
+    if args.junit:
+        _write(Path(args.junit), junit.render(aggregate))
+        written.append(f"JUnit {args.junit}")
+    if args.markdown:
+        _write(Path(args.markdown), markdown.render(aggregate))
+        written.append(f"markdown {args.markdown}")
+    cases = len(aggregate)
+    out.line(f"merged {cases} case{'s' if cases != 1 else ''} of {len(aggregate.suites())} "
+             f"suites from {len(documents)} shard{'s' if len(documents) != 1 else ''}: "
+             f"{'PASS' if aggregate.passed else 'FAIL'}")
+    for item in written:
+        out.line(f"  wrote {safe(item)}")
+    return EXIT_OK
+
+
+def _who(given: str | None) -> str:
+    if given is None:
+        try:
+            given = getpass.getuser()
+        except (OSError, KeyError, ImportError):
+            given = "unknown"
+    return visible(given, keep_newlines=False).strip()[:200] or "unknown"
+
+
+def _acknowledge(args: argparse.Namespace, out: Out) -> int:
+    public = _public_key(Path(args.public_key)) if args.public_key else None
+    document = _document(Path(args.results))
+    signed_by = None
+    if public is not None:
+        try:
+            signed_by = _check_signature(document, public)
+        except signing.SignatureInvalid as exc:
+            print(f"{ELIZON_RESULTS_SIGNATURE_INVALID}: {safe(exc)}", file=sys.stderr)
+            return EXIT_NO
+    _present(out, document, every_case=True)
+    if signed_by:
+        out.line(f"signature: valid, by {signed_by}", {"green": True})
+    if args.acknowledge_evaluation:
+        how = "--acknowledge-evaluation"
+    elif sys.stdin.isatty():
+        out.stream.write('Type "yes" to acknowledge these results: ')
+        out.stream.flush()
+        try:
+            answer = sys.stdin.readline()
+        except (OSError, ValueError):
+            answer = ""
+        if answer.strip().lower() != "yes":
+            print(f"{EVALUATION_NOT_ACKNOWLEDGED}: the answer was not 'yes'; nothing written",
+                  file=sys.stderr)
+            return EXIT_NO
+        how = "typed yes on a terminal"
+    else:
+        print(f"{EVALUATION_NOT_ACKNOWLEDGED}: no terminal to ask on; after looking at the "
+              "results above, acknowledge them with --acknowledge-evaluation", file=sys.stderr)
+        return EXIT_USAGE
+    ack = evidence.acknowledgement(document, by=_who(args.by), at=provenance.now(), how=how)
+    if signed_by:
+        ack["signed_by"] = signed_by
+    path = evidence.ack_path(document.path)
+    _write(path, json.dumps(ack, ensure_ascii=False, indent=2) + "\n")
+    out.line(f"acknowledged by {safe(ack['by'])} at {ack['at']}: wrote {safe(path)}",
+             {"bold": True})
+    return EXIT_OK
+
+
+def _verify(args: argparse.Namespace, out: Out) -> int:
+    public = _public_key(Path(args.public_key)) if args.public_key else None
+    path = Path(args.results)
+    try:
+        document = evidence.read_document(path)
+    except EvidenceError as exc:
+        print(f"{ELIZON_RESULTS_INVALID}: {safe(path)}: {safe(exc)}", file=sys.stderr)
+        return EXIT_NO
+    errors: list[str] = []
+    good: list[str] = [f"{safe(path)} is a valid results file (document sha256 "
+                       f"{document.sha256})"]
+    if public is not None:
+        try:
+            good.append(f"signature valid, by {_check_signature(document, public)}")
+        except signing.SignatureInvalid as exc:
+            errors.append(f"{ELIZON_RESULTS_SIGNATURE_INVALID}: {safe(path)}: {safe(exc)}")
+    if args.require_ack:
+        try:
+            ack = evidence.check_acknowledgement(document)
+            good.append(f"acknowledged by {safe(ack['by'])} at {safe(ack['at'])}")
+        except EvidenceError as exc:
+            errors.append(f"{EVALUATION_NOT_ACKNOWLEDGED}: {safe(exc)}")
+    if args.require_pass:
+        failing = [s for s in document.aggregate.suites() if s.verdict == "fail"]
+        if failing:
+            parts = [f"{safe(s.info.path)} ({s.info.gate}) passed {s.count(PASSED)} of "
+                     f"{len(s.results)}" for s in failing]
+            errors.append(f"{EVALUATION_GATE_FAILED}: {'; '.join(parts)}")
+        else:
+            good.append("every must-pass suite passed")
+    for line in errors:
+        print(line, file=sys.stderr)
+    if errors:
+        return EXIT_NO
+    out.line("verified: " + "; ".join(good), {"green": True})
+    return EXIT_OK
+
+
+# -- the parser ------------------------------------------------------------------------------
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {safe(message)}\n")
+
+
+def parser() -> argparse.ArgumentParser:
+    top = _Parser(
+        prog="elizon-eval",
+        description="Keys, and what happens to a pytest-elizon-eval results file after the "
+                    "run: show it, compare two, merge the shards of a CI matrix, acknowledge "
+                    "it, verify it before activating.",
+        epilog="Exit status: 0 ok; 1 the data (or the person asked) said no; 2 usage error "
+               "or a file that cannot be used. See docs/contract.md#the-elizon-eval-command.")
+    verbs = top.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
+
+    p = verbs.add_parser("keygen", help="write a new Ed25519 key pair into DIR",
+                         description="Write a new Ed25519 key pair: DIR/elizon-eval.key (the "
+                                     "private key, mode 0600) and DIR/elizon-eval.pub. Existing "
+                                     "files are never overwritten.")
+    p.add_argument("dir", metavar="DIR")
+    p.set_defaults(run=_keygen)
+
+    p = verbs.add_parser("show", help="print a results file as the terminal section does",
+                         description="Print a results file the way the run's 'elizon eval' "
+                                     "section does: provenance, per suite its verdict and "
+                                     "baseline table, failed and timed-out cases, the "
+                                     "regression if present. Colour only on a terminal.")
+    p.add_argument("results", metavar="RESULTS")
+    p.add_argument("--html", metavar="PATH",
+                   help="also write the HTML report (as --elizon-html does) to PATH")
+    p.set_defaults(run=_show)
+
+    p = verbs.add_parser("diff", help="what changed between two results files",
+                         description="The regression table from OLD to NEW: cases regressed, "
+                                     "improved, new and removed, and suite files whose SHA-256 "
+                                     "changed.")
+    p.add_argument("old", metavar="OLD")
+    p.add_argument("new", metavar="NEW")
+    p.add_argument("--fail-on-regression", action="store_true",
+                   help="exit 1 when a case regressed")
+    p.set_defaults(run=_diff)
+
+    p = verbs.add_parser("merge", help="one results document from the shards of a CI matrix",
+                         description="Join the results files of a CI matrix's shards (each ran "
+                                     "a subset with pytest --elizon-results) into one: cases "
+                                     "joined per suite, metrics and verdicts recomputed. A case "
+                                     "in two shards, or a suite whose file hash differs between "
+                                     "shards, is an error (exit 1).")
+    p.add_argument("shards", metavar="SHARD.json", nargs="+")
+    p.add_argument("-o", "--output", metavar="ALL.json", required=True,
+                   help="the merged results file")
+    p.add_argument("--junit", metavar="PATH", help="also write the merged JUnit XML")
+    p.add_argument("--markdown", metavar="PATH", help="also write the merged markdown summary")
+    p.add_argument("--public-key", metavar="PATH",
+                   help="first verify every shard's signature with this public key")
+    p.add_argument("--sign-key", metavar="PATH",
+                   help="sign the merged file with this private key (default: the PEM in "
+                        "$ELIZON_SIGN_KEY, if set)")
+    p.set_defaults(run=_merge)
+
+    p = verbs.add_parser("acknowledge", help="a person acknowledges the results they saw",
+                         description="Print every result next to the author's baseline, with "
+                                     "the must-pass gate, and ask for a typed 'yes' on a "
+                                     "terminal; then write RESULTS.ack.json binding the "
+                                     "results' SHA-256, who, when and the verdict seen. Without "
+                                     "a terminal, --acknowledge-evaluation is required (else "
+                                     "exit 2).")
+    p.add_argument("results", metavar="RESULTS")
+    p.add_argument("--by", metavar="NAME", help="who acknowledges (default: the login name)")
+    p.add_argument("--acknowledge-evaluation", action="store_true",
+                   help="acknowledge without asking (for a person who looked in another way, "
+                        "e.g. a CI environment's required reviewer)")
+    p.add_argument("--public-key", metavar="PATH",
+                   help="first verify the results' signature with this public key")
+    p.set_defaults(run=_acknowledge)
+
+    p = verbs.add_parser("verify", help="exit 0 only if the results may be activated",
+                         description="Check a results file before activating: it must be a "
+                                     "valid results file; with --public-key its signature must "
+                                     "match; with --require-ack it must be acknowledged as it "
+                                     "is; with --require-pass every must-pass suite must have "
+                                     "passed. One error line per failed check, exit 1.")
+    p.add_argument("results", metavar="RESULTS")
+    p.add_argument("--public-key", metavar="PATH", help="the signer's public key (PEM)")
+    p.add_argument("--require-ack", action="store_true",
+                   help="require RESULTS.ack.json for exactly this document")
+    p.add_argument("--require-pass", action="store_true",
+                   help="require every must-pass suite to have passed")
+    p.set_defaults(run=_verify)
+    return top
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``elizon-eval``; the exit status."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:  # an ASCII locale still prints ✓ and Δ, escaped
+            reconfigure(errors="backslashreplace")
+    top = parser()
+    args = top.parse_args(argv)
+    run: Callable[[argparse.Namespace, Out], int] | None = getattr(args, "run", None)
+    if run is None:
+        top.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        return run(args, Out(sys.stdout))
+    except Trouble as exc:
+        print(f"elizon-eval {args.verb}: {safe(exc)}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # | head: the reader has what it wanted
+        return EXIT_OK
+    except Exception as exc:  # never a traceback for a file someone handed over
+        print(f"elizon-eval {args.verb}: unexpected {type(exc).__name__}: {safe(exc)[:200]}",
+              file=sys.stderr)
+        return EXIT_USAGE
