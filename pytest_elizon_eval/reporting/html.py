@@ -1,0 +1,611 @@
+"""The HTML report (``--elizon-html=PATH``): one self-contained page a person looks at.
+
+What it holds is docs/contract.md#html-report.
+
+Owns the page: the run's verdict, a card per suite (gate, counts, pass rate,
+the author's baseline next to this run), charts drawn here as inline SVG
+(outcomes per suite, latency per suite with p50/p95 and ``maxLatencyMs``
+lines, baseline against run for every named metric, the changes since a
+``--elizon-baseline``, cost per suite when cases carry usage), and a table
+of cases per suite that filters by outcome and text and expands to every
+detail. Also :func:`fragment`, one case's details for pytest-html's extras.
+
+The page never reaches the network: its only style and script are inline,
+allowed by their SHA-256 in a Content-Security-Policy meta tag that forbids
+everything else, so text that escaped by mistake still could not run. Every
+string a model, an entry point or a suite file produced is made
+:func:`~..text.visible` and HTML-escaped; what is shown is capped, with the
+true length stated, and the page stays under :data:`LIMIT_BYTES` by leaving
+out the details of passing cases first (a note says how many). The page
+has no timestamp, so a run under xdist writes the same page as a serial run
+apart from the latencies. No pytest import here.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ..outcomes import ERROR, FAILED, PASSED, TIMEOUT, CaseResult, blocks, reason
+from ..text import cap, visible
+from .aggregate import Aggregate, BaselineRow, SuiteSummary, format_metric
+from .regression import CHANGES, Regression
+
+__all__ = ["CATEGORIES", "LIMIT_BYTES", "category", "fragment", "render"]
+
+#: The page stays under 5 MB (the issue's bound for 10,000 cases), with room to spare.
+LIMIT_BYTES = 4_800_000
+#: Characters shown of an output, an input, an error's traceback or an extra field.
+TEXT_SHOWN = 4000
+#: Characters shown of an assertion's expected / found text, or a one-line reason.
+LINE_SHOWN = 500
+#: The filterable categories of a case, in the order of its outcome bars and filters.
+CATEGORIES = (PASSED, FAILED, TIMEOUT, ERROR, "advisory")
+#: The order of the case table: what needs a look first.
+_ORDER = {FAILED: 0, TIMEOUT: 1, ERROR: 2, "advisory": 3, PASSED: 4}
+_COLOR = {PASSED: "#2e7d32", FAILED: "#c62828", TIMEOUT: "#ef6c00", ERROR: "#6a1b9a",
+          "advisory": "#b58900", "regressed": "#c62828", "improved": "#2e7d32",
+          "new": "#1565c0", "removed": "#757575", "unchanged": "#9e9e9e"}
+_VERDICT = {"pass": "PASS", "fail": "FAIL", "advisory": "ADVISORY: not passed"}
+#: Bidirectional controls would reorder the text around them: shown as escapes too.
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+#: The ``maxLatencyMs`` assertion's expected text (assertions.py), the limit in it.
+_LIMIT = re.compile(r"^at most (\d+(?:\.\d+)?) ms")
+#: What every case has; any other field of its data is shown as it is (usage, tool calls…).
+_KNOWN = {"nodeid", "case_id", "line", "outcome", "assertions", "latency_ms", "output",
+          "output_length", "error", "timeout_s", "timeout_source", "entry", "judge_score",
+          "judge_reasoning", "runs", "passed_runs", "min_pass_rate", "replayed", "input",
+          "suite"}
+
+_CSS = """
+:root{--ok:#2e7d32;--ko:#c62828;--to:#ef6c00;--er:#6a1b9a;--ad:#b58900;--mu:#666;
+--bg:#fafafa;--ln:#ddd}
+*{box-sizing:border-box}
+body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;
+color:#222;background:var(--bg)}
+main{max-width:1200px;margin:0 auto;padding:16px}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:24px 0 8px}
+h3{font-size:15px;margin:12px 0 6px;overflow-wrap:anywhere}
+.verdict{padding:14px 16px;border-radius:8px;color:#fff;margin-bottom:16px}
+.verdict.pass{background:var(--ok)}.verdict.fail{background:var(--ko)}
+.verdict p{margin:4px 0 0;overflow-wrap:anywhere}
+.cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(340px,1fr));gap:12px}
+.card{background:#fff;border:1px solid var(--ln);border-left:6px solid var(--ok);
+border-radius:6px;padding:10px 12px;min-width:0}
+.card.fail{border-left-color:var(--ko)}.card.advisory{border-left-color:var(--ad)}
+.card h3{margin-top:0}.meta{color:var(--mu)}
+.counts{display:flex;flex-wrap:wrap;gap:6px;margin:6px 0}
+.b{display:inline-block;padding:0 6px;border-radius:9px;color:#fff;font-size:12px;
+white-space:nowrap}
+.b.passed{background:var(--ok)}.b.failed{background:var(--ko)}.b.timeout{background:var(--to)}
+.b.error{background:var(--er)}.b.advisory{background:var(--ad)}.b.zero{background:#bbb}
+.card details summary{cursor:pointer;color:var(--mu);font-size:12px;margin-top:4px}
+table{border-collapse:collapse;width:100%}
+td,th{border-bottom:1px solid var(--ln);padding:2px 6px;text-align:left;font-size:13px}
+td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
+.charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(560px,1fr));gap:12px}
+figure{margin:0;background:#fff;border:1px solid var(--ln);border-radius:6px;padding:8px;
+min-width:0}
+figcaption{font-weight:600;margin-bottom:4px;overflow-wrap:anywhere}
+svg{max-width:100%;height:auto;font:11px system-ui,sans-serif}
+svg text{fill:#333}
+.filters{position:sticky;top:0;background:var(--bg);padding:8px 0;display:flex;
+flex-wrap:wrap;gap:10px;align-items:center;z-index:1;border-bottom:1px solid var(--ln)}
+.filters input[type=search]{flex:1;min-width:200px;padding:4px 8px}
+#status{color:var(--mu);overflow-wrap:anywhere}
+.suite{margin-top:14px}
+.head,summary.row{display:grid;grid-template-columns:minmax(0,2.2fr) 110px 90px minmax(0,3fr) 56px;
+gap:8px;padding:3px 6px;align-items:center}
+.head{font-weight:600;border-bottom:2px solid var(--ln)}
+details.case{border-bottom:1px solid var(--ln);background:#fff}
+details.case[hidden]{display:none}
+summary.row{cursor:pointer;list-style:none}
+summary.row::-webkit-details-marker{display:none}
+summary.row>span{overflow:hidden;text-overflow:ellipsis;white-space:nowrap;min-width:0}
+summary.row .n{text-align:right;font-variant-numeric:tabular-nums}
+details.case[open]>summary.row{background:#eef3fb}
+a.cp{text-decoration:none;color:#1565c0}
+.d{padding:6px 12px 12px;min-width:0}
+.d dt{font-weight:600;margin-top:6px}.d dd{margin:2px 0 0 0;min-width:0}
+pre{white-space:pre-wrap;overflow-wrap:anywhere;max-height:24em;overflow:auto;margin:0;
+background:#f4f4f4;padding:6px;border-radius:4px;font:12px/1.4 ui-monospace,monospace}
+code{overflow-wrap:anywhere;font:12px ui-monospace,monospace}
+ul.as{list-style:none;padding:0;margin:0}ul.as li{overflow-wrap:anywhere;padding:1px 0}
+.ok{color:var(--ok)}.ko{color:var(--ko)}.nc{color:var(--mu)}
+.note{color:var(--mu);font-style:italic}
+"""
+
+# Filters rows by outcome and text, and copies a node id. Written for old and new
+# browsers alike; it reads the page's text through the DOM and never builds HTML.
+_JS = """
+(function(){
+var q=document.getElementById('q'),st=document.getElementById('status');
+var boxes=document.querySelectorAll('input[data-outcome]');
+var rows=document.querySelectorAll('details.case');
+function key(d){if(!d._k){d._k=(d.querySelector('summary').textContent+' '+nodeid(d))
+.toLowerCase();}return d._k;}
+function nodeid(d){return d.getAttribute('data-nodeid')||
+(d.parentNode.getAttribute('data-path')+'::'+d.getAttribute('data-id'));}
+function apply(){
+var on={},i,t=q.value.trim().toLowerCase(),shown=0;
+for(i=0;i<boxes.length;i++){on[boxes[i].getAttribute('data-outcome')]=boxes[i].checked;}
+for(i=0;i<rows.length;i++){var d=rows[i];
+var ok=on[d.getAttribute('data-outcome')]&&(!t||key(d).indexOf(t)>=0);
+d.hidden=!ok;if(ok){shown++;}}
+st.textContent=shown+' of '+rows.length+' cases shown';}
+for(var i=0;i<boxes.length;i++){boxes[i].addEventListener('change',apply);}
+q.addEventListener('input',apply);
+document.addEventListener('click',function(e){
+var a=e.target.closest?e.target.closest('a.cp'):null;if(!a){return;}
+e.preventDefault();e.stopPropagation();
+var n=nodeid(a.closest('details.case'));
+function done(){st.textContent='copied: '+n;}
+function show(){st.textContent='node id (copy it): '+n;}
+try{navigator.clipboard.writeText(n).then(done,show);}catch(err){show();}
+});
+apply();
+})();
+"""
+
+
+def category(result: CaseResult) -> str:
+    """What a case counts as on the page: its outcome, or ``advisory`` for a case of an
+    advisory suite that did not pass and so does not fail the run."""
+    if result.outcome != PASSED and not blocks(result):
+        return "advisory"
+    return result.outcome
+
+
+def _esc(text: str) -> str:
+    """Untrusted text as HTML text or attribute value: visible, and nothing in it is markup."""
+    return html.escape(_BIDI.sub(lambda m: f"\\u{ord(m.group()):04x}", visible(text)),
+                       quote=True)
+
+
+def _capped(text: str, limit: int) -> str:
+    shown, cut = cap(text, limit)
+    if not cut:
+        return _esc(shown)
+    return _esc(shown) + f" … [{len(text) - limit:,} more characters]"
+
+
+def _pre(text: str, limit: int = TEXT_SHOWN) -> str:
+    return f"<pre>{_capped(text, limit)}</pre>"
+
+
+def _json_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True, default=str)
+
+
+def _ms(value: float | None) -> str:
+    return "—" if value is None else f"{value:.1f} ms"
+
+
+def _sha256(text: str) -> str:
+    return "sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode()
+
+
+# -- one case --------------------------------------------------------------------------------
+
+def _assertions(items: Iterable[Mapping[str, Any]]) -> str:
+    lines = []
+    for a in items:
+        mark, cls = {True: ("✓", "ok"), False: ("✗", "ko"), None: ("·", "nc")}[a["passed"]]
+        lines.append(f'<li class="{cls}">{mark} <b>{_esc(str(a["name"]))}</b>: '
+                     f'expected {_capped(str(a["expected"]), LINE_SHOWN)} — found '
+                     f'{_capped(str(a["found"]), LINE_SHOWN)}</li>')
+    return '<ul class="as">' + "".join(lines) + "</ul>" if lines else ""
+
+
+def _runs(result: CaseResult) -> str:
+    rows = []
+    for i, run in enumerate(result.runs, 1):
+        failed = [str(a["name"]) for a in run.get("assertions", []) if a["passed"] is False]
+        if run.get("error"):
+            failed.append(f"raised {run['error'].get('type', '')}")
+        score = run.get("judge_score")
+        rows.append(f"<tr><td class=n>{i}</td><td>{_esc(str(run.get('outcome')))}</td>"
+                    f"<td class=n>{_ms(run.get('latency_ms'))}</td>"
+                    f"<td>{_capped(', '.join(failed), LINE_SHOWN)}</td>"
+                    f"<td class=n>{'—' if score is None else f'{score:.3f}'}</td></tr>")
+    need = math.ceil((result.min_pass_rate or 0) * len(result.runs) - 1e-9)
+    return (f"<p>{result.passed_runs}/{len(result.runs)} runs passed; minPassRate "
+            f"{result.min_pass_rate or 0:g} needs {need}</p><table><tr><th class=n>run</th>"
+            "<th>outcome</th><th class=n>latency</th><th>failed checks</th>"
+            "<th class=n>judge</th></tr>" + "".join(rows) + "</table>")
+
+
+def _detail_items(result: CaseResult) -> list[tuple[str, str]]:
+    """(title, HTML) pairs: everything known about the case, each part escaped and capped."""
+    items: list[tuple[str, str]] = [("node id", f"<code>{_esc(result.nodeid)}</code>")]
+    if result.input is not None:
+        items.append(("input", _pre(_json_text(result.input))))
+    if result.output is not None:
+        shown = min(len(result.output), TEXT_SHOWN)
+        note = (f", first {shown:,} shown" if shown < result.output_length else "")
+        items.append((f"output ({result.output_length:,} characters{note})",
+                      _pre(result.output[:TEXT_SHOWN], TEXT_SHOWN)))
+    if result.error is not None:
+        expected = " (expected by errorContains)" if result.expected_error else ""
+        body = _pre(f"{result.error.type}: {result.error.message}", TEXT_SHOWN)
+        if result.error.traceback:
+            body += _pre(result.error.traceback)
+        items.append((f"error{expected}", body))
+    if result.assertions:
+        items.append(("assertions", _assertions(a.to_data() for a in result.assertions)))
+    elif result.error is None:
+        items.append(("assertions", '<span class="note">none: the case checks the run end '
+                                    "to end</span>"))
+    if result.judge_score is not None or result.judge_reasoning:
+        score = "—" if result.judge_score is None else f"{result.judge_score:.3f}"
+        body = f"score {score}"
+        if result.judge_reasoning:
+            body += _pre(result.judge_reasoning)
+        items.append(("judge", body))
+    if result.runs:
+        items.append(("repeats", _runs(result)))
+    limit = f"{result.timeout_s:g} s ({result.timeout_source})" if result.timeout_s else "—"
+    run = f"time limit {_esc(limit)}; latency {_ms(result.latency_ms)}"
+    if result.replayed:
+        run += " (recorded, replayed from the cassette)"
+    if result.entry:
+        run += f"; entry <code>{_capped(result.entry, LINE_SHOWN)}</code>"
+    items.append(("run", run))
+    for name, value in result.to_data().items():
+        if name not in _KNOWN and value not in (None, [], {}, ""):
+            items.append((name.replace("_", " "), _pre(_json_text(value))))
+    return items
+
+
+def fragment(result: CaseResult) -> str:
+    """One case's details as an HTML fragment of plain elements (for pytest-html's extras)."""
+    body = "".join(f"<dt>{_esc(title)}</dt><dd>{value}</dd>"
+                   for title, value in _detail_items(result))
+    return f'<div class="elizon"><dl>{body}</dl></div>'
+
+
+def _summary_row(index: int, result: CaseResult, cat: str) -> str:
+    why = "" if result.outcome == PASSED else _capped(reason(result), LINE_SHOWN)
+    return (f'<summary class="row"><span>{_esc(result.case_id)}</span>'
+            f'<span><span class="b {cat}">{cat}</span></span>'
+            f'<span class="n">{_ms(result.latency_ms)}</span><span>{why}</span>'
+            f'<a class="cp" href="#c{index}" title="copy the node id (to paste after pytest)">'
+            "copy id</a></summary>")
+
+
+def _case(index: int, result: CaseResult, detail: str | None) -> str:
+    cat = category(result)
+    # The node id is the suite's path and the case id unless pytest was started elsewhere.
+    own = (f' data-nodeid="{_esc(result.nodeid)}"'
+           if result.nodeid != f"{result.suite.path}::{result.case_id}" else "")
+    if detail is None:
+        detail = _LEFT_OUT
+    return (f'<details class="case" id="c{index}" data-outcome="{cat}" '
+            f'data-id="{_esc(result.case_id)}"{own}>{_summary_row(index, result, cat)}'
+            f'<div class="d">{detail}</div></details>')
+
+
+#: A case whose details did not fit: short, as there may be thousands.
+_LEFT_OUT = '<p class="note">details left out (page size limit; see the note below)</p>'
+
+
+def _detail(result: CaseResult) -> str:
+    return "<dl>" + "".join(f"<dt>{_esc(t)}</dt><dd>{v}</dd>"
+                            for t, v in _detail_items(result)) + "</dl>"
+
+
+# -- charts ----------------------------------------------------------------------------------
+
+def _svg(width: int, height: int, label: str, body: Sequence[str]) -> str:
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
+            f'width="{width}" height="{height}" role="img" aria-label="{_esc(label)}">'
+            + "".join(body) + "</svg>")
+
+
+def _short(path: str, limit: int = 32) -> str:
+    return path if len(path) <= limit else "…" + path[-(limit - 1):]
+
+
+def _outcome_chart(suites: Sequence[SuiteSummary]) -> str:
+    """One stacked bar per suite, a segment per category with cases."""
+    width, left, bar = 560, 200, 18
+    height = 24 + len(suites) * (bar + 10)
+    body = []
+    for i, s in enumerate(suites):
+        y = 10 + i * (bar + 10)
+        body.append(f'<g class="suite-bar"><text x="{left - 6}" y="{y + 13}" '
+                    f'text-anchor="end">{_esc(_short(s.info.path))}</text>')
+        counts = {c: sum(1 for r in s.results if category(r) == c) for c in CATEGORIES}
+        total = max(1, len(s.results))
+        x = float(left)
+        for cat in CATEGORIES:
+            if not counts[cat]:
+                continue
+            w = (width - left - 10) * counts[cat] / total
+            body.append(f'<rect class="seg" data-outcome="{cat}" data-count="{counts[cat]}" '
+                        f'x="{x:.1f}" y="{y}" width="{w:.1f}" height="{bar}" '
+                        f'fill="{_COLOR[cat]}"><title>{counts[cat]} {cat}</title></rect>')
+            if w > 24:
+                body.append(f'<text x="{x + w / 2:.1f}" y="{y + 13}" text-anchor="middle" '
+                            f'fill="#fff">{counts[cat]}</text>')
+            x += w
+        body.append("</g>")
+    legend = []
+    for j, cat in enumerate(CATEGORIES):
+        lx = left + j * 72
+        legend.append(f'<rect x="{lx}" y="{height - 12}" width="10" height="10" '
+                      f'fill="{_COLOR[cat]}"/><text x="{lx + 14}" y="{height - 3}">{cat}</text>')
+    return _figure("Outcomes per suite", _svg(width, height + 6, "outcomes per suite",
+                                              body + legend), "chart-outcomes")
+
+
+def _limits(summary: SuiteSummary) -> list[float]:
+    found = set()
+    for r in summary.results:
+        for a in r.assertions:
+            m = _LIMIT.match(a.expected) if a.name == "maxLatencyMs" else None
+            if m:
+                found.add(float(m.group(1)))
+    return sorted(found)
+
+
+def _latency_chart(summary: SuiteSummary) -> str | None:
+    """A histogram of the suite's latencies, p50 and p95 marked, maxLatencyMs limits drawn."""
+    latencies = sorted(r.latency_ms for r in summary.results if r.latency_ms is not None)
+    if not latencies:
+        return None
+    metrics = summary.metrics()
+    limits = _limits(summary)
+    top = max([latencies[-1], *limits]) * 1.05 or 1.0
+    width, height, left, bottom, bins = 560, 150, 40, 24, 24
+    plot_w, plot_h = width - left - 10, height - bottom - 22
+    counts = [0] * bins
+    for v in latencies:
+        counts[min(bins - 1, int(v / top * bins))] += 1
+    peak = max(counts)
+    body = [f'<line x1="{left}" y1="{22 + plot_h}" x2="{width - 10}" y2="{22 + plot_h}" '
+            'stroke="#999"/>']
+    bw = plot_w / bins
+    for i, n in enumerate(counts):
+        if not n:
+            continue
+        h = plot_h * n / peak
+        lo, hi = top * i / bins, top * (i + 1) / bins
+        body.append(f'<rect class="bin" data-count="{n}" x="{left + i * bw + 1:.1f}" '
+                    f'y="{22 + plot_h - h:.1f}" width="{bw - 2:.1f}" height="{h:.1f}" '
+                    f'fill="#90a4ae"><title>{n} case{"s" if n != 1 else ""} '
+                    f'{lo:.1f}–{hi:.1f} ms</title></rect>')
+
+    def vline(value: float, cls: str, color: str, label: str, row: int) -> None:
+        x = left + plot_w * value / top
+        dash = ' stroke-dasharray="4 3"' if cls == "limit" else ""
+        body.append(f'<line class="{cls}" data-ms="{value:.1f}" x1="{x:.1f}" y1="16" '
+                    f'x2="{x:.1f}" y2="{22 + plot_h}" stroke="{color}" stroke-width="2"{dash}/>'
+                    f'<text x="{min(x + 3, width - 80):.1f}" y="{10 + row * 11}" '
+                    f'fill="{color}">{label}</text>')
+
+    for limit in limits:
+        vline(limit, "limit", "#c62828", f"max {limit:g} ms", 0)
+    for row, (name, color) in enumerate((("p50", "#1565c0"), ("p95", "#ef6c00"))):
+        value = metrics[f"{name}_latency_ms"]
+        if value is not None:
+            vline(float(value), name, color, f"{name} {value:.1f}", row)
+    body.append(f'<text x="{left}" y="{height - 6}">0 ms</text>'
+                f'<text x="{width - 10}" y="{height - 6}" text-anchor="end">{top:.1f} ms</text>'
+                f'<text x="{left + plot_w / 2:.0f}" y="{height - 6}" text-anchor="middle">'
+                f'{len(latencies)} latencies</text>')
+    title = f"Latency: {_esc(_short(summary.info.path, 60))}"
+    return _figure(title, _svg(width, height, "latency histogram", body), "chart-latency")
+
+
+def _metric_chart(summary: SuiteSummary) -> str | None:
+    """Per metric the author named, the baseline's bar over this run's, each metric on its own
+    scale (rates and milliseconds do not share an axis)."""
+    rows = [r for r in summary.baseline_rows() if r.metric in summary.info.baseline]
+    if not rows:
+        return None
+    width, left, bar = 560, 130, 12
+    height = 10 + len(rows) * (2 * bar + 14)
+    body = []
+    for i, row in enumerate(rows):
+        y = 8 + i * (2 * bar + 14)
+        scale = max(abs(row.baseline or 0), abs(float(row.run or 0))) or 1.0
+        body.append(f'<text x="{left - 6}" y="{y + bar + 4}" text-anchor="end">'
+                    f'{_esc(_short(row.metric, 20))}</text>')
+        for j, (cls, value, color) in enumerate((("base", row.baseline, "#9e9e9e"),
+                                                 ("run", row.run, "#1565c0"))):
+            yy = y + j * (bar + 1)
+            if value is None:
+                body.append(f'<text x="{left + 2}" y="{yy + 10}" class="{cls}-missing">'
+                            f'{_esc(row.comparison)}</text>')
+                continue
+            w = max(1.0, (width - left - 110) * abs(float(value)) / scale)
+            label = "author baseline" if cls == "base" else "this run"
+            body.append(f'<rect class="{cls}" data-metric="{_esc(row.metric)}" x="{left}" '
+                        f'y="{yy}" width="{w:.1f}" height="{bar}" fill="{color}"><title>'
+                        f'{label}: {format_metric(value, row.metric)}</title></rect>'
+                        f'<text x="{left + w + 4:.1f}" y="{yy + 10}">'
+                        f'{format_metric(value, row.metric)}</text>')
+    title = f"Author baseline (grey) vs this run (blue): {_esc(_short(summary.info.path, 50))}"
+    return _figure(title, _svg(width, height, "baseline against this run", body), "chart-metrics")
+
+
+def _regression_chart(regression: Regression) -> str:
+    counts = regression.counts()
+    width, left, bar = 560, 90, 16
+    height = 8 + len(CHANGES) * (bar + 6)
+    peak = max(counts.values()) or 1
+    body = []
+    for i, kind in enumerate(CHANGES):
+        y = 4 + i * (bar + 6)
+        w = (width - left - 60) * counts[kind] / peak
+        body.append(f'<text x="{left - 6}" y="{y + 12}" text-anchor="end">{kind}</text>'
+                    f'<rect class="change" data-change="{kind}" data-count="{counts[kind]}" '
+                    f'x="{left}" y="{y}" width="{w:.1f}" height="{bar}" fill="{_COLOR[kind]}"/>'
+                    f'<text x="{left + w + 4:.1f}" y="{y + 12}">{counts[kind]}</text>')
+    return _figure(f"Changes since {_esc(regression.baseline_file)}",
+                   _svg(width, height, "changes since the baseline run", body),
+                   "chart-regression")
+
+
+def _cost(result: CaseResult) -> float | None:
+    usage = result.to_data().get("usage")
+    cost = usage.get("cost_usd") if isinstance(usage, Mapping) else None
+    return float(cost) if isinstance(cost, (int, float)) else None
+
+
+def _cost_chart(suites: Sequence[SuiteSummary]) -> str | None:
+    """Cost per suite, when cases carry usage with a cost (agents' answers)."""
+    totals = [(s, [c for c in map(_cost, s.results) if c is not None]) for s in suites]
+    if not any(costs for _, costs in totals):
+        return None
+    width, left, bar = 560, 200, 16
+    height = 8 + len(suites) * (bar + 6)
+    peak = max(sum(c) for _, c in totals) or 1.0
+    body = []
+    for i, (s, costs) in enumerate(totals):
+        y = 4 + i * (bar + 6)
+        w = (width - left - 80) * sum(costs) / peak
+        body.append(f'<text x="{left - 6}" y="{y + 12}" text-anchor="end">'
+                    f'{_esc(_short(s.info.path))}</text><rect class="cost" x="{left}" y="{y}" '
+                    f'width="{w:.1f}" height="{bar}" fill="#6d4c41"/>'
+                    f'<text x="{left + w + 4:.1f}" y="{y + 12}">${sum(costs):.4f}</text>')
+    return _figure("Cost per suite (US$)", _svg(width, height, "cost per suite", body),
+                   "chart-cost")
+
+
+def _figure(title: str, svg: str, cls: str) -> str:
+    return f'<figure class="{cls}"><figcaption>{title}</figcaption>{svg}</figure>'
+
+
+# -- overview --------------------------------------------------------------------------------
+
+def _baseline_table(rows: Sequence[BaselineRow]) -> str:
+    if not rows:
+        return ""
+    body = "".join(
+        f"<tr><td>{_esc(r.metric)}</td><td class=n>{format_metric(r.baseline, r.metric, '—')}"
+        f"</td><td class=n>{format_metric(r.run, r.metric, '—')}</td><td class=n>"
+        f"{'—' if r.delta is None else f'{r.delta:+.3g}'}</td><td>{_esc(r.comparison)}</td></tr>"
+        for r in rows)
+    return ('<table class="baseline"><tr><th>metric</th><th class=n>author baseline</th>'
+            '<th class=n>this run</th><th class=n>Δ</th><th>vs baseline</th></tr>'
+            f"{body}</table>")
+
+
+def _card(summary: SuiteSummary) -> str:
+    info = summary.info
+    counts = {c: sum(1 for r in summary.results if category(r) == c) for c in CATEGORIES}
+    n = len(summary.results)
+    rate = f"{counts[PASSED] / n:.1%}" if n else "—"
+    gate = info.gate + (" (counted as must-pass)" if info.gate == "advisory"
+                        and not info.advisory else "")
+    badges = "".join(f'<span class="b {c if counts[c] else "zero"}">{counts[c]} {c}</span>'
+                     for c in CATEGORIES)
+    rows = summary.baseline_rows()
+    named = [r for r in rows if r.metric in info.baseline]
+    table = (_baseline_table(named) if named
+             else '<p class="note">no author baseline for this suite</p>')
+    table += f"<details><summary>all metrics</summary>{_baseline_table(rows)}</details>"
+    return (f'<div class="card {summary.verdict}" data-path="{_esc(info.path)}">'
+            f'<h3>{_VERDICT[summary.verdict]} · {_esc(info.path)}</h3>'
+            f'<div class="meta">package <b>{_esc(info.package or "—")}</b> · gate '
+            f"<b>{_esc(gate)}</b> · {n} cases · pass rate <b>{rate}</b></div>"
+            f'<div class="counts">{badges}</div>{table}'
+            "</div>")
+
+
+def _regression_list(regression: Regression) -> str:
+    moved = [c for c in regression.changes if c.change in ("regressed", "improved")]
+    items = "".join(f'<tr><td><span class="b {"failed" if c.change == "regressed" else "passed"}"'
+                    f'>{c.change}</span></td><td><code>{_esc(c.nodeid)}</code></td>'
+                    f"<td>{_esc(c.before or '—')} → {_esc(c.after or '—')}</td></tr>"
+                    for c in moved)
+    changed = "".join(f"<li>The suite file <code>{_esc(p)}</code> changed since that run.</li>"
+                      for p in regression.changed_suites)
+    table = ("<table><tr><th>change</th><th>case</th><th>outcome then → now</th></tr>"
+             f"{items}</table>") if items else "<p>No case regressed or improved.</p>"
+    return f'<div class="regression">{table}<ul>{changed}</ul></div>'
+
+
+# -- the page --------------------------------------------------------------------------------
+
+def _sorted(results: Sequence[CaseResult]) -> list[CaseResult]:
+    return sorted(results, key=lambda r: _ORDER[category(r)])  # stable: file order within
+
+
+def render(aggregate: Aggregate, regression: Regression | None = None,
+           limit: int = LIMIT_BYTES) -> str:
+    """The whole page, at most about ``limit`` bytes of UTF-8."""
+    suites = aggregate.suites()
+    passed = aggregate.passed
+    verdict = "PASS" if passed else "FAIL"
+    head = (f'<section class="verdict {"pass" if passed else "fail"}" id="verdict">'
+            f"<h1>Elizon eval: {verdict}</h1><p>{_esc(aggregate.paragraph())}</p></section>")
+    cards = '<h2>Suites</h2><div class="cards">' + "".join(map(_card, suites)) + "</div>"
+    charts = [_outcome_chart(suites)] if suites else []
+    charts += [c for s in suites for c in (_latency_chart(s), _metric_chart(s)) if c]
+    cost = _cost_chart(suites)
+    if cost:
+        charts.append(cost)
+    if regression is not None:
+        charts.append(_regression_chart(regression))
+    chart_html = '<h2>Charts</h2><div class="charts">' + "".join(charts) + "</div>"
+    changes = ("<h2>Changes since the baseline run</h2>" + _regression_list(regression)
+               if regression is not None else "")
+    filters = ('<div class="filters">' + "".join(
+        f'<label><input type="checkbox" data-outcome="{c}" checked> '
+        f'<span class="b {c}">{c}</span></label>' for c in CATEGORIES)
+        + '<input type="search" id="q" placeholder="filter by text (id, outcome, reason)" '
+        'aria-label="filter cases by text"><span id="status" role="status"></span></div>')
+
+    # Every case's row is on the page; its details while they fit, failures' first.
+    ordered = [(s, _sorted(s.results)) for s in suites]
+    rows = {r.nodeid: i for i, r in enumerate(r for _, rs in ordered for r in rs)}
+    fixed = [head, cards, chart_html, changes, filters]
+    used = sum(len(p.encode("utf-8")) for p in fixed) + len(_CSS) + len(_JS) + 4096
+    used += sum(len(_case(rows[r.nodeid], r, None).encode("utf-8")) for _, rs in ordered
+                for r in rs)
+    details: dict[str, str] = {}
+    left_out = 0
+    for r in sorted((r for _, rs in ordered for r in rs),
+                    key=lambda r: (category(r) == PASSED, rows[r.nodeid])):
+        text = _detail(r)
+        size = len(text.encode("utf-8")) - len(_LEFT_OUT)
+        if used + size > limit:
+            left_out += 1
+            continue
+        details[r.nodeid] = text
+        used += size
+    tables = ["<h2>Cases</h2>", filters]
+    for s, rs in ordered:
+        tables.append(f'<section class="suite"><h3>{_esc(s.info.path)}</h3>'
+                      f'<div class="head"><span>case</span><span>outcome</span>'
+                      f'<span class="n">latency</span><span>failed checks</span><span></span>'
+                      f'</div><div class="rows" data-path="{_esc(s.info.path)}">')
+        tables.extend(_case(rows[r.nodeid], r, details.get(r.nodeid)) for r in rs)
+        tables.append("</div></section>")
+    if left_out:
+        tables.append(f'<p class="note" id="left-out">The details of {left_out:,} cases were '
+                      "left out to keep this page under 5 MB; the results JSON "
+                      "(--elizon-results) has everything.</p>")
+    if not suites:
+        tables.append("<p>No Elizon cases ran.</p>")
+    csp = (f"default-src 'none'; style-src '{_sha256(_CSS)}'; script-src '{_sha256(_JS)}'; "
+           "img-src 'none'; base-uri 'none'; form-action 'none'")
+    return "".join([
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{csp}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>Elizon eval: {verdict}</title><style>{_CSS}</style></head><body><main>",
+        head, cards, chart_html, changes, *tables,
+        f"</main><script>{_JS}</script></body></html>\n",
+    ])
