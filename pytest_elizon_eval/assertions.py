@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from . import answer_parts
+from .answer_parts import PathMissing, json_from_text, select
 from .calls import EntryCall, ErrorInfo, ToolCall, Usage
 from .model import Expect, ToolCallsExpect
 
@@ -202,9 +204,14 @@ def _error_contains(values: list[str], error: ErrorInfo | None) -> AssertionResu
 def _json_schema(schema: dict[str, Any], value: object) -> AssertionResult:
     import jsonschema  # deferred: costs import time on every run, needed by few
 
+    wanted = "output valid against the JSON Schema"
+    if isinstance(value, str):  # JSON written as text is read first (plain prose fails)
+        read = json_from_text(value)
+        if read.error is not None:
+            return AssertionResult("jsonSchema", False, wanted, read.error)
+        value = read.value
     validator = jsonschema.Draft202012Validator(schema)
     error = jsonschema.exceptions.best_match(validator.iter_errors(value))
-    wanted = "output valid against the JSON Schema"
     if error is None:
         return AssertionResult("jsonSchema", True, wanted, "valid")
     where = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}"
@@ -330,9 +337,41 @@ _CHECKS: tuple[tuple[str, str, _Check, _Describe], ...] = (
      lambda w, k: "output valid against the JSON Schema"),
     ("max_tokens", "maxTokens", lambda w, c, k: _max_tokens(w, c.usage), str),
     ("max_cost_usd", "maxCostUsd", lambda w, c, k: _max_cost(w, c.usage), str),
+    ("contains_any", "containsAny",
+     lambda w, c, k: AssertionResult("containsAny", *answer_parts.contains_any(w, c.text or "")),
+     lambda w, k: f"at least one of: {_quoted(w)}"),
+    ("contains_exact", "containsExact",
+     lambda w, c, k: AssertionResult("containsExact",
+                                     *answer_parts.contains_exact(w, c.text or "")),
+     lambda w, k: f"every one of, case-sensitive: {_quoted(w)}"),
+    ("starts_with", "startsWith",
+     lambda w, c, k: AssertionResult("startsWith", *answer_parts.starts_with(w, c.text or "")),
+     lambda w, k: f"text starting with {w!r}"),
+    ("is_json", "isJson",
+     lambda w, c, k: AssertionResult("isJson", *answer_parts.is_json(w, c.text or "")),
+     lambda w, k: "text that reads as JSON" if w else "text that is not JSON"),
 )
 #: Checked whenever the call did not time out: they read the error, the usage, the calls.
 _WITHOUT_OUTPUT = frozenset({"error_contains", "max_tokens", "max_cost_usd"})
+#: With ``expect.path``, these read the part of the answer at the path, not the whole.
+_READS_PATH = frozenset({"contains", "not_contains", "equals", "matches", "json_schema",
+                         "contains_any", "contains_exact", "starts_with", "is_json"})
+
+
+def _part(path: str, call: EntryCall) -> EntryCall | str:
+    """The call as the path-reading assertions see it, or why the path is missing."""
+    value = call.value
+    if isinstance(value, str):  # a structured answer written as JSON text
+        read = json_from_text(value)
+        if read.error is not None:
+            return f"the answer is text, not structured: {read.error}"
+        value = read.value
+    try:
+        found = select(value, path)
+    except PathMissing as exc:
+        return str(exc)
+    text = found if isinstance(found, str) else json.dumps(found, ensure_ascii=False)
+    return replace(call, value=found, text=text)
 
 
 def check(expect: Expect | None, call: EntryCall, route_key: str = "route"
@@ -341,11 +380,22 @@ def check(expect: Expect | None, call: EntryCall, route_key: str = "route"
     if expect is None:
         return []
     results: list[AssertionResult] = []
+    part: EntryCall | str = call
+    if expect.path is not None and call.text is not None:
+        part = _part(expect.path, call)
+        if isinstance(part, str):
+            results.append(AssertionResult("path", False, f"a value at {expect.path}", part))
     for field, name, checker, describe in _CHECKS:
         wanted = getattr(expect, field)
         if wanted is None and not (field == "output" and expect.checks_output):
             continue
-        if field in _WITHOUT_OUTPUT:
+        if field in _READS_PATH and part is not call:
+            if isinstance(part, str):
+                results.append(AssertionResult(name, None, describe(wanted, route_key),
+                                               "not checked: the path is missing"))
+            else:
+                results.append(checker(wanted, part, route_key))
+        elif field in _WITHOUT_OUTPUT:
             if not call.timed_out:
                 results.append(checker(wanted, call, route_key))
         elif call.text is None:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from .answers import conversation, priced
 from .assertions import AssertionResult, check
 from .calls import EntryCall, Usage
+from .checks import CheckFunction, run_checks
 from .entries import Entry
 from .judging import Judge
 from .model import Case, Expect, JudgeExpect
@@ -53,6 +54,8 @@ class CasePlan:
     replay: tuple[tuple[EntryCall, ...], ...] | None = None
     #: US dollars per 1M input and output tokens, by model name.
     prices: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    #: The functions of ``expect.checks``, by the name the suite gives them.
+    checks: Mapping[str, CheckFunction] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -124,6 +127,8 @@ def _checked(plan: CasePlan, expect: Expect | None, case_input: object, call: En
              deadline: float
              ) -> tuple[tuple[AssertionResult, ...], float | None, str | None, Usage | None]:
     assertions = check(expect, call, plan.route_key)
+    if not call.timed_out:  # Python checks run inside what is left of the time limit
+        assertions += run_checks(expect, plan.checks, plan.case, case_input, call, deadline)
     score = reasoning = usage = None
     if expect is not None and expect.judge is not None and plan.judge is not None \
             and not call.timed_out:
