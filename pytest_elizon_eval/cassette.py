@@ -83,8 +83,12 @@ def recording(suite: str, case_id: str, case_input: object,
 class Cassette:
     """The recordings of a cassette file, by case key."""
 
-    def __init__(self, entries: dict[str, dict[str, Any]] | None = None) -> None:
+    def __init__(self, entries: dict[str, dict[str, Any]] | None = None,
+                 canary: str | None = None) -> None:
         self.entries: dict[str, dict[str, Any]] = dict(entries or {})
+        #: The probe pack's canary the recordings were made with: a probe's input holds it,
+        #: so a replay (or a re-recording) must use the same one.
+        self.canary = canary
 
     @classmethod
     def load(cls, path: Path) -> Cassette:
@@ -101,7 +105,8 @@ class Cassette:
             if not isinstance(entry, dict) or not isinstance(entry.get("runs"), list) \
                     or not isinstance(entry.get("input_sha256"), str):
                 raise ValueError(f"case {name!r} has no 'input_sha256' and 'runs'")
-        return cls(data["cases"])
+        canary = data.get("canary")
+        return cls(data["cases"], canary if isinstance(canary, str) else None)
 
     def answers(self, suite: str, case_id: str, case_input: object, runs: int
                 ) -> tuple[tuple[tuple[EntryCall, ...], ...], float | None]:
@@ -133,5 +138,7 @@ class Cassette:
 
     def dump(self) -> str:
         """The file's text: stable order, one field per line."""
-        return json.dumps({"format": FORMAT, "cases": self.entries}, indent=2, sort_keys=True,
-                          ensure_ascii=False) + "\n"
+        data: dict[str, Any] = {"format": FORMAT, "cases": self.entries}
+        if self.canary is not None:
+            data["canary"] = self.canary
+        return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"

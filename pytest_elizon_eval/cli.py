@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
-from . import evidence, provenance, signing
+from . import evidence, provenance, redteam, signing
 from .evidence import Document, EvidenceError
 from .outcomes import ERROR, FAILED, PASSED, TIMEOUT, blocks, display_reason
 from .reporting import html, junit, markdown, terminal
@@ -402,6 +402,19 @@ def _verify(args: argparse.Namespace, out: Out) -> int:
     return EXIT_OK
 
 
+def _import_promptfoo(args: argparse.Namespace, out: Out) -> int:
+    from . import promptfoo  # deferred: only this verb needs it
+
+    try:
+        conversion = promptfoo.convert(Path(args.config), Path(args.output))
+        promptfoo.write(conversion, Path(args.output), force=args.force)
+    except promptfoo.ImportFailed as exc:
+        raise Trouble(str(exc)) from None
+    for line in conversion.report(args.config, args.output):
+        out.line(safe(line))
+    return EXIT_OK
+
+
 # -- the parser ------------------------------------------------------------------------------
 
 class _Parser(argparse.ArgumentParser):
@@ -494,7 +507,42 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--require-pass", action="store_true",
                    help="require every must-pass suite to have passed")
     p.set_defaults(run=_verify)
+
+    p = verbs.add_parser("import", help="bring existing evals in: import promptfoo CONFIG -o DIR",
+                         description="Convert another tool's evals into an Elizon package.")
+    sources = p.add_subparsers(dest="source", metavar="SOURCE", parser_class=_Parser,
+                               required=True)
+    q = sources.add_parser("promptfoo", help="a promptfooconfig.yaml as an Elizon package",
+                           description="Write elizon.yaml and suite.yaml (and "
+                                       "promptfoo_checks.py for python asserts) into DIR from "
+                                       "a promptfoo config: its tests, defaultTest, file:// "
+                                       "test files, vars and assertions. What has no Elizon "
+                                       "equivalent is listed at the end and kept as a comment "
+                                       "on its case. Providers are not converted. See "
+                                       "README.md#coming-from-promptfoo.")
+    q.add_argument("config", metavar="CONFIG")
+    q.add_argument("-o", "--output", metavar="DIR", required=True,
+                   help="the package folder to write")
+    q.add_argument("--force", action="store_true", help="overwrite files that exist")
+    q.set_defaults(run=_import_promptfoo)
+
+    p = verbs.add_parser("probes", help="the red-team probe pack: probes list [--category C]",
+                         description="The probe pack shipped with the plugin "
+                                     "(docs/format.md#probes).")
+    actions = p.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser,
+                               required=True)
+    q = actions.add_parser("list", help="print the catalogue",
+                           description="Print every probe: category, id, severity, what it "
+                                       "checks, and its input ({canary} is the run's canary).")
+    q.add_argument("--category", choices=redteam.CATEGORIES, help="only this category")
+    q.set_defaults(run=_probes_list)
     return top
+
+
+def _probes_list(args: argparse.Namespace, out: Out) -> int:
+    for line in redteam.catalogue_lines(args.category):
+        out.line(line)
+    return EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:

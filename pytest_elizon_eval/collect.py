@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from . import _pytest_compat as compat
-from . import errors, outcomes
+from . import checks, datafiles, errors, outcomes, redteam
 from .binding import ENTRY, JUDGE, Binder, Kind, Source
 from .calls import ErrorInfo
 from .cassette import CassetteMiss, recording
@@ -53,6 +53,11 @@ _PLAN = pytest.StashKey[CasePlan]()
 _RESULT = pytest.StashKey[CaseResult]()
 _RECORDING = pytest.StashKey[dict[str, Any]]()
 _DEFAULTS_MODULE = "pytest_elizon_eval.plugin"
+#: The fixture listing secrets no answer may reveal, and a case's checks for them.
+SECRETS_FIXTURE = "elizon_secrets"
+_WATCH = pytest.StashKey[redteam.Watch]()
+#: The fixture that names Python checks (``expect.checks``) for a directory.
+CHECKS_FIXTURE = "elizon_checks"
 
 
 def _matches(path: Path, globs: tuple[str, ...]) -> bool:
@@ -71,10 +76,12 @@ def collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector 
     if file_path.name == MANIFEST_NAME:
         return ManifestCollector.from_parent(
             parent, name=file_path.name, path=file_path, nodeid=index.display(file_path))
-    if file_path.suffix not in (".yaml", ".yml"):
+    if file_path.suffix not in (".yaml", ".yml") and not datafiles.is_data_file(file_path):
         return None
     owner = index.owner(file_path)
     if owner is not None:
+        if owner[1].probe_source is not None:
+            return None  # an operator's probe file: collected by its manifest
         return SuiteFile.from_parent(parent, path=file_path, package=owner[0], spec=owner[1])
     if is_standalone(config, file_path):
         package = standalone(file_path)
@@ -111,7 +118,11 @@ class ManifestCollector(_ShowsElizonErrors):
                 f"{index.display(s.path)} (named in {manifest}:{s.declared_at})"
                 for s in missing])
         for spec in package.suites:
-            if not self._walk_reaches(spec.path):
+            if spec.probe_source is not None:  # the walk never collects probes: the manifest does
+                from .redteam_nodes import ProbeSuite  # defined there, on top of SuiteFile
+
+                yield ProbeSuite.of(self, package, spec)
+            elif not self._walk_reaches(spec.path):
                 yield SuiteFile.from_parent(self, path=spec.path, package=package, spec=spec)
 
     def _walk_reaches(self, path: Path) -> bool:
@@ -134,12 +145,21 @@ class SuiteFile(_ShowsElizonErrors, pytest.File):
         self.spec = spec
         # Every case requests the entry fixture (the plugin's default returns None); cases
         # with a judge assertion add the judge fixture themselves.
-        self.add_marker(pytest.mark.usefixtures(ENTRY.fixture))
-        #: Fixture closures, the same for every case of the file: by "needs the judge".
-        self.fixture_infos: dict[bool, Any] = {}
+        self.add_marker(pytest.mark.usefixtures(ENTRY.fixture, SECRETS_FIXTURE))
+        #: Fixture closures, the same for every case of the file: by "needs the judge"
+        #: and "names a check from the elizon_checks fixture".
+        self.fixture_infos: dict[tuple[bool, bool], Any] = {}
+        #: The suite's ``module:function`` checks, imported at collection.
+        self.check_functions: dict[str, checks.CheckFunction] = {}
+        self.check_refs: tuple[checks.CheckRef, ...] = ()
 
     def collect(self) -> Iterator[CaseItem]:
         loaded, info = self.config.stash[INDEX].suite(self.path, self.package, self.spec)
+        self.check_refs = loaded.check_refs
+        if loaded.check_refs:  # a check that cannot be imported is a collection error
+            self.check_functions = checks.resolve_specs(
+                loaded.check_refs, [self.package.folder, self.path.parent, self.config.rootpath],
+                info.path)
         registered = set(self.config.getini("markers"))
         for tag in sorted({t for case in loaded.cases for t in case.tags or ()}):
             marker = f"{tag}: Elizon case tag"
@@ -172,8 +192,11 @@ class CaseItem(compat.FixtureItem):
         self.judged = case.judged
         if self.judged:
             self.add_marker(pytest.mark.usefixtures(JUDGE.fixture))
-        infos = self.parent.fixture_infos
-        infos[self.judged] = self.init_fixtures(infos.get(self.judged))  # once per file
+        self.checks_fixture = checks.uses_fixture(case)
+        if self.checks_fixture:
+            self.add_marker(pytest.mark.usefixtures(CHECKS_FIXTURE))
+        infos, key = self.parent.fixture_infos, (self.judged, self.checks_fixture)
+        infos[key] = self.init_fixtures(infos.get(key))  # once per file
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, self.line - 1, f"case {self.name}"
@@ -194,6 +217,16 @@ class CaseItem(compat.FixtureItem):
                 if wide is not None:
                     known[wide[0]] = values[kind.fixture]
         self.stash[_PLAN] = self._plan(values)
+        self.stash[_WATCH] = self.watch()
+
+    def watch(self) -> redteam.Watch:
+        """What the case is checked for after it ran: the package's secrets and the
+        ``elizon_secrets`` fixture's (docs/contract.md#security)."""
+        value = self.fixture_values.get(SECRETS_FIXTURE)
+        found = () if value is None else redteam.check_secrets(
+            value, f"the {SECRETS_FIXTURE} fixture "
+                   f"({compat.fixture_location(self, SECRETS_FIXTURE)})")
+        return redteam.Watch(secrets=tuple(dict.fromkeys(self.parent.package.secrets + found)))
 
     def _sources(self, kind: Kind, settings: Settings, fixture_value: object) -> list[Source]:
         package = self.parent.package
@@ -235,12 +268,18 @@ class CaseItem(compat.FixtureItem):
                                  package.output)
         judge = binder.judge(self._sources(JUDGE, settings, values[JUDGE.fixture]),
                              package.folder) if self.judged else None
+        functions = self.parent.check_functions
+        if self.checks_fixture:
+            functions = {**functions, **checks.fixture_checks(
+                self.case, self.parent.check_refs, values.get(CHECKS_FIXTURE),
+                f"the {CHECKS_FIXTURE} fixture ({compat.fixture_location(self, CHECKS_FIXTURE)})",
+                self.identity.suite.path)}
         return CasePlan(
             case=self.case, entry=entry, judge=judge,
             entry_description=entry.description if entry else "cassette",
             timeout_s=timeout_s, timeout_source=timeout_source, route_key=settings.route_key,
             repeat=runs, min_pass_rate=rate, replay=replay,
-            prices={**settings.prices, **package.prices})
+            prices={**settings.prices, **package.prices}, checks=functions)
 
     @property
     def _recorded_input(self) -> object:
@@ -251,8 +290,8 @@ class CaseItem(compat.FixtureItem):
         """This case's run, to start before its turn — or None when it must wait for its own
         setup: its entry (or judge) fixture is not session-wide or has not been set up yet,
         or planning fails (its setup then reports why)."""
-        if self.config.stash[SETTINGS].replay is not None:
-            return None  # a replay answers at once
+        if self.config.stash[SETTINGS].replay is not None or self.checks_fixture:
+            return None  # a replay answers at once; fixture checks come with its setup
         known = self.config.stash.get(_SESSION_VALUES, {})
         values: dict[str, object] = {}
         for kind in self._kinds:
@@ -278,7 +317,8 @@ class CaseItem(compat.FixtureItem):
             run = None
         if not isinstance(run, CaseRun):
             run = run_case(plan)
-        result = outcomes.decide(self.identity, plan, run)
+        result = redteam.guard(outcomes.decide(self.identity, plan, run), run,
+                               self.stash[_WATCH])
         self.stash[_RESULT] = result
         if self.config.stash[SETTINGS].record is not None:
             self.stash[_RECORDING] = recording(

@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Discriminator,
     Field,
@@ -32,6 +33,7 @@ from .loading import Problem, YamlMapping, YamlSequence, line_of
 __all__ = [
     "CASE_ID_PATTERN",
     "Case",
+    "CheckSpec",
     "CommandEntry",
     "Evaluation",
     "Expect",
@@ -105,6 +107,25 @@ class ToolCallsExpect(_Strict):
     max_calls: int | None = Field(None, alias="maxCalls", ge=0)
 
 
+class CheckSpec(_Strict):
+    """``{check: name, threshold: 0.8}`` in ``expect.checks``: a check whose float result is
+    a score that must reach ``threshold``."""
+
+    check: str = Field(min_length=1)
+    threshold: float | None = Field(None, ge=0.0, le=1.0)
+
+
+def _check_path(path: str) -> str:
+    from .answer_parts import parse_path  # deferred: answer_parts imports nothing of ours
+
+    parse_path(path)  # ValueError says what is wrong
+    return path
+
+
+def _check_form(value: Any) -> str:
+    return "check-mapping" if isinstance(value, dict) else "check-name"
+
+
 class Expect(_Strict):
     """The assertions of one case (or of one turn of a conversation)."""
 
@@ -123,6 +144,16 @@ class Expect(_Strict):
     tool_calls: ToolCallsExpect | None = Field(None, alias="toolCalls")
     max_tokens: int | None = Field(None, alias="maxTokens", ge=0)
     max_cost_usd: float | None = Field(None, alias="maxCostUsd", ge=0)
+    # Issue 11: text assertions, JSON written as text, a part of the answer, Python checks.
+    contains_any: list[str] | None = Field(None, alias="containsAny")
+    contains_exact: list[str] | None = Field(None, alias="containsExact")
+    starts_with: str | None = Field(None, alias="startsWith")
+    is_json: bool | None = Field(None, alias="isJson")
+    path: Annotated[str, AfterValidator(_check_path)] | None = None
+    checks: list[Annotated[
+        Annotated[str, Tag("check-name")] | Annotated[CheckSpec, Tag("check-mapping")],
+        Discriminator(_check_form),
+    ]] | None = None
 
     @property
     def checks_output(self) -> bool:
@@ -219,10 +250,42 @@ class Suite(_Strict):
 Gate = Literal["advisory", "must-pass"]
 
 
-class SuiteRef(_Strict):
-    """One test set named by a manifest."""
+def _check_probes(value: object) -> object:
+    """``probes:`` — ``all`` or a list of the pack's categories (docs/format.md#probes)."""
+    from .redteam import CATEGORIES  # deferred: redteam builds cases from this module
 
-    suite: str
+    if value == "all":
+        return CATEGORIES
+    if not isinstance(value, list) or not value:
+        raise ValueError(f"expected 'all' or a non-empty list of categories "
+                         f"({', '.join(CATEGORIES)}), found {_describe(value)}")
+    for index, item in enumerate(value):
+        if isinstance(item, str) and item.endswith((".yaml", ".yml")):
+            continue  # an operator's own probe file, in the pack's format
+        if item not in CATEGORIES:
+            shown = _describe(item) if not isinstance(item, str) else repr(item)
+            raise ValueError(f"item {index}: unknown category {shown}; the categories "
+                             f"are {', '.join(CATEGORIES)}, or 'all' (or a path to your own "
+                             "probe file ending in .yaml)")
+    return tuple(value)
+
+
+def _check_secret(value: str) -> str:
+    # The message never quotes the value: it is a secret.
+    if len(value.strip()) < 8 or value != value.strip():
+        raise ValueError(f"a secret must be at least 8 characters with no surrounding spaces "
+                         f"(this one has {len(value)}), so reports can show it masked")
+    return value
+
+
+class SuiteRef(_Strict):
+    """One test set named by a manifest: a suite file, or the probe pack (``probes:``)."""
+
+    suite: str | None = None
+    #: Categories of the shipped probe pack (docs/format.md#probes); ``all`` is every one.
+    probes: Annotated[tuple[str, ...], BeforeValidator(_check_probes)] | None = None
+    #: The named input a probe's text is given as (default: one string input).
+    input_name: str | None = Field(None, alias="inputName", min_length=1)
     author_baseline: dict[str, float] | None = Field(None, alias="authorBaseline")
     gate: Gate = "must-pass"
     #: Suite defaults for the cases' ``repeat`` and ``minPassRate``.
@@ -247,7 +310,7 @@ class Evaluation(_Strict):
         assert self.suite is not None  # guaranteed by manifest_shape
         return [SuiteRef(suite=self.suite, authorBaseline=self.author_baseline,
                          gate=self.gate or "must-pass", repeat=self.repeat,
-                         minPassRate=self.min_pass_rate)]
+                         minPassRate=self.min_pass_rate, inputName=None)]
 
 
 #: Tags of union members: pydantic puts them in error locations; messages leave them out.
@@ -267,6 +330,7 @@ def _entry_form(value: Any) -> str:
 
 
 _UNION_TAGS.update(("entry-spec", "entry-url", "entry-command"))
+_UNION_TAGS.update(("check-name", "check-mapping"))
 
 
 #: How a command's stdout or a service's reply is read (docs/format.md#output-mode).
@@ -338,6 +402,9 @@ class Manifest(_Strict):
     evaluation: Evaluation | None = None
     #: Prices per 1M tokens by model name, for usage that reports no cost.
     prices: dict[str, Price] | None = None
+    #: Strings planted in the application's context that no answer may reveal.
+    secrets: list[Annotated[str, AfterValidator(_check_secret)]] | None = Field(
+        None, min_length=1)
 
 
 # -- turning pydantic errors into Problems ---------------------------------------------
@@ -345,7 +412,8 @@ class Manifest(_Strict):
 #: The keys allowed under each parent key, per file kind, for "did you mean" hints.
 _KEYS_UNDER: dict[type[BaseModel], dict[str, type[BaseModel]]] = {
     Suite: {"cases": Case, "expect": Expect, "judge": JudgeExpect, "turns": Turn,
-            "toolCalls": ToolCallsExpect, "calledWith": ToolCallPattern},
+            "toolCalls": ToolCallsExpect, "calledWith": ToolCallPattern,
+            "checks": CheckSpec},
     Manifest: {"evaluation": Evaluation, "suites": SuiteRef, "judge": JudgeEndpoint,
                "prices": Price,
                "entry": CommandEntry},
@@ -512,7 +580,12 @@ def suite_checks(data: Any) -> list[Problem]:
 
 
 def manifest_shape(data: Any) -> list[Problem]:
-    """The ``evaluation`` block holds either ``suite`` or ``suites``, never both or neither."""
+    """The ``evaluation`` block holds either ``suite`` or ``suites``, never both or neither;
+    each ``suites:`` item a suite or probes."""
+    return _evaluation_shape(data) + _one_source(data)
+
+
+def _evaluation_shape(data: Any) -> list[Problem]:
     evaluation = data.get("evaluation") if isinstance(data, YamlMapping) else None
     if not isinstance(evaluation, YamlMapping):
         return []
@@ -528,3 +601,24 @@ def manifest_shape(data: Any) -> list[Problem]:
     if "suite" not in evaluation:
         return [Problem(line, "evaluation: needs 'suite: <path>' or a 'suites:' list")]
     return []
+
+
+def _one_source(data: Any) -> list[Problem]:
+    """Each ``suites:`` item names a suite file or the probe pack, exactly one of them."""
+    evaluation = data.get("evaluation") if isinstance(data, YamlMapping) else None
+    items = evaluation.get("suites") if isinstance(evaluation, YamlMapping) else None
+    if not isinstance(items, YamlSequence):
+        return []
+    problems = []
+    for index, item in enumerate(items):
+        if not isinstance(item, YamlMapping):
+            continue
+        if ("suite" in item) == ("probes" in item):
+            problems.append(Problem(items.item_lines[index], f"evaluation.suites[{index}]: "
+                                    "needs exactly one of 'suite: <path>' or 'probes: "
+                                    "[categories]' (or 'probes: all')"))
+        elif "inputName" in item and "suite" in item:
+            problems.append(Problem(item.key_lines["inputName"],
+                                    f"evaluation.suites[{index}].inputName: only for "
+                                    "'probes:' (a suite's cases name their own inputs)"))
+    return problems

@@ -177,6 +177,9 @@ class CaseResult:
     #: of the turn that did not pass, if one did.
     turns: tuple[dict[str, Any], ...] = ()
     failed_turn: int | None = None
+    #: The canary and secret checks (docs/contract.md#security): what leaked, masked, and
+    #: for a probe its category, severity and where the manifest included it; or None.
+    security: dict[str, Any] | None = None
 
     @property
     def crashed(self) -> bool:
@@ -206,6 +209,8 @@ class CaseResult:
             "judge_usage": self.judge_usage, "turns": list(self.turns),
             "failed_turn": self.failed_turn,
         }
+        if self.security is not None:  # only where checked: other results keep their shape
+            data["security"] = self.security
         out: dict[str, Any] = encodable(data)
         out["suite"] = self.suite.to_data()
         return out
@@ -226,7 +231,7 @@ class CaseResult:
             replayed=bool(data.get("replayed")), input=data.get("input"),
             tool_calls=tuple(data.get("tool_calls") or ()), usage=data.get("usage"),
             judge_usage=data.get("judge_usage"), turns=tuple(data.get("turns") or ()),
-            failed_turn=data.get("failed_turn"),
+            failed_turn=data.get("failed_turn"), security=data.get("security"),
         )
 
 

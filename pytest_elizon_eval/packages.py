@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import errors
+from . import datafiles, errors, redteam
+from .checks import CheckRef, check_refs
 from .errors import ElizonError
 from .loading import LoadFailed, Problem, YamlMapping, YamlSequence, load_yaml
 from .model import (
@@ -27,6 +28,7 @@ from .model import (
     JudgeEndpoint,
     Manifest,
     Suite,
+    SuiteRef,
     UrlEntry,
     manifest_shape,
     suite_checks,
@@ -50,6 +52,10 @@ class SuiteSpec:
     #: Defaults for the cases' ``repeat`` and ``minPassRate``.
     repeat: int | None = None
     min_pass_rate: float | None = None
+    #: For the probe pack: where its cases come from (``elizon:probes/<category>.yaml``),
+    #: and the named input a probe's text is given as; ``path`` is then the pack's file.
+    probe_source: str | None = None
+    input_name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -68,6 +74,9 @@ class Package:
     judge: str | JudgeEndpoint | None = None
     judge_line: int | None = None
     suites: tuple[SuiteSpec, ...] = ()
+    #: Strings no answer may reveal (``secrets:``), and the line of that key.
+    secrets: tuple[str, ...] = ()
+    secrets_line: int | None = None
 
 
 @dataclass(frozen=True)
@@ -78,6 +87,8 @@ class LoadedSuite:
     #: 1-based line of each case's ``- id:`` item, in order.
     lines: tuple[int, ...]
     sha256: str
+    #: Every check the cases name (``expect.checks``), with its line.
+    check_refs: tuple[CheckRef, ...] = ()
 
 
 def _read(path: Path, display: str, code: str) -> tuple[Any, list[Problem], bytes]:
@@ -114,12 +125,17 @@ def load_manifest(path: Path, display: str) -> Package:
     if manifest.evaluation is not None:
         evaluation = data["evaluation"]
         if isinstance(evaluation.get("suites"), YamlSequence):
-            lines = [item.key_lines.get("suite", item.line) for item in evaluation["suites"]]
+            lines = [item.key_lines.get("suite", item.key_lines.get("probes", item.line))
+                     for item in evaluation["suites"]]
         else:
             lines = [evaluation.key_lines["suite"]]
         root = folder.resolve()
         seen: dict[Path, int] = {}
         for ref, line in zip(manifest.evaluation.refs(), lines, strict=True):
+            if ref.probes is not None:  # the shipped pack: one test set per category
+                problems.extend(_add_probes(suites, ref, line, seen, root))
+                continue
+            assert ref.suite is not None  # guaranteed by manifest_shape
             suite_path = _suite_path(root, ref.suite)
             if isinstance(suite_path, str):
                 problems.append(Problem(line, f"suite {ref.suite!r} {suite_path}"))
@@ -145,7 +161,34 @@ def load_manifest(path: Path, display: str) -> Package:
         judge=manifest.judge,
         judge_line=key_lines.get("judge"),
         suites=tuple(suites),
+        secrets=tuple(manifest.secrets or ()),
+        secrets_line=key_lines.get("secrets"),
     )
+
+
+def _add_probes(suites: list[SuiteSpec], ref: SuiteRef, line: int, seen: dict[Path, int],
+                root: Path) -> list[Problem]:
+    """The probe pack's categories (and the operator's own probe files) a ``probes:`` item
+    includes, as test sets."""
+    problems = []
+    for item in ref.probes or ():
+        if item in redteam.CATEGORIES:
+            path, where = redteam.pack_file(item), redteam.source(item)
+        else:  # the operator's own file, in the package like any suite
+            found = _suite_path(root, item)
+            if isinstance(found, str):
+                problems.append(Problem(line, f"probe file {item!r} {found}"))
+                continue
+            path, where = found, found.relative_to(root).as_posix()
+        if path in seen:
+            problems.append(Problem(line, f"probes {item!r} are included twice "
+                                          f"(first at line {seen[path]})"))
+            continue
+        seen[path] = line
+        suites.append(SuiteSpec(path, ref.gate, dict(ref.author_baseline or {}), line,
+                                ref.repeat, ref.min_pass_rate, probe_source=where,
+                                input_name=ref.input_name))
+    return problems
 
 
 def _suite_path(root: Path, written: str) -> Path | str:
@@ -193,7 +236,8 @@ def standalone(path: Path) -> Package:
 def load_suite(path: Path, display: str) -> LoadedSuite:
     """Read and validate a suite file; every problem is reported at once."""
     code = errors.EVALUATION_SUITE_INVALID
-    data, read_problems, raw = _read(path, display, code)
+    data, read_problems, raw = (datafiles.read(path, display, code) if datafiles.is_data_file(path)
+                                else _read(path, display, code))
     suite, problems = validate(Suite, data, suite_checks)
     problems = _in_line_order(read_problems, problems)
     if problems or suite is None:
@@ -202,4 +246,5 @@ def load_suite(path: Path, display: str) -> LoadedSuite:
         cases=tuple(suite.cases),
         lines=tuple(data["cases"].item_lines),
         sha256=hashlib.sha256(raw).hexdigest(),
+        check_refs=check_refs(data),
     )

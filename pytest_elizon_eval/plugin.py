@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from . import _pytest_compat as compat
-from . import collect, concurrency, options, outcomes, provenance
+from . import collect, concurrency, options, outcomes, provenance, redteam_nodes
 from .binding import Binder
 from .discovery import PackageIndex
 from .packages import standalone
@@ -40,6 +40,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[options.SETTINGS] = settings
     config.stash[collect.INDEX] = PackageIndex(config.rootpath, settings.strict)
     config.stash[collect.BINDER] = Binder(config.rootpath)
+    # the probe pack: the run's canary (one for all xdist workers) and its fixtures
+    config.pluginmanager.register(redteam_nodes, "elizon-redteam")
     if settings.concurrency > 1:
         config.stash[collect.SCHEDULER] = concurrency.CaseScheduler(settings.concurrency)
     if not hasattr(config, "workerinput"):
@@ -132,6 +134,16 @@ def elizon_judge() -> object:
     return None
 
 
+@pytest.fixture(scope="session")
+def elizon_checks() -> object:
+    """The checks a suite may name in ``expect.checks``; override it in conftest.py.
+
+    Return a mapping of check name to function (sync or async), e.g.
+    ``{"polite": polite}``. Only cases that name a check without ``:`` use it.
+    """
+    return {}
+
+
 class SessionReporter:
     """Collects every case result from the reports and writes the run's reports, once."""
 
@@ -197,7 +209,9 @@ class SessionReporter:
             return
         made = self._provenance() if self.settings.results is not None else None
         self.written, self.unwritten = files.write_all(self.aggregate, self.regression,
-                                                       self.settings, self.recordings, made)
+                                                       self.settings, self.recordings, made,
+                                                       self.config.stash.get(redteam_nodes.CANARY,
+                                                                             None))
         if self.unwritten:
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
 

@@ -26,8 +26,10 @@ from typing import Any
 
 from .binding import ENTRY, JUDGE, Kind, parse_text
 from .discovery import PackageIndex
+from .errors import ElizonError
 from .loading import load_yaml
 from .model import CommandEntry, JudgeEndpoint, UrlEntry
+from .packages import MANIFEST_NAME, Package
 from .reporting.aggregate import Aggregate
 
 __all__ = ["command_options", "git_state", "merge", "now", "packages", "record"]
@@ -131,13 +133,20 @@ def packages(aggregate: Aggregate, index: PackageIndex) -> list[dict[str, Any]]:
     git_cache: dict[Path, dict[str, Any] | None] = {}
     for summary in aggregate.suites():
         info = summary.info
-        path = index.rootpath / info.path
+        # A probe pack's suite is named after the manifest that includes it
+        # (``pkg/elizon.yaml::elizon:probes/…``): that manifest is its package's.
+        path = index.rootpath / info.path.split("::", 1)[0]
+        owner: Package | None = None
         try:
-            owner = index.owner(path)
-        except (OSError, ValueError):
+            if path.name == MANIFEST_NAME:
+                owner = index.package(path)
+            else:
+                found_owner = index.owner(path)
+                owner = found_owner[0] if found_owner else None
+        except (OSError, ValueError, ElizonError):
             owner = None
-        manifest = owner[0].manifest if owner else None
-        folder = owner[0].folder if owner else path.parent
+        manifest = owner.manifest if owner else None
+        folder = owner.folder if owner else path.parent
         key = str(manifest) if manifest else f"{info.package}:{info.path}"
         record = found.get(key)
         if record is None:
@@ -145,7 +154,7 @@ def packages(aggregate: Aggregate, index: PackageIndex) -> list[dict[str, Any]]:
             if folder not in git_cache:
                 git_cache[folder] = git_state(folder) if folder.is_dir() else None
             record = found[key] = {
-                "name": owner[0].name if owner else info.package,
+                "name": owner.name if owner else info.package,
                 "version": version,
                 "manifest": index.display(manifest) if manifest else None,
                 "manifest_sha256": sha,

@@ -75,7 +75,21 @@ def _quiet_inner_runs(request: pytest.FixtureRequest, monkeypatch: pytest.Monkey
     # PYTEST_ADDOPTS when it is set up, so set it after pytester.)
     if "pytester" in request.fixturenames:
         request.getfixturevalue("pytester")
-        monkeypatch.setenv("PYTEST_ADDOPTS", "-W ignore::pytest.PytestAssertRewriteWarning")
+        options = ["-W ignore::pytest.PytestAssertRewriteWarning", *_plugins_left_out(request)]
+        monkeypatch.setenv("PYTEST_ADDOPTS", " ".join(options))
+
+
+def _plugins_left_out(request: pytest.FixtureRequest) -> list[str]:
+    """Plugins inner runs do without, for speed (they cost most of a small run's time in a
+    process as large as this one): pytest's unraisable- and thread-exception checks end
+    every session with full garbage collections of this whole test process; pytest-html
+    and pytest-metadata read every installed package's metadata; the rest are unused.
+    The tests of the pytest-html glue keep those two."""
+    skipped = ["unraisableexception", "threadexception", "anyio", "cov", "legacypath",
+               "doctest"]
+    if not request.module.__name__.endswith("test_html"):
+        skipped += ["html", "metadata"]
+    return [f"-p no:{name}" for name in skipped]
 
 
 #: Runs pytest with SIGINT as a terminal gives it, even when this process inherited it ignored

@@ -187,7 +187,7 @@ def test_every_results_file_records_its_provenance(material: Material) -> None:
     assert package["manifest"] == "example_suites/legal-practice/elizon.yaml"
     assert package["entries"] == ["handle"]
     assert package["git"] is None
-    assert len(package["suites"]) == 2
+    assert len(package["suites"]) == 8  # its two suites and the six probe categories
 
 
 def test_sign_then_verify_ok_and_a_flipped_byte_is_invalid(material: Material) -> None:
@@ -284,7 +284,8 @@ def test_acknowledge_with_a_typed_yes_on_a_terminal(material: Material) -> None:
 def _regressed(source: Path, target: Path) -> None:
     """A results file in which one must-pass case failed and its suite file changed."""
     data = json.loads(source.read_text())
-    suite = next(s for s in data["suites"] if s["gate"] == "must-pass")
+    suite = next(s for s in data["suites"]
+                 if s["path"] == "example_suites/legal-practice/eval/publish-gate-core.yaml")
     suite["sha256"] = "0" * 64
     case = suite["cases"][0]
     case["outcome"] = "failed"

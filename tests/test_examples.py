@@ -21,12 +21,13 @@ def test_examples_pass_with_one_advisory_failure(examples: Path, pytester: pytes
                                                  ) -> None:
     result = pytester.runpytest_subprocess("example_suites")
     assert result.ret == pytest.ExitCode.OK
-    assert result.parseoutcomes() == {"passed": 31, "advisory_failed": 1}
+    # 31 cases of the three packages and legal-practice's 44 probes (`probes: all`)
+    assert result.parseoutcomes() == {"passed": 75, "advisory_failed": 1}
 
 
 def test_safety_cases_by_marker(examples: Path, pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("example_suites", "-m", "safety", "--strict-markers")
-    assert result.parseoutcomes() == {"passed": 7, "deselected": 25}
+    assert result.parseoutcomes() == {"passed": 7, "deselected": 69}
 
 
 def test_the_release_gate_catches_a_broken_router(examples: Path, pytester: pytest.Pytester
@@ -44,6 +45,9 @@ def test_the_release_gate_catches_a_broken_router(examples: Path, pytester: pyte
     result = pytester.runpytest("example_suites/legal-practice", "-rf")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     outcomes = result.parseoutcomes()
-    assert outcomes["failed"] == 8  # every must-pass case but route-overdue-invoices
+    # every must-pass case (route-overdue-invoices too: its answer reveals the planted
+    # secret) and every one of the 44 probes
+    assert outcomes["failed"] == 9 + 44
     result.stdout.fnmatch_lines(["FAILED *publish-gate-core.yaml::guardrail-injection*"])
-    result.stdout.fnmatch_lines(["      found:    'ZEBRA-7731' at character *"])
+    result.stdout.fnmatch_lines(["      found:    'ZE…31' at character *"])  # masked
+    assert "ZEBRA-7731" not in result.stdout.str()

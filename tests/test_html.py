@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import itertools
 import json
 import re
 from collections.abc import Iterator
@@ -31,10 +32,14 @@ HOSTILE = ("<script>window.__pwned=1</script></textarea></pre></details></div>"
            "<script>document.title='pwned'</script>")
 
 
+_LINES = itertools.count(2)
+
+
 def result(case_id: str, outcome: str = "passed", suite: SuiteInfo = CORE, *,
            latency: float | None = 12.0, output: str | None = "fine",
            checks: tuple[AssertionResult, ...] = (), **fields: Any) -> CaseResult:
-    return CaseResult(nodeid=f"{suite.path}::{case_id}", case_id=case_id, line=3, suite=suite,
+    line = fields.pop("line", next(_LINES))  # file order: each case below the one before
+    return CaseResult(nodeid=f"{suite.path}::{case_id}", case_id=case_id, line=line, suite=suite,
                       outcome=outcome, assertions=checks, latency_ms=latency, output=output,
                       output_length=len(output or ""), timeout_s=90.0,
                       timeout_source="the 90 s hard limit", **fields)

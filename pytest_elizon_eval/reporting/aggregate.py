@@ -158,7 +158,9 @@ class Aggregate:
         """One summary per suite, ordered by suite path; cases in file order."""
         known = {r.suite.path: r.suite for r in self._results.values() if r.suite.package}
         by_path: dict[str, SuiteSummary] = {}
-        for result in sorted(self._results.values(), key=lambda r: (r.suite.path, r.line)):
+        # probes share their manifest line: the node id orders them the same in every run
+        for result in sorted(self._results.values(),
+                             key=lambda r: (r.suite.path, r.line, r.nodeid)):
             info = known.get(result.suite.path, result.suite)
             if result.suite is not info:
                 result = replace(result, suite=info)

@@ -37,8 +37,8 @@ def _append_summary(path: Path, aggregate: Aggregate, regression: Regression | N
 
 
 def write_all(aggregate: Aggregate, regression: Regression | None, settings: Settings,
-              recordings: list[dict[str, Any]], provenance: Mapping[str, Any] | None = None
-              ) -> tuple[list[tuple[str, Path]], list[str]]:
+              recordings: list[dict[str, Any]], provenance: Mapping[str, Any] | None = None,
+              canary: str | None = None) -> tuple[list[tuple[str, Path]], list[str]]:
     """Write every requested file: (kind, path) of each written, and a line for each that
     could not be written."""
     document: list[str] = []  # the results text as written: the signature covers exactly it
@@ -64,7 +64,7 @@ def write_all(aggregate: Aggregate, regression: Regression | None, settings: Set
         ("HTML report", settings.html, lambda p: _write(p, html.render(aggregate, regression))),
         ("step summary", settings.step_summary,
          lambda p: _append_summary(p, aggregate, regression)),
-        ("cassette", settings.record, lambda p: write_cassette(p, recordings)),
+        ("cassette", settings.record, lambda p: write_cassette(p, recordings, canary)),
     ]
     written: list[tuple[str, Path]] = []
     failed: list[str] = []
@@ -80,11 +80,15 @@ def write_all(aggregate: Aggregate, regression: Regression | None, settings: Set
     return written, failed
 
 
-def write_cassette(path: Path, recordings: list[dict[str, Any]]) -> None:
-    """Merge this run's recordings into the cassette at ``path`` (other cases stay)."""
+def write_cassette(path: Path, recordings: list[dict[str, Any]], canary: str | None = None
+                   ) -> None:
+    """Merge this run's recordings into the cassette at ``path`` (other cases stay), with
+    the canary they were made with."""
     try:
         cassette = Cassette.load(path) if path.exists() else Cassette()
     except ValueError:
         cassette = Cassette()  # not a cassette: replaced by one
     cassette.update(recordings)
+    if canary is not None:
+        cassette.canary = canary
     _write(path, cassette.dump())

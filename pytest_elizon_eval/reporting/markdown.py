@@ -18,6 +18,7 @@ import re
 
 from ..outcomes import PASSED, CaseResult, conversation_text, reason
 from ..text import cap, visible
+from . import security
 from .aggregate import Aggregate, SuiteSummary, format_metric
 from .regression import Regression
 
@@ -117,6 +118,8 @@ def render(aggregate: Aggregate, regression: Regression | None = None,
         for r in failing:
             if r.output is not None:
                 doc.add(_details(r), optional=True)
+    for line in security.markdown_lines(aggregate, cell):
+        doc.add(line)
     if regression is not None:
         doc.add(f"## Changes since {cell(regression.baseline_file)}\n\n" + " · ".join(
             f"{n} {kind}" for kind, n in regression.counts().items()) + "\n")

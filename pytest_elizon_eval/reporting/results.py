@@ -19,6 +19,7 @@ from typing import Any
 
 from ..loading import read_json
 from ..outcomes import CaseResult
+from . import security
 from .aggregate import Aggregate
 from .regression import Regression
 
@@ -65,6 +66,9 @@ def build(aggregate: Aggregate, regression: Regression | None = None, *,
         "verdict": {"pass": aggregate.passed, "paragraph": aggregate.paragraph()},
         "suites": suites,
     }
+    found = security.build(aggregate)
+    if found is not None:
+        data["security"] = found
     if regression is not None:
         data["regression"] = regression.to_data()
     if provenance is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ..outcomes import ERROR, FAILED, PASSED, TIMEOUT, blocks, reason
 from ..text import defuse, visible
+from . import security
 from .aggregate import Aggregate, SuiteSummary, format_metric
 from .regression import Regression
 
@@ -87,6 +88,7 @@ def render(aggregate: Aggregate, regression: Regression | None = None) -> list[L
         lines.extend((f"  {r.nodeid} — {reason(r)}", {}) for r in advisory)
     if regression is not None:
         lines.extend(_regression(regression))
+    lines.extend(security.terminal_lines(aggregate))
     # Names, paths and node ids come from files (a manifest, an earlier results file):
     # shown as text, never as terminal escapes or workflow commands.
     return [(defuse(visible(text, keep_newlines=False)), markup) for text, markup in lines]

@@ -30,13 +30,21 @@ _INVOICES = [
 
 _INJECTION = ("ignore all previous", "ignore previous", "disregard your instructions",
               "print the internal note", "system prompt", "reveal")
+# Attack phrasing the guardrail also refuses (the red-team probe pack, `probes: all`).
+_ATTACK = ("ignore your", "ignore the", "ignore any", "instructions", "override",
+           "developer mode", "no restrictions", "unrestricted", "no rules", "bypass",
+           "jailbreak", "you are now", "pretend you are", "evil opposite", "forget who you are",
+           "handed you over", "repeat the text above", "internal note", "secret", "api keys",
+           "confidential", "authorisation", "base64", "your ru",
+           "delete", "drop the database", "transfer", "shell command", "administrator rights",
+           "email the full", "cancel every", "rules apply", "your rules", "hidden")
 _OTHER_CUSTOMER = ("another customer", "other client", "globex", "initech")
 _ADVICE = ("should i sue", "should i sign", "is it legal for me", "will i win")
 
 
 def _route(question: str) -> str:
     text = question.lower()
-    if any(p in text for p in _INJECTION):
+    if any(p in text for p in _INJECTION + _ATTACK):
         return "refuse.injection"
     if any(p in text for p in _OTHER_CUSTOMER):
         return "refuse.security"

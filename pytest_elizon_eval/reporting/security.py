@@ -1,0 +1,114 @@
+"""The "Security" section of the terminal summary, the markdown summary and the results JSON.
+
+What it holds is docs/contract.md#security: the probes that ran and those that got
+through (compromised), by category and by severity, each with how (the canary or a
+secret leaked, no refusal, a destructive tool called, the judge's grade), and the
+cases of a package whose secrets leaked. A leaked value is only ever shown masked
+(first and last two characters): the case results it is built from are masked already.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..outcomes import PASSED, CaseResult
+from ..redteam import CATEGORIES, SEVERITIES
+from .aggregate import Aggregate
+
+__all__ = ["build", "markdown_lines", "terminal_lines"]
+
+_HOW = {"canary": "canary leaked", "secrets": "secret leaked", "matches": "did not refuse",
+        "toolCalls.notCalled": "called a destructive tool", "judge": "judge: not safe"}
+
+
+def _sec(result: CaseResult) -> dict[str, Any]:
+    return result.security or {}
+
+
+def _how(result: CaseResult) -> list[str]:
+    how = [_HOW.get(a.name, a.name) for a in result.assertions if a.passed is False]
+    if result.error is not None and not how:
+        how.append(f"error: {result.error.type}")
+    return how or [result.outcome]
+
+
+def build(aggregate: Aggregate) -> dict[str, Any] | None:
+    """The section as plain data, or None when no case was checked for leaks."""
+    checked = [r for s in aggregate.suites() for r in s.results if r.security is not None]
+    if not checked:
+        return None
+    probes = [r for r in checked if "probe" in _sec(r)]
+    compromised = [r for r in probes if r.outcome != PASSED]
+    leaks = [r for r in checked if "probe" not in _sec(r) and _sec(r)["leaked"]]
+    by_category = {c: {"probes": 0, "compromised": 0} for c in CATEGORIES}
+    by_severity = {s: {"probes": 0, "compromised": 0} for s in SEVERITIES}
+    for r in probes:
+        probe = _sec(r)["probe"]
+        for table, key in ((by_category, probe["category"]), (by_severity, probe["severity"])):
+            row = table.setdefault(key, {"probes": 0, "compromised": 0})
+            row["probes"] += 1
+            row["compromised"] += r.outcome != PASSED
+    return {
+        "probes": len(probes), "compromised": len(compromised),
+        "by_category": {k: v for k, v in by_category.items() if v["probes"]},
+        "by_severity": {k: v for k, v in by_severity.items() if v["probes"]},
+        "compromised_probes": [
+            {"nodeid": r.nodeid, **_sec(r)["probe"], "outcome": r.outcome,
+             "how": _how(r), "leaked": _sec(r)["leaked"]}
+            for r in sorted(compromised, key=lambda r: (
+                SEVERITIES.index(_sec(r)["probe"]["severity"]), r.nodeid))],
+        "case_leaks": [{"nodeid": r.nodeid, "leaked": _sec(r)["leaked"]}
+                       for r in leaks],
+    }
+
+
+def _leaked(item: dict[str, Any]) -> str:
+    return ", ".join(f"{x['kind']} {x['masked']}" for x in item["leaked"])
+
+
+def terminal_lines(aggregate: Aggregate) -> list[tuple[str, dict[str, bool]]]:
+    """The terminal's Security lines with their markup."""
+    data = build(aggregate)
+    if data is None:
+        return []
+    bad = data["compromised"]
+    lines: list[tuple[str, dict[str, bool]]] = [(
+        f"security: {data['probes']} probes, {bad} compromised"
+        + (f"; secrets leaked by {len(data['case_leaks'])} cases" if data["case_leaks"] else ""),
+        {"red": bool(bad or data["case_leaks"]), "green": not (bad or data["case_leaks"]),
+         "bold": True})]
+    for title, key in (("by category", "by_category"), ("by severity", "by_severity")):
+        if data[key]:
+            lines.append((f"  {title}: " + ", ".join(
+                f"{name} {row['compromised']}/{row['probes']}"
+                for name, row in data[key].items()), {}))
+    for item in data["compromised_probes"]:
+        leaked = f"; leaked {_leaked(item)}" if item["leaked"] else ""
+        lines.append((f"  compromised [{item['severity']}] {item['nodeid']} — "
+                      f"{', '.join(item['how'])}{leaked}", {"red": True}))
+    for item in data["case_leaks"]:
+        lines.append((f"  leaked {_leaked(item)}: {item['nodeid']}", {"red": True}))
+    return lines
+
+
+def markdown_lines(aggregate: Aggregate, cell: Any) -> list[str]:
+    """The markdown summary's Security section (``cell`` escapes a table cell)."""
+    data = build(aggregate)
+    if data is None:
+        return []
+    mark = "❌" if data["compromised"] or data["case_leaks"] else "✅"
+    lines = [f"## {mark} Security\n",
+             f"{data['probes']} probes, **{data['compromised']} compromised**.\n",
+             "| category | compromised | probes |", "|---|---|---|"]
+    lines += [f"| {cell(k)} | {v['compromised']} | {v['probes']} |"
+              for k, v in data["by_category"].items()]
+    lines += ["", "| severity | compromised | probes |", "|---|---|---|"]
+    lines += [f"| {cell(k)} | {v['compromised']} | {v['probes']} |"
+              for k, v in data["by_severity"].items()]
+    if data["compromised_probes"] or data["case_leaks"]:
+        lines += ["", "| case | severity | how | leaked |", "|---|---|---|---|"]
+        lines += [f"| `{cell(i['nodeid'])}` | {i['severity']} | {cell(', '.join(i['how']))} | "
+                  f"{cell(_leaked(i))} |" for i in data["compromised_probes"]]
+        lines += [f"| `{cell(i['nodeid'])}` | — | secret leaked | {cell(_leaked(i))} |"
+                  for i in data["case_leaks"]]
+    return [*lines, ""]
