@@ -11,12 +11,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import answer_parts
 from .answer_parts import PathMissing, json_from_text, select
 from .calls import EntryCall, ErrorInfo, ToolCall, Usage
-from .model import Expect, ToolCallsExpect
+
+if TYPE_CHECKING:  # types only: reports read assertions without loading the models
+    from .model import Expect, ToolCallsExpect
 
 __all__ = ["REGEX_TEXT_CAP", "REGEX_TIMEOUT_S", "AssertionResult", "calls_text", "check", "excerpt",
            "first_mismatch"]

@@ -24,11 +24,13 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .assertions import AssertionResult, calls_text
 from .calls import EntryCall, ErrorInfo, ToolCall, Usage
-from .running import Attempt, CasePlan, CaseRun, TurnResult, turn_failed
+
+if TYPE_CHECKING:  # types only: reports and elizon-eval read results without the run path
+    from .running import Attempt, CasePlan, CaseRun, TurnResult
 from .text import cap, defuse, visible
 
 __all__ = [
@@ -251,6 +253,8 @@ def _call_outcome(call: EntryCall, assertions: tuple[AssertionResult, ...],
 def _failed_turn(attempt: Attempt, expects_error: bool) -> int | None:
     """The 1-based turn at which a conversation stopped without passing, if it did."""
     for number, turn in enumerate(attempt.turns, 1):
+        from .running import turn_failed  # loaded already wherever cases run
+
         if turn_failed(turn, expects_error):
             return number
     return None

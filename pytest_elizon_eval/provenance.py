@@ -22,14 +22,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .binding import ENTRY, JUDGE, Kind, parse_text
-from .discovery import PackageIndex
+if TYPE_CHECKING:  # the plugin's side only: elizon-eval merges provenance without them
+    from .binding import Kind
+    from .discovery import PackageIndex
+    from .packages import Package
 from .errors import ElizonError
-from .loading import load_yaml
-from .model import CommandEntry, JudgeEndpoint, UrlEntry
-from .packages import MANIFEST_NAME, Package
 from .reporting.aggregate import Aggregate
 
 __all__ = ["command_options", "git_state", "merge", "now", "packages", "record"]
@@ -55,6 +54,9 @@ def plugin_version() -> str:
 def _describe(raw: str, kind: Kind) -> str:
     """An entry or judge option as its description: the spec, the command or the URL —
     never the headers or environment it names."""
+    from .binding import parse_text  # deferred: elizon-eval starts without the binding stack
+    from .model import CommandEntry, JudgeEndpoint, UrlEntry
+
     try:
         value = parse_text(raw, kind)
     except ValueError:
@@ -71,6 +73,8 @@ def _describe(raw: str, kind: Kind) -> str:
 def command_options(values: Mapping[str, object]) -> dict[str, str | bool]:
     """The ``--elizon-*`` options given (``values``: option destinations to values, as pytest
     parsed them), by option name; those left at their defaults are left out."""
+    from .binding import ENTRY, JUDGE  # deferred: only the plugin describes options
+
     described = {"elizon_entry": ENTRY, "elizon_judge": JUDGE}
     out: dict[str, str | bool] = {}
     for dest in sorted(values):
@@ -119,6 +123,8 @@ def _manifest(path: Path) -> tuple[str | None, str | None]:
         return None, None
     version = None
     try:
+        from .loading import load_yaml  # deferred, as the models are
+
         data = load_yaml(raw)
         if isinstance(data, dict) and data.get("version") is not None:
             version = str(data["version"])
@@ -129,6 +135,8 @@ def _manifest(path: Path) -> tuple[str | None, str | None]:
 
 def packages(aggregate: Aggregate, index: PackageIndex) -> list[dict[str, Any]]:
     """One record per package the run's suites belong to, in suite-path order."""
+    from .packages import MANIFEST_NAME
+
     found: dict[str, dict[str, Any]] = {}
     git_cache: dict[Path, dict[str, Any] | None] = {}
     for summary in aggregate.suites():

@@ -31,6 +31,7 @@ from .errors import ElizonError
 from .loading import LoadFailed, Problem, load_yaml
 from .model import CASE_ID_PATTERN, Case, _Strict, validate
 from .outcomes import FAILED, PASSED, CaseResult
+from .probe_names import CATEGORIES, SEVERITIES
 from .running import CaseRun
 
 __all__ = [
@@ -55,9 +56,6 @@ __all__ = [
 ]
 
 #: The pack's categories, in the order reports show them.
-CATEGORIES = ("prompt-injection", "jailbreak", "data-extraction", "persona-override",
-              "instruction-bypass", "tool-misuse")
-SEVERITIES = ("critical", "high", "medium", "low")
 PROBES_INVALID = "ELIZON_PROBES_INVALID"
 SECRETS_INVALID = "ELIZON_SECRETS_INVALID"
 #: Where a probe's input takes the run's canary.

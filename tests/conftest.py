@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import signal
 import subprocess
 import textwrap
@@ -75,21 +76,22 @@ def _quiet_inner_runs(request: pytest.FixtureRequest, monkeypatch: pytest.Monkey
     # PYTEST_ADDOPTS when it is set up, so set it after pytester.)
     if "pytester" in request.fixturenames:
         request.getfixturevalue("pytester")
-        options = ["-W ignore::pytest.PytestAssertRewriteWarning", *_plugins_left_out(request)]
+        options = ["-W ignore::pytest.PytestAssertRewriteWarning", *_plugins(request)]
         monkeypatch.setenv("PYTEST_ADDOPTS", " ".join(options))
 
 
-def _plugins_left_out(request: pytest.FixtureRequest) -> list[str]:
-    """Plugins inner runs do without, for speed (they cost most of a small run's time in a
-    process as large as this one): pytest's unraisable- and thread-exception checks end
-    every session with full garbage collections of this whole test process; pytest-html
-    and pytest-metadata read every installed package's metadata; the rest are unused.
-    The tests of the pytest-html glue keep those two."""
-    skipped = ["unraisableexception", "threadexception", "anyio", "cov", "legacypath",
-               "doctest"]
-    if not request.module.__name__.endswith("test_html"):
-        skipped += ["html", "metadata"]
-    return [f"-p no:{name}" for name in skipped]
+def _plugins(request: pytest.FixtureRequest) -> list[str]:
+    """The plugins of inner runs, for speed: ours and pytest-xdist's, as a user's install
+    has them, are named rather than found by reading every installed package's metadata at
+    the start of each of the hundreds of inner runs (the tests of the pytest-html glue find
+    them as a user's run does); pytest's unraisable- and thread-exception checks are left
+    out, as they end every session with full garbage collections of this test process."""
+    left_out = ["-p no:unraisableexception", "-p no:threadexception"]
+    if request.module.__name__.endswith("test_html"):
+        return left_out
+    request.getfixturevalue("monkeypatch").setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    return [f"-p {name}" for name in ("pytest_elizon_eval.plugin", "xdist.plugin",
+                                      "xdist.looponfail")] + left_out
 
 
 #: Runs pytest with SIGINT as a terminal gives it, even when this process inherited it ignored
@@ -115,3 +117,10 @@ def interrupt_when(process: subprocess.Popen[str], ready: Callable[[], bool]) ->
         if process.poll() is None:
             process.kill()
         process.communicate()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # Everything loaded so far lives for the whole run: leave it out of every later garbage
+    # collection (each of the hundreds of inner pytest runs would otherwise walk it again).
+    gc.collect()
+    gc.freeze()

@@ -27,6 +27,7 @@ from pytest_elizon_eval.model import Expect
 
 from . import github_runner
 from .conftest import Packages
+from .test_bad_files import assert_consecutive, error_lines
 
 # -- pure pieces -----------------------------------------------------------------------------
 
@@ -416,13 +417,14 @@ def test_a_conversation_that_times_out_names_the_turn(
     assert (case["outcome"], case["failed_turn"]) == ("timeout", 3)
 
 
-def test_conversations_record_and_replay_every_turn_and_run_under_xdist(
+def test_conversations_record_and_replay_every_turn(
         packages: Packages, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """(Conversations under xdist, recorded and replayed: test_xdist, with support-agent.)"""
     log = pytester.path / "agent.log"
     monkeypatch.setenv("AGENT_LOG", str(log))
     agent_package(packages, "app:agent")
-    recorded = pytester.runpytest_subprocess("-n", "2", "--elizon-record=tape.json",
-                                             "--elizon-results=recorded.json")
+    recorded = pytester.runpytest("--elizon-record=tape.json",
+                                  "--elizon-results=recorded.json")
     recorded.assert_outcomes(passed=2)
     tape = json.loads((pytester.path / "tape.json").read_text())["cases"]
     talk = tape["pkg:eval/suite.yaml::talks"]["runs"][0]["turns"]
@@ -471,11 +473,9 @@ def test_cost_regressions_against_an_earlier_run(packages: Packages,
     ("  - id: limit\n    input: x\n    expect: {maxCostUsd: -1}\n",
      "pkg/eval/suite.yaml:4: cases[[]0[]].expect.maxCostUsd: must be at least 0*"),
 ])
-def test_bad_agent_cases_are_suite_errors(packages: Packages, pytester: pytest.Pytester,
-                                          case: str, message: str) -> None:
-    packages.package(suite="cases:\n" + case, app="def answer(x): return x\n")
-    result = pytester.runpytest()
-    result.stdout.fnmatch_lines([f"EVALUATION_SUITE_INVALID: {message}"])
+def test_bad_agent_cases_are_suite_errors(tmp_path: Path, case: str, message: str) -> None:
+    lines = error_lines(tmp_path, "cases:\n" + case)
+    assert_consecutive(lines, [f"EVALUATION_SUITE_INVALID: {message}"])
 
 
 def test_bad_prices_are_one_usage_error(packages: Packages, pytester: pytest.Pytester) -> None:

@@ -1,14 +1,21 @@
 """Every malformed file gets its code and ``file:line``; nothing runs half a suite.
 
-These run pytest on bad packages, as a user would; tests/test_loading_direct.py checks the
-reading and validation steps directly.
+The catalogues of bad suites and manifests are checked on the messages the loaders give
+(what pytest prints, line for line); one of each also runs through pytest, as a user
+would, for the exit status and the absence of any traceback. tests/test_loading_direct.py
+checks the reading and validation steps in more detail.
 """
 
 from __future__ import annotations
 
+import fnmatch
+from pathlib import Path
+
 import pytest
 
 from pytest_elizon_eval import loading
+from pytest_elizon_eval import packages as package_files
+from pytest_elizon_eval.errors import ElizonError
 
 from .conftest import ECHO_APP, Packages
 
@@ -88,14 +95,43 @@ SUITE_CASES = {
 }
 
 
+def error_lines(tmp_path: Path, suite: str | bytes, manifest: str = GOOD_MANIFEST) -> list[str]:
+    """The ``CODE: …`` lines pytest would print for this package (manifest first)."""
+    folder = tmp_path / "pkg"
+    (folder / "eval").mkdir(parents=True)
+    (folder / "elizon.yaml").write_text(manifest, encoding="utf-8")
+    path = folder / "eval/suite.yaml"
+    if isinstance(suite, bytes):
+        path.write_bytes(suite)
+    else:
+        path.write_text(suite, encoding="utf-8")
+    try:
+        package_files.load_manifest(folder / "elizon.yaml", "pkg/elizon.yaml")
+        package_files.load_suite(path, "pkg/eval/suite.yaml")
+    except ElizonError as exc:
+        return exc.lines
+    raise AssertionError("no error")
+
+
+def assert_consecutive(lines: list[str], patterns: list[str]) -> None:
+    starts = [i for i, line in enumerate(lines) if fnmatch.fnmatch(line, patterns[0])]
+    assert any(len(lines) >= i + len(patterns)
+               and all(fnmatch.fnmatch(lines[i + k], p) for k, p in enumerate(patterns))
+               for i in starts), (patterns, lines)
+
+
 @pytest.mark.parametrize("name", list(SUITE_CASES))
-def test_invalid_suite_reports_every_problem_with_its_line(
-    packages: Packages, pytester: pytest.Pytester, name: str
-) -> None:
+def test_invalid_suite_reports_every_problem_with_its_line(tmp_path: Path, name: str) -> None:
     suite, expected = SUITE_CASES[name]
-    result = run_bad(packages, pytester, suite)
-    result.stdout.fnmatch_lines([f"EVALUATION_SUITE_INVALID: {line}" for line in expected],
-                                consecutive=True)
+    assert_consecutive(error_lines(tmp_path, suite),
+                       [f"EVALUATION_SUITE_INVALID: {line}" for line in expected])
+
+
+def test_a_bad_suite_stops_the_session_with_its_lines_only(
+        packages: Packages, pytester: pytest.Pytester) -> None:
+    result = run_bad(packages, pytester, SUITE_CASES["unknown-assertion"][0])
+    result.stdout.fnmatch_lines(["EVALUATION_SUITE_INVALID: pkg/eval/suite.yaml:5: "
+                                 "cases[[]0[]].expect: unknown key 'notcontains'*"])
 
 
 def test_many_problems_are_all_listed_in_line_order(
@@ -216,7 +252,15 @@ MANIFEST_CASES = {
 
 
 @pytest.mark.parametrize("name", list(MANIFEST_CASES))
-def test_invalid_manifest(packages: Packages, pytester: pytest.Pytester, name: str) -> None:
+def test_invalid_manifest(tmp_path: Path, name: str) -> None:
     manifest, expected = MANIFEST_CASES[name]
-    result = run_bad(packages, pytester, "cases:\n  - id: a\n    input: x\n", manifest=manifest)
-    result.stdout.fnmatch_lines([f"ELIZON_MANIFEST_INVALID: {line}" for line in expected])
+    assert_consecutive(error_lines(tmp_path, "cases:\n  - id: a\n    input: x\n", manifest),
+                       [f"ELIZON_MANIFEST_INVALID: {line}" for line in expected])
+
+
+def test_a_bad_manifest_stops_the_session_with_its_lines_only(
+        packages: Packages, pytester: pytest.Pytester) -> None:
+    result = run_bad(packages, pytester, "cases:\n  - id: a\n    input: x\n",
+                     manifest=MANIFEST_CASES["unknown-key"][0])
+    result.stdout.fnmatch_lines(["ELIZON_MANIFEST_INVALID: pkg/elizon.yaml:3: unknown key "
+                                 "'entrypoint' (did you mean 'entry'?)*"])

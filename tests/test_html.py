@@ -289,20 +289,6 @@ def test_ini_key_names_the_page(pytester: pytest.Pytester, packages: Packages) -
     assert (pytester.path / "reports" / "page.html").is_file()
 
 
-def test_xdist_writes_the_same_page_as_a_serial_run(pytester: pytest.Pytester,
-                                                    packages: Packages) -> None:
-    """Replayed from one recording, the latencies are the same too, so the pages are equal."""
-    package(packages)
-    pytester.runpytest("--elizon-record=tape.json", "-p", "no:cacheprovider")
-    pytester.runpytest_subprocess("--elizon-replay=tape.json", "--elizon-html=serial.html",
-                                  "-p", "no:xdist", "-p", "no:cacheprovider")
-    pytester.runpytest_subprocess("--elizon-replay=tape.json", "--elizon-html=xdist.html",
-                                  "-n", "2", "-p", "no:cacheprovider")
-    serial = (pytester.path / "serial.html").read_text(encoding="utf-8")
-    assert len(cases_of(serial)) == 4
-    assert (pytester.path / "xdist.html").read_text(encoding="utf-8") == serial
-
-
 def test_baseline_run_shows_regressed_and_improved(pytester: pytest.Pytester,
                                                    packages: Packages) -> None:
     package(packages)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..outcomes import PASSED, CaseResult
-from ..redteam import CATEGORIES, SEVERITIES
+from ..probe_names import CATEGORIES, SEVERITIES
 from .aggregate import Aggregate
 
 __all__ = ["build", "markdown_lines", "terminal_lines"]
