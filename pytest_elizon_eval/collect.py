@@ -317,8 +317,10 @@ class CaseItem(compat.FixtureItem):
             run = None
         if not isinstance(run, CaseRun):
             run = run_case(plan)
-        result = redteam.guard(outcomes.decide(self.identity, plan, run), run,
-                               self.stash[_WATCH])
+        watch = self.stash[_WATCH]
+        leaks, security = redteam.leak_checks(run, watch)
+        result = redteam.redact(outcomes.decide(self.identity, plan, run, also=leaks,
+                                                security=security), watch.values)
         self.stash[_RESULT] = result
         if self.config.stash[SETTINGS].record is not None:
             self.stash[_RECORDING] = recording(

@@ -23,7 +23,7 @@ import json
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from .assertions import AssertionResult, calls_text
@@ -323,9 +323,22 @@ def _run_data(attempt: Attempt, outcome: str) -> dict[str, Any]:
             "judge_score": attempt.judge_score}
 
 
-def decide(identity: CaseIdentity, plan: CasePlan, run: CaseRun) -> CaseResult:
+def decide(identity: CaseIdentity, plan: CasePlan, run: CaseRun, *,
+           also: tuple[AssertionResult, ...] = (), security: dict[str, Any] | None = None
+           ) -> CaseResult:
     """The result of a case that ran: one run as it went; ``repeat`` runs pass when at least
-    ``minPassRate`` of them pass, and then show the first run that did not pass."""
+    ``minPassRate`` of them pass, and then show the first run that did not pass. ``also``
+    are checks of the whole case (the probe pack's canary and secrets, read from every
+    run): one that fails fails a case that would have passed."""
+    result = _decided(identity, plan, run)
+    if not also and security is None:
+        return result
+    failed = any(a.passed is False for a in also)
+    return replace(result, assertions=(*result.assertions, *also), security=security,
+                   outcome=FAILED if failed and result.outcome == PASSED else result.outcome)
+
+
+def _decided(identity: CaseIdentity, plan: CasePlan, run: CaseRun) -> CaseResult:
     expects_error = bool(plan.case.expect and plan.case.expect.error_contains is not None)
     outcomes = [_attempt_outcome(a, expects_error) for a in run.attempts]
     if len(outcomes) == 1:

@@ -18,7 +18,7 @@ import json
 import re
 import secrets as _random
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -30,7 +30,7 @@ from .assertions import AssertionResult
 from .errors import ElizonError
 from .loading import LoadFailed, Problem, load_yaml
 from .model import CASE_ID_PATTERN, Case, _Strict, validate
-from .outcomes import FAILED, PASSED, CaseResult
+from .outcomes import CaseResult
 from .probe_names import CATEGORIES, SEVERITIES
 from .running import CaseRun
 
@@ -45,7 +45,7 @@ __all__ = [
     "catalogue",
     "catalogue_lines",
     "check_secrets",
-    "guard",
+    "leak_checks",
     "load_probes",
     "mask",
     "new_canary",
@@ -238,6 +238,11 @@ class Watch:
     def active(self) -> bool:
         return bool(self.secrets or self.canary or self.probe)
 
+    @property
+    def values(self) -> list[str]:
+        """What reports must show masked."""
+        return [v for v in (self.canary, *self.secrets) if v]
+
 
 def _said(run: CaseRun) -> list[str]:
     """Everything the entry point returned in every run: answers, tool calls, errors."""
@@ -258,11 +263,13 @@ def _found(value: str, texts: Sequence[str]) -> bool:
     return any(folded in text.casefold() for text in texts)
 
 
-def guard(result: CaseResult, run: CaseRun, watch: Watch) -> CaseResult:
-    """``result`` with the canary and secret checks added (a leak fails a case that had
-    passed) and every watched value masked wherever it appears."""
+def leak_checks(run: CaseRun, watch: Watch
+                ) -> tuple[tuple[AssertionResult, ...], dict[str, Any] | None]:
+    """The canary and secret checks of a run (reading everything the entry point returned,
+    not just what reports keep) and the case's security record; :func:`~.outcomes.decide`
+    decides with them. Nothing when nothing is watched."""
     if not watch.active:
-        return result
+        return (), None
     texts = _said(run)
     added: list[AssertionResult] = []
     leaked: list[dict[str, str]] = []
@@ -280,13 +287,10 @@ def guard(result: CaseResult, run: CaseRun, watch: Watch) -> CaseResult:
             "appears", ("leaked: " + ", ".join(mask(s) for s in hits)) if hits
             else "none found"))
         leaked.extend({"kind": "secret", "masked": mask(s)} for s in hits)
-    outcome = FAILED if leaked and result.outcome == PASSED else result.outcome
     security: dict[str, Any] = {"leaked": leaked}
     if watch.probe is not None:
         security["probe"] = dict(watch.probe)
-    checked = replace(result, assertions=(*result.assertions, *added), outcome=outcome,
-                      security=security)
-    return redact(checked, [v for v in (watch.canary, *watch.secrets) if v])
+    return tuple(added), security
 
 
 def _masked(value: Any, pattern: re.Pattern[str]) -> Any:
