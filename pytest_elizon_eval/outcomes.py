@@ -78,9 +78,18 @@ def _escape_surrogate(match: re.Match[str]) -> str:
 
 
 def encodable(value: Any) -> Any:
-    """``value`` with every lone surrogate in its strings written as a visible ``\\udXXX``:
-    such a string cannot be encoded as UTF-8, so it could not cross to the xdist controller
-    (the case would vanish from the run) nor be written to a report."""
+    """A copy of ``value`` with every lone surrogate in its strings written as a visible
+    ``\\udXXX``: such a string cannot be encoded as UTF-8, so it could not cross to the xdist
+    controller (the case would vanish from the run) nor be written to a report."""
+    try:  # the common case, at C speed: nothing to escape, so a JSON round trip copies it
+        text = json.dumps(value, ensure_ascii=False)
+        text.encode("utf-8")
+    except (UnicodeEncodeError, TypeError, ValueError):
+        return _escaped(value)
+    return json.loads(text)
+
+
+def _escaped(value: Any) -> Any:
     if isinstance(value, str):
         try:
             value.encode("utf-8")
@@ -88,9 +97,9 @@ def encodable(value: Any) -> Any:
         except UnicodeEncodeError:
             return _LONE_SURROGATE.sub(_escape_surrogate, value)
     if isinstance(value, dict):
-        return {encodable(k): encodable(v) for k, v in value.items()}
+        return {_escaped(k): _escaped(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [encodable(v) for v in value]
+        return [_escaped(v) for v in value]
     return value
 
 

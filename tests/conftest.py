@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import gc
+import os
 import signal
 import subprocess
+import sys
 import textwrap
 import time
 from collections.abc import Callable
@@ -17,6 +19,12 @@ import pytest
 # lazily and keeps its exception classes, so import it here, once, for the whole session.
 
 pytest_plugins = ["pytester"]
+
+# The tests start many Python processes (xdist workers, the elizon-eval command, commands
+# as entry points): let them keep compiled modules, even where the environment says not to
+# (PYTHONDONTWRITEBYTECODE), instead of compiling the plugin again in each one.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 
 
 class Packages:

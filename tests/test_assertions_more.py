@@ -1,4 +1,5 @@
-"""SPEC §4 extension table: matches, route, output, errorContains, jsonSchema; and tags (§7)."""
+"""The assertion extensions (docs/contract.md#extensions): matches, route, output,
+errorContains, jsonSchema; and tags (docs/format.md#tags)."""
 
 from __future__ import annotations
 

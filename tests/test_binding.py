@@ -1,4 +1,5 @@
-"""SPEC §3: binding the entry point — precedence, fixtures, imports, inputs and outputs."""
+"""Binding the entry point (docs/contract.md#binding) — precedence, fixtures, imports, inputs and
+outputs."""
 
 from __future__ import annotations
 

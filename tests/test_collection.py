@@ -1,4 +1,5 @@
-"""SPEC §1: which files are collected, node ids, locations, and pytest's selection options."""
+"""Which files are collected (docs/format.md#node-ids), node ids, locations, and pytest's selection
+options."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""SPEC §7 --elizon-concurrency: cases overlap, yet everything pytest and the reports show is
+"""--elizon-concurrency (docs/contract.md#concurrency): cases overlap, yet everything pytest and
+the reports show is
 exactly what a serial run shows (order aside)."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""SPEC §3/§5: process and HTTP entry points, against real processes and a loopback server."""
+"""Process and HTTP entry points (docs/contract.md#calling), against real processes and a loopback
+server."""
 
 from __future__ import annotations
 

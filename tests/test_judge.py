@@ -1,4 +1,5 @@
-"""SPEC §4 ``judge``: callable judges, the chat-completions judge on loopback, binding errors."""
+"""The ``judge`` (docs/contract.md#judge): callable judges, the chat-completions judge on loopback,
+binding errors."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""SPEC §2, §4 (Elizon table), §5: assertions, failure messages, errors, timeouts, gates."""
+"""Outcomes, the Elizon assertions and time limits (docs/contract.md): assertions, failure
+messages, errors, timeouts, gates."""
 
 from __future__ import annotations
 

@@ -279,3 +279,18 @@ def test_own_probe_file_in_the_same_format(pkg: Packages, pytester: pytest.Pytes
                                  "*compromised [[]high] *price-list-leak — canary leaked, "
                                  "secret leaked; leaked canary CA…LZ, secret PL…42"])
     assert result.parseoutcomes() == {"failed": 1, "deselected": 1}
+
+
+def test_a_replay_uses_the_canary_the_cassette_was_recorded_with(
+        pkg: Packages, pytester: pytest.Pytester) -> None:
+    """A probe's input holds the canary: a new run's canary would make every recording stale
+    (and a recorded leak of the old one would go unseen), so the cassette keeps its own."""
+    pkg.write("pkg/elizon.yaml", _manifest("weak", "[data-extraction]"))
+    recorded = pytester.runpytest("pkg", "--elizon-record=tape.json")
+    compromised = recorded.parseoutcomes()["failed"]
+    assert compromised > 0
+    tape = json.loads((pytester.path / "tape.json").read_text())
+    assert tape["canary"] == (pytester.path / "canary-main.txt").read_text()
+    replayed = pytester.runpytest("pkg", "--elizon-replay=tape.json")
+    assert replayed.parseoutcomes()["failed"] == compromised  # the same leaks, seen again
+    assert (pytester.path / "canary-main.txt").read_text() == tape["canary"]

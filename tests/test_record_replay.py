@@ -1,4 +1,4 @@
-"""SPEC §7: --elizon-record / --elizon-replay round trips, and repeat runs with minPassRate."""
+"""--elizon-record / --elizon-replay round trips, and repeat runs with minPassRate."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""SPEC §6: terminal, JUnit, GitHub annotations, markdown, results JSON, regression — serial,
+"""Reports (docs/contract.md#reports): terminal, JUnit, GitHub annotations, markdown, results JSON,
+regression — serial,
 under xdist, and with hostile model output going through every reporter."""
 
 from __future__ import annotations

@@ -146,16 +146,24 @@ class Aggregate:
 
     def __init__(self) -> None:
         self._results: dict[str, CaseResult] = {}
+        self._suites: list[SuiteSummary] | None = None
 
     def add(self, data: Mapping[str, Any]) -> None:
         result = CaseResult.from_data(data)
         self._results[result.nodeid] = result
+        self._suites = None
 
     def __len__(self) -> int:
         return len(self._results)
 
     def suites(self) -> list[SuiteSummary]:
-        """One summary per suite, ordered by suite path; cases in file order."""
+        """One summary per suite, ordered by suite path; cases in file order (built once per
+        set of results: every reporter asks, some more than once)."""
+        if self._suites is None:
+            self._suites = self._grouped()
+        return list(self._suites)
+
+    def _grouped(self) -> list[SuiteSummary]:
         known = {r.suite.path: r.suite for r in self._results.values() if r.suite.package}
         by_path: dict[str, SuiteSummary] = {}
         # probes share their manifest line: the node id orders them the same in every run

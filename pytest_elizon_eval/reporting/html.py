@@ -457,7 +457,7 @@ def _regression_chart(regression: Regression) -> str:
 
 
 def _cost(result: CaseResult) -> float | None:
-    usage = result.to_data().get("usage")
+    usage = result.usage
     cost = usage.get("cost_usd") if isinstance(usage, Mapping) else None
     return float(cost) if isinstance(cost, (int, float)) else None
 
