@@ -37,8 +37,9 @@ CONFTEST = """
 import os, pytest
 
 @pytest.fixture(scope="session")
-def elizon_entry(elizon_canary):
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+def elizon_entry(elizon_canary, pytestconfig):
+    # the worker this session is (not the environment: the tests may themselves run in one)
+    worker = getattr(pytestconfig, "workerinput", {}).get("workerid", "main")
     with open(f"canary-{worker}.txt", "w") as fh:
         fh.write(elizon_canary)
     return None
