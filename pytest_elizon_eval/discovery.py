@@ -10,7 +10,9 @@ crashed, since the controller never collects items. No pytest import here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from .cassette import suite_key
 from .errors import ElizonError
@@ -28,6 +30,22 @@ def display_path(rootpath: Path, path: Path) -> str:
         return path.as_posix()
 
 
+_T = TypeVar("_T")
+
+
+def _once(cache: dict[Path, _T | ElizonError], key: Path, read: Callable[[], _T]) -> _T:
+    """``read()`` once per key; its ElizonError is remembered and raised again too."""
+    if key not in cache:
+        try:
+            cache[key] = read()
+        except ElizonError as exc:
+            cache[key] = exc
+    found = cache[key]
+    if isinstance(found, ElizonError):
+        raise found
+    return found
+
+
 class PackageIndex:
     """Manifests and suites of a session, each read once."""
 
@@ -43,15 +61,8 @@ class PackageIndex:
 
     def package(self, manifest: Path) -> Package:
         """The package of ``manifest``; its ElizonError if it is invalid."""
-        if manifest not in self._packages:
-            try:
-                self._packages[manifest] = load_manifest(manifest, self.display(manifest))
-            except ElizonError as exc:
-                self._packages[manifest] = exc
-        found = self._packages[manifest]
-        if isinstance(found, ElizonError):
-            raise found
-        return found
+        return _once(self._packages, manifest,
+                     lambda: load_manifest(manifest, self.display(manifest)))
 
     def owner(self, suite: Path) -> tuple[Package, SuiteSpec] | None:
         """The package whose ``elizon.yaml`` (in a folder above ``suite``) names it."""
@@ -73,22 +84,16 @@ class PackageIndex:
     def suite(self, path: Path, package: Package, spec: SuiteSpec
               ) -> tuple[LoadedSuite, SuiteInfo]:
         """A suite file's cases and what its cases share; its ElizonError if invalid."""
-        if path not in self._suites:
+        def read() -> tuple[LoadedSuite, SuiteInfo]:
             display = self.display(path)
-            try:
-                loaded = load_suite(path, display)
-                info = SuiteInfo(
-                    path=display, package=package.name, gate=spec.gate,
-                    advisory=spec.gate == "advisory" and not self.strict,
-                    baseline=spec.baseline, sha256=loaded.sha256,
-                    key=suite_key(package.name, package.folder, path))
-                self._suites[path] = (loaded, info)
-            except ElizonError as exc:
-                self._suites[path] = exc
-        found = self._suites[path]
-        if isinstance(found, ElizonError):
-            raise found
-        return found
+            loaded = load_suite(path, display)
+            return loaded, SuiteInfo(
+                path=display, package=package.name, gate=spec.gate,
+                advisory=spec.gate == "advisory" and not self.strict,
+                baseline=spec.baseline, sha256=loaded.sha256,
+                key=suite_key(package.name, package.folder, path))
+
+        return _once(self._suites, path, read)
 
     def identity(self, nodeid: str, standalone: Package | None = None) -> CaseIdentity:
         """Who the case ``nodeid`` is, from the files alone (line 1 and a must-pass suite of

@@ -272,7 +272,22 @@ def test_a_command_agent_reads_the_answer_envelope(packages: Packages,
     assert cases["talks"]["turns"][1]["tool_calls"][0]["name"] == "process_payment"
 
 
-class ChatAgent(http.server.BaseHTTPRequestHandler):
+class JsonHandler(http.server.BaseHTTPRequestHandler):
+    """A loopback handler that answers with JSON, quietly."""
+
+    def reply(self, data: dict[str, Any]) -> None:
+        body = json.dumps(data).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+class ChatAgent(JsonHandler):
     """An OpenAI-compatible chat-completions server whose 'model' calls tools by keyword."""
 
     bodies: list[dict[str, Any]]
@@ -301,17 +316,9 @@ class ChatAgent(http.server.BaseHTTPRequestHandler):
                 {"id": f"c{i}", "type": "function",
                  "function": {"name": name, "arguments": json.dumps(arguments)}}
                 for i, (name, arguments) in enumerate(calls)]
-        reply = json.dumps({"id": "x", "object": "chat.completion", "model": "tiny",
-                            "choices": [{"index": 0, "message": message}],
-                            "usage": {"prompt_tokens": 100, "completion_tokens": 20}}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(reply)))
-        self.end_headers()
-        self.wfile.write(reply)
-
-    def log_message(self, *args: object) -> None:
-        pass
+        self.reply({"id": "x", "object": "chat.completion", "model": "tiny",
+                    "choices": [{"index": 0, "message": message}],
+                    "usage": {"prompt_tokens": 100, "completion_tokens": 20}})
 
 
 @pytest.fixture
@@ -529,21 +536,13 @@ def test_answers_are_exported(tmp_path: Path) -> None:
     assert {"Answer", "ToolCall", "Usage"} <= set(pytest_elizon_eval.__all__)
 
 
-class GradingJudge(http.server.BaseHTTPRequestHandler):
+class GradingJudge(JsonHandler):
     """A judge endpoint that grades 0.9 and reports its own token usage."""
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers["Content-Length"]))
-        reply = json.dumps({"choices": [{"message": {"content": '{"score": 0.9}'}}],
-                            "usage": {"prompt_tokens": 300, "completion_tokens": 10}}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(reply)))
-        self.end_headers()
-        self.wfile.write(reply)
-
-    def log_message(self, *args: object) -> None:
-        pass
+        self.reply({"choices": [{"message": {"content": '{"score": 0.9}'}}],
+                    "usage": {"prompt_tokens": 300, "completion_tokens": 10}})
 
 
 def test_the_judges_usage_is_counted_apart(packages: Packages, pytester: pytest.Pytester) -> None:
