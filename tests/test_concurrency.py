@@ -1,6 +1,5 @@
 """--elizon-concurrency (docs/contract.md#concurrency): cases overlap, yet everything pytest and
-the reports show is
-exactly what a serial run shows (order aside)."""
+the reports show is exactly what a serial run shows (order aside)."""
 
 from __future__ import annotations
 

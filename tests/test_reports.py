@@ -1,6 +1,5 @@
 """Reports (docs/contract.md#reports): terminal, JUnit, GitHub annotations, markdown, results JSON,
-regression — serial,
-under xdist, and with hostile model output going through every reporter."""
+regression — serial, under xdist, and with hostile model output going through every reporter."""
 
 from __future__ import annotations
 
