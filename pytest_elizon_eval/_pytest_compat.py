@@ -14,7 +14,9 @@ warning at start-up.
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -102,14 +104,19 @@ def fixture_location(item: FixtureItem, name: str) -> str:
     definitions = item._fixtureinfo.name2fixturedefs.get(name)
     if not definitions:
         return "unknown location"
-    func = definitions[-1].func
+    return _location(definitions[-1].func, item.config.rootpath)
+
+
+@functools.lru_cache(maxsize=64)
+def _location(func: Callable[..., object], rootpath: Path) -> str:
+    """Read once per fixture: every case asks, and reading the source is slow."""
     try:
         path = inspect.getsourcefile(func) or "?"
         line = inspect.getsourcelines(func)[1]
     except (OSError, TypeError):
         return getattr(func, "__qualname__", "?")
     with contextlib.suppress(ValueError):
-        path = Path(path).resolve().relative_to(item.config.rootpath).as_posix()
+        path = Path(path).resolve().relative_to(rootpath).as_posix()
     return f"{path}:{line}"
 
 

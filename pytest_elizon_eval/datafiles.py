@@ -87,6 +87,13 @@ def _node(value: Any, line: int, depth: int = 0) -> Any:
     return value
 
 
+def _object_case(value: object, line: int, what: str) -> YamlMapping:
+    """A JSON value that must be an object, as a case (``what``: "a row", "each item")."""
+    if not isinstance(value, dict):
+        raise _RowProblem(f"{what} must be a JSON object (a case), found {type(value).__name__}")
+    return _case(value, line)
+
+
 def _case(row: dict[str, Any], line: int) -> YamlMapping:
     """A row as a case: ``input.<name>`` and ``expect.<key>`` keys grouped, lines set."""
     if any("." in key for key in row):
@@ -128,11 +135,7 @@ def _jsonl(text: str) -> YamlMapping:
         if not raw.strip():
             continue
         try:
-            value = _json(raw)
-            if not isinstance(value, dict):
-                raise _RowProblem(f"a row must be a JSON object (a case), found "
-                                  f"{type(value).__name__}")
-            rows.append(_case(value, number))
+            rows.append(_object_case(_json(raw), number, "a row"))
             lines.append(number)
         except _RowProblem as exc:
             problems.append(Problem(number, f"row: {exc}"))
@@ -173,10 +176,7 @@ def _json_array(text: str) -> YamlMapping:
             problems.append(Problem(line, f"not JSON: {why}"))
             break
         try:
-            if not isinstance(value, dict):
-                raise _RowProblem(f"each item must be a JSON object (a case), found "
-                                  f"{type(value).__name__}")
-            rows.append(_case(value, line))
+            rows.append(_object_case(value, line, "each item"))
             lines.append(line)
         except _RowProblem as exc:
             problems.append(Problem(line, f"item: {exc}"))

@@ -19,7 +19,7 @@ from .errors import ElizonError
 from .outcomes import CaseIdentity, SuiteInfo
 from .packages import MANIFEST_NAME, LoadedSuite, Package, SuiteSpec, load_manifest, load_suite
 
-__all__ = ["PackageIndex", "display_path"]
+__all__ = ["PackageIndex", "display_path", "read_once"]
 
 
 def display_path(rootpath: Path, path: Path) -> str:
@@ -30,10 +30,11 @@ def display_path(rootpath: Path, path: Path) -> str:
         return path.as_posix()
 
 
+_K = TypeVar("_K")
 _T = TypeVar("_T")
 
 
-def _once(cache: dict[Path, _T | ElizonError], key: Path, read: Callable[[], _T]) -> _T:
+def read_once(cache: dict[_K, _T | ElizonError], key: _K, read: Callable[[], _T]) -> _T:
     """``read()`` once per key; its ElizonError is remembered and raised again too."""
     if key not in cache:
         try:
@@ -61,7 +62,7 @@ class PackageIndex:
 
     def package(self, manifest: Path) -> Package:
         """The package of ``manifest``; its ElizonError if it is invalid."""
-        return _once(self._packages, manifest,
+        return read_once(self._packages, manifest,
                      lambda: load_manifest(manifest, self.display(manifest)))
 
     def owner(self, suite: Path) -> tuple[Package, SuiteSpec] | None:
@@ -93,7 +94,7 @@ class PackageIndex:
                 baseline=spec.baseline, sha256=loaded.sha256,
                 key=suite_key(package.name, package.folder, path))
 
-        return _once(self._suites, path, read)
+        return read_once(self._suites, path, read)
 
     def identity(self, nodeid: str, standalone: Package | None = None) -> CaseIdentity:
         """Who the case ``nodeid`` is, from the files alone (line 1 and a must-pass suite of

@@ -27,6 +27,7 @@ import pytest
 from . import errors, redteam
 from .cassette import Cassette, suite_key
 from .collect import INDEX, CaseItem, SuiteFile
+from .discovery import read_once
 from .errors import ElizonError
 from .options import SETTINGS
 from .outcomes import SuiteInfo
@@ -84,17 +85,8 @@ def elizon_secrets() -> object:
 
 def _probes(config: pytest.Config, spec: SuiteSpec, display: str) -> tuple[redteam.Probe, ...]:
     """The probes of a test set, read once per process (errors too)."""
-    cache = config.stash.setdefault(_PROBES, {})
-    key = str(spec.path)
-    if key not in cache:
-        try:
-            cache[key] = redteam.load_probes(spec.path, display)
-        except ElizonError as exc:
-            cache[key] = exc
-    found = cache[key]
-    if isinstance(found, ElizonError):
-        raise found
-    return found
+    return read_once(config.stash.setdefault(_PROBES, {}), str(spec.path),
+                     lambda: redteam.load_probes(spec.path, display))
 
 
 class ProbeSuite(SuiteFile):
