@@ -3,7 +3,8 @@
 The plugin itself is registered through the ``pytest11`` entry point
 (``pytest_elizon_eval.plugin``); this package exposes the plain-data types
 a conftest.py or a report consumer may want, and what an agent's entry point
-returns: ``Answer(text=…, value=…, tool_calls=[ToolCall(…)], usage=Usage(…))``.
+returns: ``Answer(text=…, value=…, tool_calls=[ToolCall(…)], usage=Usage(…))``,
+and what it raises to be retried later: ``RateLimited(retry_after=…)``.
 Names are imported when first used, so ``elizon-eval`` starts without loading
 the models the plugin needs.
 """
@@ -17,13 +18,14 @@ if TYPE_CHECKING:
     from .assertions import AssertionResult
     from .calls import Answer, EntryCall, ErrorInfo, ToolCall, Usage
     from .outcomes import CaseResult, SuiteInfo
+    from .retrying import RateLimited
 
-__all__ = ["Answer", "AssertionResult", "CaseResult", "EntryCall", "ErrorInfo", "SuiteInfo",
-           "ToolCall", "Usage"]
+__all__ = ["Answer", "AssertionResult", "CaseResult", "EntryCall", "ErrorInfo", "RateLimited",
+           "SuiteInfo", "ToolCall", "Usage"]
 
 _HOME = {"Answer": "calls", "EntryCall": "calls", "ErrorInfo": "calls", "ToolCall": "calls",
          "Usage": "calls", "AssertionResult": "assertions", "CaseResult": "outcomes",
-         "SuiteInfo": "outcomes"}
+         "SuiteInfo": "outcomes", "RateLimited": "retrying"}
 
 
 def __getattr__(name: str) -> Any:

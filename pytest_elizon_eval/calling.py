@@ -26,6 +26,7 @@ from dataclasses import replace
 from typing import Any, ClassVar, TypeVar
 
 from .calls import EntryCall, ErrorInfo, OutputError
+from .retrying import refusal_of
 
 __all__ = ["MAX_STREAM_CHARS", "Convert", "call_with_deadline", "error_info", "run_on_loop"]
 
@@ -48,7 +49,10 @@ def error_info(exc: BaseException) -> ErrorInfo:
         message = f"the entry point called sys.exit({exc.code!r})"
     elif isinstance(exc, KeyboardInterrupt):
         message = "the entry point raised KeyboardInterrupt itself"
-    return ErrorInfo(type(exc).__name__, message, "\n".join(lines))
+    refusal = refusal_of(exc)
+    return ErrorInfo(type(exc).__name__, message, "\n".join(lines),
+                     retryable=refusal is not None,
+                     retry_after=refusal.wait_s if refusal is not None else None)
 
 
 class _PastDeadline(Exception):

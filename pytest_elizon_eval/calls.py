@@ -101,6 +101,11 @@ class ErrorInfo:
     type: str
     message: str
     traceback: str = ""
+    #: A retryable refusal (:class:`~.retrying.RateLimited`, an ``elizon_retry_on`` class)
+    #: and the wait it asked for in seconds (None: back off). Never saved: it only steers
+    #: the retries of the call that raised it.
+    retryable: bool = field(default=False, compare=False)
+    retry_after: float | None = field(default=None, compare=False)
 
     def to_data(self) -> dict[str, str]:
         return {"type": self.type, "message": self.message, "traceback": self.traceback}
@@ -132,6 +137,12 @@ class EntryCall:
     #: The tools an agent called, in order, and what the answer cost (when reported).
     tool_calls: tuple[ToolCall, ...] = ()
     usage: Usage | None = None
+    #: Attempts made (1 + retries), the seconds spent waiting between them, and whether
+    #: the service refused one with a rate limit (docs/contract.md#retries). Not saved in
+    #: a cassette: a replayed call made one attempt.
+    attempts: int = 1
+    waited_s: float = 0.0
+    rate_limited: bool = False
 
     def to_data(self) -> dict[str, Any]:
         """The call as a cassette keeps it."""

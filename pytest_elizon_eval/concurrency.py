@@ -8,19 +8,114 @@ before its own setup (its ``background_work``). Each started case waits for
 one of N slots, then runs :func:`~.running.run_case` — so its time limit and
 its latency start when its entry point is called, never while it queues. Work runs in daemon
 threads: after ``-x``, ``--maxfail`` or Ctrl-C nothing new starts and what
-was started is abandoned, never waited for. No pytest import here.
+was started is abandoned, never waited for.
+
+With ``--elizon-concurrency=auto[:MAX]`` there are MAX slots, and each case
+also waits for its entry point's :class:`AdaptiveLimit` (one per entry
+point; per host for HTTP), before its time limit starts: the limit starts at
+:data:`AUTO_START`, grows by one per window of calls that were not refused
+(additive increase) and halves on a rate-limit refusal (multiplicative
+decrease), at most once per window: a refusal of a request sent before the
+last cut does not cut again. Each process (each xdist worker) adapts on its
+own. No pytest import here.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 
-__all__ = ["MAX_CONCURRENCY", "CaseScheduler", "prefetch"]
+__all__ = [
+    "AUTO_START",
+    "MAX_CONCURRENCY",
+    "AdaptiveLimit",
+    "CaseScheduler",
+    "Gates",
+    "gate_for",
+    "prefetch",
+    "use_gates",
+]
 
-#: The largest ``--elizon-concurrency``.
+#: The largest ``--elizon-concurrency``, and the default MAX of ``auto``.
 MAX_CONCURRENCY = 64
+#: Where an adaptive limit starts: modest, so a tight rate limit is found quickly.
+AUTO_START = 4
+
+
+class AdaptiveLimit:
+    """How many calls of one entry point may be under way at once, found by AIMD."""
+
+    def __init__(self, most: int, start: int = AUTO_START) -> None:
+        self.most = most
+        self.limit = float(min(start, most))
+        self.in_flight = 0
+        #: The most calls ever under way at once, and how many cuts were made (evidence).
+        self.peak = 0
+        self.cuts = 0
+        self._last_cut = float("-inf")
+        self._changed = threading.Condition()
+
+    def acquire(self) -> None:
+        """Wait for room under the limit."""
+        with self._changed:
+            while self.in_flight >= max(int(self.limit), 1):
+                self._changed.wait()
+            self.in_flight += 1
+            self.peak = max(self.peak, self.in_flight)
+
+    def release(self, *, refused: bool = False) -> None:
+        """A call ended; one that was not refused widens the limit by 1/limit (one per
+        window of calls)."""
+        with self._changed:
+            self.in_flight -= 1
+            if not refused:
+                self.limit = min(float(self.most), self.limit + 1 / max(self.limit, 1.0))
+            self._changed.notify_all()
+
+    def refused(self, sent: float) -> None:
+        """A request sent at ``sent`` (``time.monotonic()``) was rate limited: halve the
+        limit, unless it was sent before the last cut (that cut already answered it)."""
+        with self._changed:
+            if sent <= self._last_cut:
+                return
+            self.limit = max(1.0, self.limit / 2)
+            self._last_cut = time.monotonic()
+            self.cuts += 1
+
+
+class Gates:
+    """The adaptive limits of a process, by entry point (an HTTP entry's host)."""
+
+    def __init__(self, most: int) -> None:
+        self.most = most
+        self._limits: dict[str, AdaptiveLimit] = {}
+        self._lock = threading.Lock()
+
+    def limit(self, key: str) -> AdaptiveLimit:
+        with self._lock:
+            found = self._limits.get(key)
+            if found is None:
+                found = self._limits[key] = AdaptiveLimit(self.most)
+            return found
+
+    def refused(self, key: str, sent: float) -> None:
+        self.limit(key).refused(sent)
+
+
+_gates: Gates | None = None
+
+
+def use_gates(gates: Gates | None) -> None:
+    """Turn adaptive concurrency on (or off) for this process."""
+    global _gates
+    _gates = gates
+
+
+def gate_for(key: str) -> AdaptiveLimit | None:
+    """The adaptive limit a call of ``key`` waits for; None when concurrency is fixed."""
+    return _gates.limit(key) if _gates is not None else None
 
 
 class CaseScheduler:

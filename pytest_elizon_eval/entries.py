@@ -48,8 +48,17 @@ from typing import IO, Any, Protocol
 from .answers import chat_request, conversation, from_reply, from_return
 from .calling import call_with_deadline, run_on_loop
 from .calls import EntryCall, ErrorInfo, OutputError
-from .http_client import HttpClient, HttpError, excerpt, json_body
+from .http_client import HttpClient, HttpError, HttpReply, excerpt, json_body, limit_key_of
 from .model import CommandEntry, UrlEntry
+from .retrying import (
+    RETRY_STATUSES,
+    Refusal,
+    Tally,
+    attempts,
+    attempts_sync,
+    gave_up,
+    wait_from_headers,
+)
 
 __all__ = ["MAX_OUTPUT_BYTES", "CallableEntry", "Entry", "EntryConfigError", "HttpEntry",
            "ProcessEntry", "entry_from", "expand"]
@@ -106,6 +115,8 @@ class CallableEntry:
     def __init__(self, fn: Callable[..., Any], description: str) -> None:
         self.fn = fn
         self.description = description
+        #: Adaptive concurrency adapts per entry point.
+        self.limit_key = description
         self._takes_messages = _takes_messages(fn)
 
     def __repr__(self) -> str:
@@ -117,10 +128,33 @@ class CallableEntry:
             else ((case_input,), {})
         if messages is not None and self._takes_messages:
             kwargs["messages"] = messages
-        return call_with_deadline(self.fn, args, kwargs, deadline, from_return)
+        tally = Tally()
+        call = attempts_sync(lambda: call_with_deadline(self.fn, args, kwargs, deadline,
+                                                        from_return),
+                             _refused, deadline=deadline, tally=tally, key=self.limit_key)
+        return retried(call, tally)
 
     def close(self) -> None:
         pass
+
+
+def _refused(call: EntryCall) -> Refusal | None:
+    """A Python entry point's refusal: it raised RateLimited or an elizon_retry_on class."""
+    if call.error is not None and call.error.retryable:
+        return Refusal(call.error.retry_after, True)
+    return None
+
+
+def retried(call: EntryCall, tally: Tally) -> EntryCall:
+    """``call`` with what its retries cost; a refusal that stands says how many attempts
+    were made and why no more followed."""
+    if tally.attempts <= 1 and not tally.rate_limited:
+        return call
+    error = call.error
+    if error is not None:
+        error = replace(error, message=error.message + gave_up(tally))
+    return replace(call, error=error, attempts=max(tally.attempts, 1),
+                   waited_s=tally.waited_s, rate_limited=tally.rate_limited)
 
 
 def _takes_messages(fn: Callable[..., Any]) -> bool:
@@ -351,6 +385,8 @@ class HttpEntry:
         self.output = spec.output or output or "text"
         self.model = spec.model
         self.description = f"{self.method} {self.url}"
+        #: Adaptive concurrency adapts per host (docs/contract.md#concurrency).
+        self.limit_key = limit_key_of(self.url)
         self._client = HttpClient()
 
     def __repr__(self) -> str:
@@ -366,25 +402,42 @@ class HttpEntry:
         # Cancellation at the deadline is the only way the exchange ends early, so reaching
         # it is always a timeout, never an HTTP error.
         request = _request(case_input, messages, self.output, self.model)
-        call = run_on_loop(lambda: self._exchange(request, limit), limit)
+        tally = Tally()
+        call = run_on_loop(lambda: self._exchange(request, limit, tally), limit)
         if call is not None:
-            return call
+            return retried(call, tally)
         if own:
-            return EntryCall(error=ErrorInfo("HttpTimeout", f"no answer from {self.url} within "
-                                             f"the entry's timeout of {self.timeout_s:g} s"))
-        return EntryCall(timed_out=True)
+            return retried(EntryCall(error=ErrorInfo(
+                "HttpTimeout", f"no answer from {self.url} within the entry's timeout of "
+                               f"{self.timeout_s:g} s")), tally)
+        return retried(EntryCall(timed_out=True), tally)
 
-    async def _exchange(self, request: object, deadline: float) -> EntryCall:
+    async def _exchange(self, request: object, deadline: float, tally: Tally) -> EntryCall:
         try:
             headers = {k: expand(v, os.environ, f"headers.{k}") for k, v in self.headers.items()}
         except EntryConfigError as exc:
             return EntryCall(error=ErrorInfo("EntryConfigError", str(exc)))
+        call, _ = await attempts(lambda: self._once(request, headers, deadline),
+                                 lambda outcome: outcome[1], deadline=deadline, tally=tally,
+                                 key=self.limit_key)
+        return call
+
+    async def _once(self, request: object, headers: dict[str, str], deadline: float
+                    ) -> tuple[EntryCall, Refusal | None]:
+        """One exchange, and whether it was a refusal worth another attempt."""
         try:
             reply = await self._client.exchange(self.method, self.url, json_body(request),
                                                 headers, deadline=deadline,
                                                 limit=MAX_OUTPUT_BYTES)
         except HttpError as exc:
-            return EntryCall(error=ErrorInfo("HttpError", str(exc)))
+            return EntryCall(error=ErrorInfo("HttpError", str(exc))), \
+                Refusal(None, False) if exc.reset else None
+        refusal = None
+        if reply.status in RETRY_STATUSES:
+            refusal = Refusal(wait_from_headers(reply.headers), reply.status == 429)
+        return self._read_reply(reply), refusal
+
+    def _read_reply(self, reply: HttpReply) -> EntryCall:
         text = reply.text()
         if not reply.ok:
             return EntryCall(error=ErrorInfo("HttpError", f"HTTP {reply.status} from {self.url}: "

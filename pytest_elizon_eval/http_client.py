@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .calling import run_on_loop
@@ -25,7 +25,8 @@ from .calling import run_on_loop
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["MAX_BODY_BYTES", "HttpClient", "HttpError", "HttpReply"]
+__all__ = ["MAX_BODY_BYTES", "HttpClient", "HttpError", "HttpReply", "excerpt", "json_body",
+           "limit_key_of"]
 
 #: Largest response body read, in bytes.
 MAX_BODY_BYTES = 8 * 1024 * 1024
@@ -34,7 +35,13 @@ _BACKSTOP_S = 5.0
 
 
 class HttpError(Exception):
-    """The exchange failed; the message says how, in words."""
+    """The exchange failed; the message says how, in words. ``reset``: the connection was
+    lost mid-exchange (reset, closed without an answer), which is worth another attempt;
+    a refused connection is not (nothing listens there)."""
+
+    def __init__(self, message: str, *, reset: bool = False) -> None:
+        super().__init__(message)
+        self.reset = reset
 
 
 @dataclass(frozen=True)
@@ -45,6 +52,8 @@ class HttpReply:
     encoding: str
     #: Milliseconds from sending the request to the end of the body.
     latency_ms: float
+    #: The reply's headers (names in lower case), read for the wait a refusal asks for.
+    headers: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -52,6 +61,22 @@ class HttpReply:
 
     def text(self) -> str:
         return self.body.decode(self.encoding, "replace")
+
+
+def _was_reset(exc: BaseException) -> bool:
+    """Whether a transport error is a connection lost mid-exchange (retryable)."""
+    import httpx
+
+    if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)):
+        return True
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, (ConnectionResetError, BrokenPipeError, ConnectionAbortedError)):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def _transport_problem(exc: BaseException, url: str) -> str:
@@ -101,14 +126,13 @@ class HttpClient:
                     if len(raw) > limit:
                         raise HttpError(f"the response body from {url} is larger than "
                                         f"{limit:,} bytes")
-        except httpx.HTTPError as exc:
-            raise HttpError(_transport_problem(exc, url)) from None
-        except OSError as exc:
-            raise HttpError(_transport_problem(exc, url)) from None
+        except (httpx.HTTPError, OSError) as exc:
+            raise HttpError(_transport_problem(exc, url), reset=_was_reset(exc)) from None
         return HttpReply(status=response.status_code,
                          content_type=response.headers.get("content-type", ""),
                          body=bytes(raw), encoding=response.encoding or "utf-8",
-                         latency_ms=(time.perf_counter() - started) * 1000)
+                         latency_ms=(time.perf_counter() - started) * 1000,
+                         headers={k.lower(): v for k, v in response.headers.items()})
 
     def close(self) -> None:
         """Close the connections of the shared loop's client (others were abandoned)."""
@@ -122,6 +146,14 @@ class HttpClient:
 
         if clients:
             run_on_loop(close_all, time.monotonic() + 2.0)
+
+
+def limit_key_of(url: str) -> str:
+    """What adaptive concurrency adapts per for a URL: its scheme, host and port."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
 
 
 def excerpt(data: bytes | str, limit: int = 200) -> str:

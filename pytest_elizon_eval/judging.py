@@ -24,13 +24,14 @@ import json
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from .calling import call_with_deadline, run_on_loop
 from .calls import EntryCall, Usage
-from .http_client import HttpClient, HttpError, excerpt
+from .http_client import HttpClient, HttpError, HttpReply, excerpt, limit_key_of
 from .model import JudgeEndpoint
+from .retrying import RETRY_STATUSES, Refusal, Tally, attempts, wait_from_headers
 
 __all__ = [
     "GRADING_SYSTEM_PROMPT",
@@ -136,6 +137,11 @@ class Grade:
     timed_out: bool = False
     #: What grading cost, when the judge reports it (an endpoint's ``usage``).
     usage: Usage | None = None
+    #: Requests retried after a refusal, the seconds waited, and whether one was a rate
+    #: limit (docs/contract.md#retries).
+    retries: int = 0
+    waited_s: float = 0.0
+    rate_limited: bool = False
 
 
 class Judge(Protocol):
@@ -205,16 +211,35 @@ class EndpointJudge:
             headers["Authorization"] = f"Bearer {key}"
         return headers
 
-    async def _ask(self, body: dict[str, Any], deadline: float, spent: list[Usage]) -> str:
-        """The reply's message content (its usage added to ``spent``); JudgeError for
-        transport and HTTP errors, ValueError for a reply that is not a chat completion."""
+    async def _once(self, body: dict[str, Any], headers: dict[str, str], deadline: float
+                    ) -> tuple[HttpReply | HttpError, Refusal | None]:
+        """One exchange, and whether it was a refusal worth another attempt."""
         try:
-            reply = await self._client.exchange("POST", self.url, body, self._headers(),
+            reply = await self._client.exchange("POST", self.url, body, headers,
                                                 deadline=deadline, limit=MAX_RESPONSE_BYTES)
         except HttpError as exc:
-            raise JudgeError(str(exc)) from None
+            return exc, Refusal(None, False) if exc.reset else None
+        if reply.status in RETRY_STATUSES:
+            return reply, Refusal(wait_from_headers(reply.headers), reply.status == 429)
+        return reply, None
+
+    async def _ask(self, body: dict[str, Any], deadline: float, spent: list[Usage],
+                   tally: Tally) -> str:
+        """The reply's message content (its usage added to ``spent``); JudgeError for
+        transport and HTTP errors (refusals retried first), ValueError for a reply that is
+        not a chat completion."""
+        headers = self._headers()
+        before = tally.attempts
+        reply, _ = await attempts(lambda: self._once(body, headers, deadline),
+                                  lambda outcome: outcome[1], deadline=deadline, tally=tally,
+                                  key=limit_key_of(self.url))
+        made = tally.attempts - before
+        said = f" (after {made} attempts; {tally.stopped})" if made > 1 and tally.stopped \
+            else f" (after {made} attempts)" if made > 1 else ""
+        if isinstance(reply, HttpError):
+            raise JudgeError(f"{reply}{said}")
         if not reply.ok:
-            raise JudgeError(f"HTTP {reply.status}: {excerpt(reply.body, _QUOTED)}")
+            raise JudgeError(f"HTTP {reply.status}: {excerpt(reply.body, _QUOTED)}{said}")
         try:
             data = json.loads(reply.body)
             content = data["choices"][0]["message"]["content"]
@@ -231,8 +256,8 @@ class EndpointJudge:
             raise ValueError(f"the reply's content is {type(content).__name__}, not text")
         return content
 
-    async def _grade(self, rubric: str, case_input: object, output: str, deadline: float
-                     ) -> Grade:
+    async def _grade(self, rubric: str, case_input: object, output: str, deadline: float,
+                     tally: Tally) -> Grade:
         body = {
             "model": self.model,
             "temperature": 0,
@@ -250,7 +275,8 @@ class EndpointJudge:
         try:
             for _attempt in range(2):  # a malformed answer is asked again, once
                 try:
-                    score, reasoning = parse_grade(await self._ask(body, deadline, spent))
+                    score, reasoning = parse_grade(await self._ask(body, deadline, spent,
+                                                                   tally))
                     return Grade(score=score, reasoning=reasoning, usage=usage())
                 except ValueError as exc:
                     problem = str(exc)
@@ -259,8 +285,14 @@ class EndpointJudge:
         return Grade(error=f"malformed answer twice: {problem}", usage=usage())
 
     def grade(self, rubric: str, case_input: object, output: str, *, deadline: float) -> Grade:
-        grade = run_on_loop(lambda: self._grade(rubric, case_input, output, deadline), deadline)
-        return grade if grade is not None else Grade(timed_out=True)
+        tally = Tally()
+        grade = run_on_loop(lambda: self._grade(rubric, case_input, output, deadline, tally),
+                            deadline)
+        grade = grade if grade is not None else Grade(timed_out=True)
+        if tally.retries == 0 and not tally.rate_limited:
+            return grade
+        return replace(grade, retries=tally.retries, waited_s=tally.waited_s,
+                       rate_limited=tally.rate_limited)
 
 
 def judge_from(value: object, description: str) -> Judge:

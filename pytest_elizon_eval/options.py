@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -20,6 +20,7 @@ import pytest
 from .binding import ENTRY, JUDGE, Kind, Source, parse_text
 from .cassette import Cassette
 from .concurrency import MAX_CONCURRENCY
+from .retrying import RetryPolicy
 from .signing import SigningKey
 
 __all__ = ["HARD_LIMIT_S", "SETTINGS", "Settings", "register", "resolve"]
@@ -54,7 +55,14 @@ _HELP = {
     "record": "Record every case's entry-point result into the cassette file PATH.",
     "replay": "Answer every case from the cassette file PATH instead of calling the entry point.",
     "concurrency": "Run up to N cases at once in this process (1-64; per worker with -n), "
-                   "for I/O-bound model calls (default 1).",
+                   "for I/O-bound model calls (default 1); 'auto' or 'auto:MAX' adapts per "
+                   "entry point (per host for HTTP) to its rate limit, up to MAX (default 64).",
+    "retries": "Retries of a call refused with 429/502/503/504, a connection reset or "
+               "RateLimited, within the case's time limit (default 4; 0: none).",
+    "retry_on": "Further exception classes that mean 'rate limited', by dotted name (e.g. "
+                "openai.RateLimitError); their retry_after or response.headers are read.",
+    "retry_backoff": "Backoff without a hint from the server: 'BASE CAP' in seconds "
+                     "(default '0.5 8'); the wait is uniform in [0, min(CAP, BASE*2^n)].",
     "strict": "Treat advisory suites as must-pass: their failures fail the run.",
     "prices": "Prices to cost token usage that reports no cost: one 'MODEL INPUT OUTPUT' line "
               "per model, in US dollars per 1M input and output tokens (a manifest's "
@@ -98,6 +106,11 @@ class Settings:
     #: ``--elizon-sign-key`` / ini ``elizon_sign_key`` / ``$ELIZON_SIGN_KEY``: signs the
     #: results file (docs/contract.md#signatures). Its repr shows the fingerprint only.
     sign_key: SigningKey | None = None
+    #: ``--elizon-concurrency=auto[:MAX]``: ``concurrency`` is MAX, found per entry point.
+    concurrency_auto: bool = False
+    #: ``--elizon-retries`` / ini ``elizon_retries``, ``elizon_retry_on``,
+    #: ``elizon_retry_backoff`` (docs/contract.md#retries).
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
 
 
 SETTINGS = pytest.StashKey[Settings]()
@@ -120,6 +133,7 @@ def register(parser: pytest.Parser) -> None:
     group.addoption("--elizon-replay", metavar="PATH", default=None, help=_HELP["replay"])
     group.addoption("--elizon-concurrency", metavar="N", default=None,
                     help=_HELP["concurrency"])
+    group.addoption("--elizon-retries", metavar="N", default=None, help=_HELP["retries"])
     group.addoption("--elizon-strict", action="store_true", default=False, help=_HELP["strict"])
     group.addoption("--elizon-sign-key", metavar="PATH", default=None, help=_HELP["sign_key"])
     parser.addini("elizon_entry", _HELP["entry_ini"], default=None)
@@ -127,6 +141,9 @@ def register(parser: pytest.Parser) -> None:
     parser.addini("elizon_judge", _HELP["judge_ini"], default=None)
     parser.addini("elizon_route_key", _HELP["route_key"], default="route")
     parser.addini("elizon_concurrency", _HELP["concurrency"], default=None)
+    parser.addini("elizon_retries", _HELP["retries"], default=None)
+    parser.addini("elizon_retry_on", _HELP["retry_on"], type="args", default=[])
+    parser.addini("elizon_retry_backoff", _HELP["retry_backoff"], default=None)
     parser.addini("elizon_strict", _HELP["strict"], type="bool", default=False)
     parser.addini("elizon_html", _HELP["html"], default=None)
     parser.addini("elizon_prices", _HELP["prices"], type="linelist", default=[])
@@ -195,18 +212,70 @@ def _annotations(config: pytest.Config) -> bool:
     return bool(choice == "on")
 
 
-def _concurrency(config: pytest.Config) -> int:
+def _concurrency(config: pytest.Config) -> tuple[int, bool]:
+    """(N or MAX, whether it adapts): ``N`` or ``auto[:MAX]``."""
     raw, source = _option_or_ini(config, "elizon_concurrency")
     if raw is None:
-        return 1
+        return 1, False
+    text = str(raw).strip()
+    auto = text == "auto" or text.startswith("auto:")
+    if text == "auto":
+        return MAX_CONCURRENCY, True
     try:
-        value = int(raw)
+        value = int(text[len("auto:"):] if auto else text)
     except ValueError:
         value = 0
     if not 1 <= value <= MAX_CONCURRENCY:
         raise pytest.UsageError(f"{source}: expected a whole number from 1 to "
+                                f"{MAX_CONCURRENCY}, or auto, or auto:MAX with MAX from 1 to "
                                 f"{MAX_CONCURRENCY}")
-    return value
+    return value, auto
+
+
+def _retry_on(config: pytest.Config) -> tuple[type[BaseException], ...]:
+    """ini ``elizon_retry_on``: exception classes by dotted name, imported now."""
+    import importlib
+
+    found: list[type[BaseException]] = []
+    for name in config.getini("elizon_retry_on"):
+        module, _, attribute = str(name).rpartition(".")
+        value: object = None
+        if module and attribute:
+            try:
+                value = getattr(importlib.import_module(module), attribute, None)
+            except Exception:  # any import failure is the same usage error
+                value = None
+        if not (isinstance(value, type) and issubclass(value, BaseException)):
+            raise pytest.UsageError(
+                f"{_ini_source(config, 'elizon_retry_on')}: {name!r} is not an importable "
+                "exception class (expected a dotted name such as openai.RateLimitError)")
+        found.append(value)
+    return tuple(found)
+
+
+def _retry(config: pytest.Config) -> RetryPolicy:
+    raw, source = _option_or_ini(config, "elizon_retries")
+    retries = 4
+    if raw is not None:
+        try:
+            retries = int(str(raw).strip())
+        except ValueError:
+            retries = -1
+        if not 0 <= retries <= 100:
+            raise pytest.UsageError(f"{source}: expected a whole number of retries from 0 "
+                                    "to 100 (0 turns retries off)")
+    backoff = config.getini("elizon_retry_backoff")
+    base, cap = 0.5, 8.0
+    if backoff:
+        try:
+            base, cap = (float(part) for part in str(backoff).split())
+            if not (math.isfinite(base + cap) and 0 < base <= cap):
+                raise ValueError
+        except ValueError:
+            raise pytest.UsageError(
+                f"{_ini_source(config, 'elizon_retry_backoff')} ({backoff!r}): expected "
+                "'BASE CAP' in seconds with 0 < BASE <= CAP, e.g. '0.5 8'") from None
+    return RetryPolicy(retries=retries, base_s=base, cap_s=cap, retry_on=_retry_on(config))
 
 
 def _sources(config: pytest.Config, kind: Kind) -> tuple[Source, Source]:
@@ -307,6 +376,7 @@ def resolve(config: pytest.Config) -> Settings:
     timeout_s, timeout_source = _timeout(config)
     globs = tuple(config.getini("elizon_suite_files"))
     entry, judge = _sources(config, ENTRY), _sources(config, JUDGE)
+    concurrency, auto = _concurrency(config)
     return Settings(
         cli={ENTRY.key: entry[0], JUDGE.key: judge[0]},
         ini={ENTRY.key: entry[1], JUDGE.key: judge[1]},
@@ -322,7 +392,9 @@ def resolve(config: pytest.Config) -> Settings:
         annotations=_annotations(config),
         step_summary=Path(os.environ["GITHUB_STEP_SUMMARY"])
         if os.environ.get("GITHUB_STEP_SUMMARY") else None,
-        concurrency=_concurrency(config),
+        concurrency=concurrency,
+        concurrency_auto=auto,
+        retry=_retry(config),
         record=_path(config, "elizon_record"),
         replay=_cassette(config),
         html=_html_path(config),

@@ -191,6 +191,13 @@ class CaseResult:
     #: The canary and secret checks (docs/contract.md#security): what leaked, masked, and
     #: for a probe its category, severity and where the manifest included it; or None.
     security: dict[str, Any] | None = None
+    #: Calls made to the entry point (1 + its retries; every run's and turn's), retries
+    #: after a refusal (the judge's included), seconds spent waiting between them, and
+    #: whether a call was refused with a rate limit (docs/contract.md#retries).
+    attempts: int = 1
+    retries: int = 0
+    waited_s: float = 0.0
+    rate_limited: bool = False
 
     @property
     def crashed(self) -> bool:
@@ -218,7 +225,9 @@ class CaseResult:
             "replayed": self.replayed, "input": _plain(self.input),
             "tool_calls": list(self.tool_calls), "usage": self.usage,
             "judge_usage": self.judge_usage, "turns": list(self.turns),
-            "failed_turn": self.failed_turn,
+            "failed_turn": self.failed_turn, "attempts": self.attempts,
+            "retries": self.retries, "waited_s": self.waited_s,
+            "rate_limited": self.rate_limited,
         }
         if self.security is not None:  # only where checked: other results keep their shape
             data["security"] = self.security
@@ -243,6 +252,8 @@ class CaseResult:
             tool_calls=tuple(data.get("tool_calls") or ()), usage=data.get("usage"),
             judge_usage=data.get("judge_usage"), turns=tuple(data.get("turns") or ()),
             failed_turn=data.get("failed_turn"), security=data.get("security"),
+            attempts=data.get("attempts", 1), retries=data.get("retries", 0),
+            waited_s=data.get("waited_s", 0.0), rate_limited=bool(data.get("rate_limited")),
         )
 
 
@@ -302,6 +313,18 @@ def _identity_fields(identity: CaseIdentity, plan: CasePlan) -> dict[str, Any]:
             "input": plan.case.input}
 
 
+def _retry_fields(attempts: Sequence[Attempt]) -> dict[str, Any]:
+    """What retries cost over a case's runs (and turns): attempts, retries, waiting."""
+    calls = [t.call for a in attempts for t in a.turns] or [a.call for a in attempts]
+    made = sum(c.attempts for c in calls)
+    judged = [a.judge_retries for a in attempts]
+    return {"attempts": made,
+            "retries": made - len(calls) + sum(j.retries for j in judged),
+            "waited_s": sum(c.waited_s for c in calls) + sum(j.waited_s for j in judged),
+            "rate_limited": any(c.rate_limited for c in calls)
+            or any(j.rate_limited for j in judged)}
+
+
 def _single(identity: CaseIdentity, plan: CasePlan, attempt: Attempt, outcome: str
             ) -> CaseResult:
     call = attempt.call
@@ -320,7 +343,7 @@ def _single(identity: CaseIdentity, plan: CasePlan, attempt: Attempt, outcome: s
         output_length=len(call.text) if call.text is not None else 0, error=call.error,
         judge_score=attempt.judge_score, judge_reasoning=attempt.judge_reasoning,
         judge_usage=attempt.judge_usage.to_data() if attempt.judge_usage else None,
-        replayed=call.replayed)
+        replayed=call.replayed, **_retry_fields([attempt]))
 
 
 def _run_data(attempt: Attempt, outcome: str) -> dict[str, Any]:
@@ -372,7 +395,8 @@ def _decided(identity: CaseIdentity, plan: CasePlan, run: CaseRun) -> CaseResult
         "latency_ms": sum(latencies) / len(latencies) if latencies else None,
         "judge_score": sum(scores) / len(scores) if scores else None,
         "runs": tuple(_run_data(a, o) for a, o in zip(run.attempts, outcomes, strict=True)),
-        "passed_runs": passed, "min_pass_rate": plan.min_pass_rate})
+        "passed_runs": passed, "min_pass_rate": plan.min_pass_rate,
+        **_retry_fields(run.attempts)})
 
 
 def setup_error(identity: CaseIdentity, plan_limits: tuple[float, str], error: ErrorInfo
@@ -408,7 +432,8 @@ def _first_line(text: str) -> str:
 
 def _single_reason(result: CaseResult, limit: int) -> str:
     if result.outcome == TIMEOUT:
-        return f"no answer within {result.timeout_s:g} s ({result.timeout_source})"
+        tried = f", after {result.attempts} attempts" if result.retries else ""
+        return f"no answer within {result.timeout_s:g} s ({result.timeout_source}{tried})"
     if result.crashed:
         assert result.error is not None
         return f"crashed: {cap(_first_line(result.error.message), limit)[0]}"
@@ -557,6 +582,11 @@ def failure_message(result: CaseResult) -> str:
         replayed = " (recorded latency, replayed from the cassette)" if result.replayed else ""
         mean = "mean " if result.runs else ""
         lines.append(f"latency: {mean}{result.latency_ms:.1f} ms{replayed}")
+    if result.retries or result.rate_limited:
+        limited = ", rate limited" if result.rate_limited else ""
+        retries = f"{result.retries} {'retry' if result.retries == 1 else 'retries'}"
+        lines.append(f"attempts: {result.attempts} ({retries}, "
+                     f"{result.waited_s:.2f} s waiting{limited})")
     if result.output is not None:
         shown, cut = cap(result.output, OUTPUT_SHOWN)
         size = f"{result.output_length:,} chars"

@@ -10,13 +10,14 @@ whose xdist worker crashed through xdist's own ``pytest_handlecrashitem``.
 from __future__ import annotations
 
 from collections.abc import Generator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from . import _pytest_compat as compat
-from . import collect, concurrency, options, outcomes, provenance, redteam_nodes
+from . import collect, concurrency, options, outcomes, provenance, redteam_nodes, retrying
 from .binding import Binder
 from .discovery import PackageIndex
 from .packages import standalone
@@ -42,6 +43,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[collect.BINDER] = Binder(config.rootpath)
     # the probe pack: the run's canary (one for all xdist workers) and its fixtures
     config.pluginmanager.register(redteam_nodes, "elizon-redteam")
+    gates = concurrency.Gates(settings.concurrency) if settings.concurrency_auto else None
+    concurrency.use_gates(gates)  # per process: each xdist worker adapts on its own
+    retrying.configure(replace(settings.retry,
+                               on_refusal=gates.refused if gates is not None else None))
     if settings.concurrency > 1:
         config.stash[collect.SCHEDULER] = concurrency.CaseScheduler(settings.concurrency)
     if not hasattr(config, "workerinput"):

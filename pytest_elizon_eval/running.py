@@ -27,9 +27,11 @@ from .answers import conversation, priced
 from .assertions import AssertionResult, check
 from .calls import EntryCall, Usage
 from .checks import CheckFunction, run_checks
+from .concurrency import gate_for
 from .entries import Entry
 from .judging import Judge
 from .model import Case, Expect, JudgeExpect
+from .retrying import Tally
 
 __all__ = ["Attempt", "CasePlan", "CaseRun", "TurnResult", "run_case", "turn_failed"]
 
@@ -90,6 +92,9 @@ class Attempt:
     #: What grading cost (every judged turn's too), apart from the entry point's usage.
     judge_usage: Usage | None = None
     turns: tuple[TurnResult, ...] = ()
+    #: The judge's retries after refusals (every turn's), the seconds it waited, and
+    #: whether it was rate limited (docs/contract.md#retries).
+    judge_retries: Tally = field(default_factory=Tally, compare=False)
 
 
 @dataclass(frozen=True)
@@ -100,7 +105,8 @@ class CaseRun:
 
 
 def _judged(spec: JudgeExpect, judge: Judge, case_input: object, call: EntryCall,
-            deadline: float) -> tuple[AssertionResult, float | None, str | None, Usage | None]:
+            deadline: float, retries: Tally
+            ) -> tuple[AssertionResult, float | None, str | None, Usage | None]:
     name = f"judge {judge.description}"
     wanted = f"a score of at least {spec.threshold:g} for the rubric {spec.rubric[:120]!r}"
     if call.text is None:
@@ -111,6 +117,9 @@ def _judged(spec: JudgeExpect, judge: Judge, case_input: object, call: EntryCall
         return AssertionResult("judge", False, wanted, f"{name}: no time left within the "
                                "case's time limit"), None, None, None
     grade = judge.grade(spec.rubric, case_input, call.text, deadline=deadline)
+    retries.retries += grade.retries
+    retries.waited_s += grade.waited_s
+    retries.rate_limited = retries.rate_limited or grade.rate_limited
     if grade.timed_out:
         return AssertionResult("judge", False, wanted, f"{name} gave no grade within the "
                                f"{left:.1f} s left of the case's time limit"), \
@@ -124,7 +133,7 @@ def _judged(spec: JudgeExpect, judge: Judge, case_input: object, call: EntryCall
 
 
 def _checked(plan: CasePlan, expect: Expect | None, case_input: object, call: EntryCall,
-             deadline: float
+             deadline: float, retries: Tally
              ) -> tuple[tuple[AssertionResult, ...], float | None, str | None, Usage | None]:
     assertions = check(expect, call, plan.route_key)
     if not call.timed_out:  # Python checks run inside what is left of the time limit
@@ -133,7 +142,7 @@ def _checked(plan: CasePlan, expect: Expect | None, case_input: object, call: En
     if expect is not None and expect.judge is not None and plan.judge is not None \
             and not call.timed_out:
         result, score, reasoning, usage = _judged(expect.judge, plan.judge, case_input, call,
-                                                  deadline)
+                                                  deadline, retries)
         assertions.append(result)
     return tuple(assertions), score, reasoning, priced(usage, plan.prices)
 
@@ -169,9 +178,11 @@ def _whole(calls: Sequence[EntryCall]) -> EntryCall:
 def _attempt(plan: CasePlan, recorded: tuple[EntryCall, ...] | None) -> Attempt:
     deadline = time.monotonic() + plan.timeout_s
     case = plan.case
+    judged = Tally()
     if case.turns is None:
         call = _call(plan, case.input, deadline, recorded[0] if recorded else None, None)
-        return Attempt(call, *_checked(plan, case.expect, case.input, call, deadline))
+        return Attempt(call, *_checked(plan, case.expect, case.input, call, deadline, judged),
+                       judge_retries=judged)
     expects_error = bool(case.expect and case.expect.error_contains is not None)
     turns: list[TurnResult] = []
     history: list[tuple[object, EntryCall]] = []
@@ -182,7 +193,7 @@ def _attempt(plan: CasePlan, recorded: tuple[EntryCall, ...] | None) -> Attempt:
         call = _call(plan, turn.input, deadline, recorded[index] if recorded else None,
                      messages)
         done = TurnResult(turn.input, call, *_checked(plan, turn.expect, turn.input, call,
-                                                      deadline))
+                                                      deadline, judged))
         turns.append(done)
         history.append((turn.input, call))
         if turn_failed(done, expects_error):
@@ -191,15 +202,32 @@ def _attempt(plan: CasePlan, recorded: tuple[EntryCall, ...] | None) -> Attempt:
     graded = _total([t.judge_usage for t in turns])
     if len(turns) < len(case.turns) or turn_failed(turns[-1], expects_error):
         # the case's own checks are about the whole conversation, which did not happen
-        return Attempt(whole, (), judge_usage=graded, turns=tuple(turns))
+        return Attempt(whole, (), judge_usage=graded, turns=tuple(turns), judge_retries=judged)
     assertions, score, reasoning, usage = _checked(plan, case.expect, case.turns[-1].input,
-                                                   whole, deadline)
+                                                   whole, deadline, judged)
     return Attempt(whole, assertions, score, reasoning, _total([graded, usage]),
-                   turns=tuple(turns))
+                   turns=tuple(turns), judge_retries=judged)
+
+
+def _gated(plan: CasePlan, recorded: tuple[EntryCall, ...] | None) -> Attempt:
+    """One run, after waiting for room under the entry point's adaptive limit (with
+    ``--elizon-concurrency=auto``): the wait comes before the time limit starts."""
+    gate = gate_for(getattr(plan.entry, "limit_key", plan.entry_description)) \
+        if plan.entry is not None and recorded is None else None
+    if gate is None:
+        return _attempt(plan, recorded)
+    gate.acquire()
+    refused = True  # an attempt that raised (it never does) must not widen the limit
+    try:
+        attempt = _attempt(plan, recorded)
+        refused = attempt.call.rate_limited or attempt.call.timed_out
+        return attempt
+    finally:
+        gate.release(refused=refused)
 
 
 def run_case(plan: CasePlan) -> CaseRun:
     """Run the plan's case ``repeat`` times (or answer it from the replay)."""
     return CaseRun(tuple(
-        _attempt(plan, plan.replay[index] if plan.replay is not None else None)
+        _gated(plan, plan.replay[index] if plan.replay is not None else None)
         for index in range(plan.repeat)))

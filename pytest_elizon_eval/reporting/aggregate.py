@@ -21,18 +21,21 @@ __all__ = ["COST_METRICS", "METRICS", "Aggregate", "BaselineRow", "SuiteSummary"
 #: The metric names, in the order reports show them.
 METRICS = ("cases", "pass_rate", "fail_rate", "timeout_rate", "mean_latency_ms",
            "p50_latency_ms", "p95_latency_ms", "max_latency_ms", "judge_score",
-           "total_cost_usd", "mean_cost_usd", "total_tokens", "mean_tokens")
+           "total_cost_usd", "mean_cost_usd", "total_tokens", "mean_tokens", "retries",
+           "rate_limited_cases")
 #: Metrics where more is worse for the operator's bill (``--elizon-baseline`` flags a rise).
 COST_METRICS = ("total_cost_usd", "mean_cost_usd", "total_tokens", "mean_tokens")
 
 Number = float | int
+#: Metrics of retries (docs/contract.md#retries).
+_RETRY_METRICS = ("retries", "rate_limited_cases")
 
 
 def format_metric(value: float | int | None, metric: str, missing: str = "-") -> str:
     """A metric as reports show it: counts whole, latencies in ms to 0.1, rates to 0.001."""
     if value is None:
         return missing
-    if metric in ("cases", "total_tokens"):
+    if metric in ("cases", "total_tokens", "retries", "rate_limited_cases"):
         return f"{int(value):,}"
     if metric.endswith("_usd"):
         return f"${value:.6f}"
@@ -116,12 +119,17 @@ class SuiteSummary:
             "mean_cost_usd": sum(costs) / len(costs) if costs else None,
             "total_tokens": sum(tokens) if tokens else None,
             "mean_tokens": sum(tokens) / len(tokens) if tokens else None,
+            # docs/contract.md#retries: how hard the run pushed against its services
+            "retries": sum(r.retries for r in self.results),
+            "rate_limited_cases": sum(1 for r in self.results if r.rate_limited),
         }
 
     def baseline_rows(self) -> list[BaselineRow]:
         """Every metric this run measured or the author named, baseline next to run."""
         metrics = self.metrics()
-        names = [m for m in METRICS if metrics[m] is not None or m in self.info.baseline]
+        # a run that retried nothing does not list the retry counts (0) in every table
+        names = [m for m in METRICS if m in self.info.baseline or metrics[m]
+                 or (metrics[m] is not None and m not in _RETRY_METRICS)]
         names += [m for m in self.info.baseline if m not in METRICS]
         rows = []
         for name in names:
@@ -179,6 +187,18 @@ class Aggregate:
     def passed(self) -> bool:
         """Whether the run passes its gates: no must-pass suite has a case that did not pass."""
         return all(s.verdict != "fail" for s in self.suites())
+
+    def rate_limit_note(self) -> str:
+        """One sentence when the run was rate limited or retried calls; else empty."""
+        results = list(self._results.values())
+        retries = sum(r.retries for r in results)
+        limited = sum(1 for r in results if r.rate_limited)
+        if not retries and not limited:
+            return ""
+        waited = sum(r.waited_s for r in results)
+        return (f"The run was {'rate limited' if limited else 'refused'}: {limited} "
+                f"case{'s' if limited != 1 else ''} hit a rate limit, {retries} "
+                f"call{'s' if retries != 1 else ''} retried, {waited:.1f} s spent waiting.")
 
     def paragraph(self) -> str:
         """The run's verdict as one paragraph a person can read (smithers' contract)."""

@@ -96,6 +96,9 @@ def render(aggregate: Aggregate, regression: Regression | None = None,
     doc = _Budget(limit - 1024)  # room for the closing note
     mark = "✅" if aggregate.passed else "❌"
     doc.add(f"# Elizon eval\n\n{mark} {cell(aggregate.paragraph())}\n")
+    note = aggregate.rate_limit_note()
+    if note:
+        doc.add(f"⏳ {cell(note)}\n")
     for summary in aggregate.suites():
         info = summary.info
         gate = info.gate + (" (does not fail the run)" if summary.verdict == "advisory" else "")

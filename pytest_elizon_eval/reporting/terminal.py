@@ -86,6 +86,9 @@ def render(aggregate: Aggregate, regression: Regression | None = None) -> list[L
     if advisory:
         lines.append(("advisory, not passed:", {"yellow": True}))
         lines.extend((f"  {r.nodeid} — {reason(r)}", {}) for r in advisory)
+    note = aggregate.rate_limit_note()
+    if note:  # results under a rate limit are read differently: always said
+        lines.append((note, {"yellow": True}))
     if regression is not None:
         lines.extend(_regression(regression))
     lines.extend(security.terminal_lines(aggregate))

@@ -1,0 +1,329 @@
+"""Retries of refused calls and adaptive concurrency (docs/contract.md#retries,
+docs/contract.md#concurrency), against a loopback server that scripts its answers and logs
+how many requests it was serving when each one arrived. Nothing here bounds wall-clock time:
+what a test proves comes from the server's log and the results file."""
+
+from __future__ import annotations
+
+import email.utils
+import http.server
+import json
+import socket
+import struct
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from pytest_elizon_eval.retrying import wait_from_headers
+
+from .conftest import Packages
+
+# The backoff without a hint is set small through its documented ini key, so that the tests
+# never wait long; waits the server asks for are honoured as asked.
+FAST = "[pytest]\nelizon_retry_backoff = 0.01 0.05\n"
+
+
+class Script:
+    """What the server answers, per path: a list of steps, the last one repeated. A step is
+    ``(status, headers)`` or ``"reset"`` (the connection is dropped with a TCP reset)."""
+
+    def __init__(self) -> None:
+        self.steps: dict[str, list[Any]] = {}
+        self.seen: dict[str, int] = {}
+        #: (path, requests being served when this one arrived, status answered)
+        self.log: list[tuple[str, int, int]] = []
+        self.serving = 0
+        #: With a cap, the path /limited answers 429 beyond this many requests at once.
+        self.cap: int | None = None
+        self.lock = threading.Lock()
+
+    def step(self, path: str) -> tuple[Any, int]:
+        with self.lock:
+            n = self.seen.get(path, 0)
+            self.seen[path] = n + 1
+            self.serving += 1
+            steps = self.steps.get(path, [(200, {})])
+            return steps[min(n, len(steps) - 1)], self.serving
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    script: Script
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        path = self.path
+        step, serving = self.script.step(path)
+        try:
+            if path == "/limited":
+                cap = self.script.cap
+                status = 429 if cap is not None and serving > cap else 200
+                if status == 200:
+                    time.sleep(0.03)
+                self._answer(path, serving, status, {"retry-after-ms": "20"})
+            elif step == "reset":
+                with self.script.lock:
+                    self.script.log.append((path, serving, 0))
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                           struct.pack("ii", 1, 0))
+                self.close_connection = True
+                self.connection.close()
+            else:
+                status, headers = step
+                self._answer(path, serving, status, headers)
+        finally:
+            with self.script.lock:
+                self.script.serving -= 1
+
+    def _answer(self, path: str, serving: int, status: int, headers: dict[str, str]) -> None:
+        with self.script.lock:
+            self.script.log.append((path, serving, status))
+        body = b"fine" if status == 200 else b'{"error": "slow down"}'
+        self.send_response(status)
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def server() -> Iterator[tuple[str, Script]]:
+    script = Script()
+    handler = type("Handler", (_Handler,), {"script": script})
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, args=(0.02,), daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_port}", script
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def _package(packages: Packages, entry: str, n: int = 1) -> None:
+    packages.write("pkg/elizon.yaml", f"entry: {entry}\nevaluation:\n  suite: ./s.yaml\n")
+    cases = "".join(f"  - id: c{i}\n    input: hi\n    expect: {{equals: fine}}\n"
+                    for i in range(n))
+    packages.write("pkg/s.yaml", "cases:\n" + cases)
+
+
+def _results(pytester: pytest.Pytester) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((pytester.path / "r.json").read_text("utf-8"))
+    return data
+
+
+def _case(data: dict[str, Any]) -> dict[str, Any]:
+    case: dict[str, Any] = data["suites"][0]["cases"][0]
+    return case
+
+
+def test_a_429_with_retry_after_is_waited_for_then_the_case_passes(
+        packages: Packages, pytester: pytest.Pytester, server: tuple[str, Script]) -> None:
+    url, script = server
+    script.steps["/x"] = [(429, {"Retry-After": "1"}), (200, {})]
+    _package(packages, f"{{url: '{url}/x'}}")
+    result = pytester.runpytest("--elizon-results=r.json", "--elizon-markdown=m.md")
+    result.assert_outcomes(passed=1)
+    data = _results(pytester)
+    case = _case(data)
+    assert (case["attempts"], case["retries"], case["rate_limited"]) == (2, 1, True)
+    assert case["waited_s"] == 1.0  # the server's wait, as asked
+    assert data["suites"][0]["metrics"]["retries"] == 1
+    assert data["suites"][0]["metrics"]["rate_limited_cases"] == 1
+    assert [s for _, _, s in script.log] == [429, 200]
+    result.stdout.fnmatch_lines(["*The run was rate limited: 1 case hit a rate limit, "
+                                 "1 call retried*"])
+    assert "rate limited" in (pytester.path / "m.md").read_text("utf-8")
+
+
+def test_429_forever_fails_within_the_time_limit_counting_attempts(
+        packages: Packages, pytester: pytest.Pytester, server: tuple[str, Script]) -> None:
+    url, script = server
+    script.steps["/x"] = [(429, {"Retry-After": "0.05"})]
+    _package(packages, f"{{url: '{url}/x'}}")
+    result = pytester.runpytest("--elizon-results=r.json", "--elizon-retries=100",
+                                "--elizon-timeout=0.5")
+    result.assert_outcomes(failed=1)
+    case = _case(_results(pytester))
+    assert case["outcome"] == "failed"
+    assert case["attempts"] == len(script.log) > 2
+    assert f"after {case['attempts']} attempts" in case["error"]["message"]
+    assert "longer than the" in case["error"]["message"]
+
+
+def test_retries_used_up_and_retries_off(
+        packages: Packages, pytester: pytest.Pytester, server: tuple[str, Script]) -> None:
+    url, script = server
+    script.steps["/x"] = [(503, {})]
+    _package(packages, f"{{url: '{url}/x'}}")
+    pytester.makeini(FAST)
+    pytester.runpytest("--elizon-results=r.json", "--elizon-retries=2").assert_outcomes(
+        failed=1)
+    case = _case(_results(pytester))
+    assert (case["attempts"], case["rate_limited"]) == (3, False)
+    assert "after 3 attempts; retries used up" in case["error"]["message"]
+    pytester.runpytest("--elizon-results=r.json", "--elizon-retries=0").assert_outcomes(
+        failed=1)
+    assert _case(_results(pytester))["attempts"] == 1
+    assert len(script.log) == 4
+
+
+def test_a_400_is_not_retried(packages: Packages, pytester: pytest.Pytester,
+                              server: tuple[str, Script]) -> None:
+    url, script = server
+    script.steps["/x"] = [(400, {"Retry-After": "0"})]
+    _package(packages, f"{{url: '{url}/x'}}")
+    pytester.runpytest("--elizon-results=r.json").assert_outcomes(failed=1)
+    case = _case(_results(pytester))
+    assert (case["attempts"], case["retries"], len(script.log)) == (1, 0, 1)
+
+
+def test_a_retry_after_longer_than_the_time_left_ends_the_case_at_once(
+        packages: Packages, pytester: pytest.Pytester, server: tuple[str, Script]) -> None:
+    url, script = server
+    script.steps["/x"] = [(429, {"Retry-After": "30"})]
+    _package(packages, f"{{url: '{url}/x'}}")
+    pytester.runpytest("--elizon-results=r.json", "--elizon-timeout=5").assert_outcomes(
+        failed=1)
+    case = _case(_results(pytester))
+    assert (case["attempts"], len(script.log), case["waited_s"]) == (1, 1, 0)
+    assert "the server asked to wait 30 s, longer than the" in case["error"]["message"]
+    assert "HTTP 429" in case["error"]["message"]
+
+
+def test_a_connection_reset_is_retried(packages: Packages, pytester: pytest.Pytester,
+                                       server: tuple[str, Script]) -> None:
+    url, script = server
+    script.steps["/x"] = ["reset", (200, {})]
+    _package(packages, f"{{url: '{url}/x'}}")
+    pytester.makeini(FAST)
+    pytester.runpytest("--elizon-results=r.json").assert_outcomes(passed=1)
+    case = _case(_results(pytester))
+    assert (case["attempts"], case["rate_limited"]) == (2, False)
+    assert [s for _, _, s in script.log] == [0, 200]
+
+
+RATE_LIMITED_APP = """
+import pytest_elizon_eval
+
+calls = []
+
+def answer(text):
+    calls.append(text)
+    if len(calls) == 1:
+        raise pytest_elizon_eval.RateLimited("quota", retry_after=0.01)
+    return "fine"
+"""
+
+
+def test_a_python_entry_raising_rate_limited_is_retried(packages: Packages,
+                                                        pytester: pytest.Pytester) -> None:
+    packages.package(suite="cases:\n  - id: c\n    input: hi\n    expect: {equals: fine}\n",
+                     app=RATE_LIMITED_APP)
+    pytester.runpytest("--elizon-results=r.json").assert_outcomes(passed=1)
+    case = _case(_results(pytester))
+    assert (case["attempts"], case["waited_s"], case["rate_limited"]) == (2, 0.01, True)
+
+
+SDK = """
+class Response:
+    headers = {"retry-after-ms": "10"}
+
+class RateLimitError(Exception):
+    response = Response()
+"""
+
+SDK_APP = """
+import pathlib
+import sdk
+
+CALLS = pathlib.Path(__file__).with_name("calls.txt")
+
+def answer(text):
+    with CALLS.open("a") as fh:
+        fh.write("x")
+    if len(CALLS.read_text()) < 3:
+        raise sdk.RateLimitError("429 Too Many Requests")
+    return "fine"
+"""
+
+
+def test_an_exception_named_in_elizon_retry_on_is_retried(packages: Packages,
+                                                           pytester: pytest.Pytester) -> None:
+    packages.write("sdk_for_tests.py", SDK)
+    packages.package(suite="cases:\n  - id: c\n    input: hi\n    expect: {equals: fine}\n",
+                     app=SDK_APP.replace("sdk", "sdk_for_tests"))
+    pytester.syspathinsert()
+    pytester.makeini("[pytest]\nelizon_retry_on = sdk_for_tests.RateLimitError\n")
+    pytester.runpytest("--elizon-results=r.json").assert_outcomes(passed=1)
+    case = _case(_results(pytester))
+    assert (case["attempts"], case["waited_s"]) == (3, 0.02)
+    # not named: the same exception fails the case at once
+    (pytester.path / "pkg" / "calls.txt").unlink()
+    pytester.makeini("[pytest]\n")
+    pytester.runpytest("--elizon-results=r.json").assert_outcomes(failed=1)
+    assert _case(_results(pytester))["attempts"] == 1
+
+
+@pytest.mark.parametrize(("args", "ini", "said"), [
+    (["--elizon-retries=-1"], "", "--elizon-retries=-1: expected a whole number of retries"),
+    (["--elizon-concurrency=auto:0"], "", "--elizon-concurrency=auto:0: expected a whole"),
+    ([], "elizon_retry_on = not.a.Class", "ini option elizon_retry_on in *: 'not.a.Class' is "
+                                          "not an importable exception class*"),
+    ([], "elizon_retry_backoff = 1", "ini option elizon_retry_backoff in *: expected 'BASE CAP'*"),
+])
+def test_bad_retry_and_concurrency_values_are_usage_errors(
+        pytester: pytest.Pytester, args: list[str], ini: str, said: str) -> None:
+    pytester.makeini(f"[pytest]\n{ini}\n")
+    result = pytester.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{said}*"])
+
+
+def test_auto_concurrency_shrinks_under_429s_and_grows_back(
+        packages: Packages, pytester: pytest.Pytester, server: tuple[str, Script]) -> None:
+    url, script = server
+    script.cap = 2  # the server serves two at once, refusing the rest
+    _package(packages, f"{{url: '{url}/limited'}}", n=80)
+    seen_first: list[int] = []
+
+    def lift() -> None:  # once 30 requests were answered, the limit is lifted
+        while len(script.log) < 30:
+            time.sleep(0.005)
+        seen_first.append(len(script.log))
+        script.cap = None
+
+    threading.Thread(target=lift, daemon=True).start()
+    result = pytester.runpytest("--elizon-results=r.json", "--elizon-concurrency=auto:16")
+    result.assert_outcomes(passed=80)
+    log = script.log
+    limited = log[:seen_first[0]]
+    refused = [i for i, (_, _, status) in enumerate(limited) if status == 429]
+    assert refused, "the server refused nothing: the test proves nothing"
+    # it started wider than the server allows (AUTO_START = 4) ...
+    assert max(serving for _, serving, _ in limited[:refused[0] + 1]) > 2
+    # ... shrank: after the first refusals, most requests fit under the server's cap ...
+    after = [serving for _, serving, _ in limited[refused[0] + 4:]]
+    assert after
+    assert sorted(after)[len(after) // 2] <= 2
+    # ... and grew back past where it started once the limit was lifted
+    assert max(serving for _, serving, _ in log[seen_first[0]:]) > 4
+    data = _results(pytester)
+    assert data["suites"][0]["metrics"]["rate_limited_cases"] >= 1
+
+
+def test_wait_from_headers_reads_every_form() -> None:
+    later = email.utils.formatdate(1_000_030, usegmt=True)
+    assert wait_from_headers({"Retry-After": later}, now=1_000_000) == 30
+    assert wait_from_headers({"Retry-After": "2"}) == 2
+    assert wait_from_headers({"retry-after-ms": "250", "Retry-After": "1"}) == 0.25
+    assert wait_from_headers({"x-ratelimit-reset-requests": "1m0.5s",
+                              "x-ratelimit-reset-tokens": "20ms"}) == 60.5
+    assert wait_from_headers({"Retry-After": "soon"}) is None
+    assert wait_from_headers({}) is None
