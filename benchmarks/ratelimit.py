@@ -18,7 +18,7 @@ Numbers are printed, never asserted; the script fails only if a run cannot start
 from __future__ import annotations
 
 import argparse
-import http.server
+import asyncio
 import json
 import math
 import subprocess
@@ -59,38 +59,62 @@ class Bucket:
             return (1 - self.tokens) / self.rate
 
 
-def serve(bucket: Bucket, latency: float) -> http.server.ThreadingHTTPServer:
-    class Handler(http.server.BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+_OK = json.dumps({"id": "x", "object": "chat.completion", "choices": [
+    {"index": 0, "message": {"role": "assistant", "content": "ok"},
+     "finish_reason": "stop"}]}).encode()
+_REFUSED = b'{"error": {"message": "Rate limit reached", "type": "requests"}}'
 
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            wait = bucket.take()
-            if wait:
-                body = b'{"error": {"message": "Rate limit reached", "type": "requests"}}'
-                self.send_response(429)
-                self.send_header("Retry-After", str(math.ceil(wait)))
-                self.send_header("retry-after-ms", f"{wait * 1000:.0f}")
-                self.send_header("x-ratelimit-reset-requests", f"{wait * 1000:.0f}ms")
-            else:
-                time.sleep(latency)
-                body = json.dumps({"id": "x", "object": "chat.completion", "choices": [
-                    {"index": 0, "message": {"role": "assistant", "content": "ok"},
-                     "finish_reason": "stop"}]}).encode()
-                self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
 
-        def log_message(self, *args: object) -> None:
+class Server:
+    """The loopback server: one asyncio loop in a daemon thread, HTTP/1.1 kept alive, each
+    reply written at once (a thread per connection and split writes would make the
+    server, not the plugin, what is measured)."""
+
+    def __init__(self, bucket: Bucket, latency: float) -> None:
+        self.bucket, self.latency = bucket, latency
+        self.loop = asyncio.new_event_loop()
+        started = threading.Event()
+        threading.Thread(target=self._serve, args=(started,), daemon=True).start()
+        started.wait()
+
+    def _serve(self, started: threading.Event) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.server = self.loop.run_until_complete(
+            asyncio.start_server(self._connection, "127.0.0.1", 0, backlog=1024))
+        self.port = self.server.sockets[0].getsockname()[1]
+        started.set()
+        self.loop.run_forever()
+
+    async def _connection(self, reader: asyncio.StreamReader,
+                          writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n")[1:]:
+                    name, _, value = line.partition(b":")
+                    if name.strip().lower() == b"content-length":
+                        length = int(value)
+                await reader.readexactly(length)
+                wait = self.bucket.take()
+                if wait:
+                    status, body = "429 Too Many Requests", _REFUSED
+                    extra = (f"Retry-After: {math.ceil(wait)}\r\n"
+                             f"retry-after-ms: {wait * 1000:.0f}\r\n"
+                             f"x-ratelimit-reset-requests: {wait * 1000:.0f}ms\r\n")
+                else:
+                    await asyncio.sleep(self.latency)
+                    status, body, extra = "200 OK", _OK, ""
+                writer.write(f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\n"
+                             f"Content-Length: {len(body)}\r\n{extra}\r\n".encode() + body)
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
             pass
+        finally:
+            writer.close()
 
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.daemon_threads = True
-    httpd.request_queue_size = 512
-    threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
-    return httpd
+    def shutdown(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
 
 
 def tree(root: Path, url: str, n: int) -> None:
@@ -137,9 +161,9 @@ def main() -> None:
               "wall/(N/R)")
         for mode in options.modes.split(","):
             bucket = Bucket(rate)
-            httpd = serve(bucket, 0.05)
+            httpd = Server(bucket, 0.05)
             root = Path(tmp, f"limited-{mode}")
-            tree(root, f"http://127.0.0.1:{httpd.server_port}", n)
+            tree(root, f"http://127.0.0.1:{httpd.port}", n)
             wall, data = run(root, f"--elizon-concurrency={mode}")
             bad, retries, limited = summary(data)
             print(f"   {mode:>11} | {bad:>10} | {retries:>7} | {limited:>18} | "
@@ -148,12 +172,12 @@ def main() -> None:
         if options.skip_unlimited:
             return
         bucket = Bucket(None)
-        httpd = serve(bucket, 0.2)
+        httpd = Server(bucket, 0.2)
         root = Path(tmp, "one")
-        tree(root, f"http://127.0.0.1:{httpd.server_port}", 1)
+        tree(root, f"http://127.0.0.1:{httpd.port}", 1)
         fixed = min(run(root)[0] for _ in range(3))
         root = Path(tmp, "unlimited")
-        tree(root, f"http://127.0.0.1:{httpd.server_port}", n)
+        tree(root, f"http://127.0.0.1:{httpd.port}", n)
         wall, data = run(root, "--elizon-concurrency=64")
         ideal = n * 0.2 / 64
         print(f"2. {n:,} cases, L = 200 ms, no limit, concurrency 64: {wall:.2f} s; ideal "

@@ -28,7 +28,8 @@ from typing import Any, ClassVar, TypeVar
 from .calls import EntryCall, ErrorInfo, OutputError
 from .retrying import refusal_of
 
-__all__ = ["MAX_STREAM_CHARS", "Convert", "call_with_deadline", "error_info", "run_on_loop"]
+__all__ = ["MAX_STREAM_CHARS", "Convert", "call_with_deadline", "error_info", "run_blocking",
+           "run_on_loop"]
 
 #: Longest traceback text kept for a report, in lines.
 _TRACEBACK_LINES = 40
@@ -154,12 +155,32 @@ class _Worker:
                 self._idle.append(self)
 
 
-def _call_sync(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-               deadline: float, convert: Convert) -> EntryCall:
-    box: list[EntryCall] = []
+def run_blocking(work: Callable[[], _T], deadline: float) -> _T | None:
+    """Run ``work()`` on a worker thread until ``deadline``; None if it had not finished by
+    then (the worker is abandoned). What ``work`` raises is raised here."""
+    box: list[tuple[bool, Any]] = []
     done = threading.Event()
 
-    def work() -> None:
+    def task() -> None:
+        try:
+            box.append((True, work()))
+        except BaseException as exc:  # handed to the caller, whatever it is
+            box.append((False, exc))
+        finally:
+            done.set()
+
+    _Worker.run(task)
+    if not done.wait(max(deadline - time.monotonic(), 0)):
+        return None
+    finished, value = box[0]
+    if not finished:
+        raise value
+    return value  # type: ignore[no-any-return]
+
+
+def _call_sync(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+               deadline: float, convert: Convert) -> EntryCall:
+    def work() -> EntryCall:
         start = time.perf_counter()
         try:
             raw = fn(*args, **kwargs)
@@ -170,19 +191,15 @@ def _call_sync(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
             elif isinstance(raw, Iterator):
                 raw = _read_stream(raw, deadline)
             latency = (time.perf_counter() - start) * 1000
-            box.append(replace(convert(raw), latency_ms=latency))
+            return replace(convert(raw), latency_ms=latency)
         except _PastDeadline:
-            box.append(EntryCall(timed_out=True))
+            return EntryCall(timed_out=True)
         except BaseException as exc:  # graded, whatever it is: SystemExit included
-            box.append(EntryCall(error=error_info(exc),
-                                 latency_ms=(time.perf_counter() - start) * 1000))
-        finally:
-            done.set()
+            return EntryCall(error=error_info(exc),
+                             latency_ms=(time.perf_counter() - start) * 1000)
 
-    _Worker.run(work)
-    if not done.wait(max(deadline - time.monotonic(), 0)):
-        return EntryCall(timed_out=True)
-    return box[0]
+    call = run_blocking(work, deadline)
+    return call if call is not None else EntryCall(timed_out=True)
 
 
 # -- coroutines: one background event loop, cancelled at the deadline -------------------------

@@ -22,6 +22,7 @@ own. No pytest import here.
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -119,18 +120,22 @@ def gate_for(key: str) -> AdaptiveLimit | None:
 
 
 class CaseScheduler:
-    """Starts work by key, at most ``slots`` at a time; each key's result is a future."""
+    """Starts work by key, at most ``slots`` at a time, in the order it was queued; each
+    key's result is a future. The slots are long-lived daemon threads that take queued work
+    in turn: starting a thread per case costs the main thread a wait for the new thread to
+    run, which under load is most of a case's hand-off."""
 
     def __init__(self, slots: int) -> None:
         self.slots = slots
-        self._free = threading.Semaphore(slots)
+        self._queue: queue.SimpleQueue[tuple[Future[object], Callable[[], object]]] = (
+            queue.SimpleQueue())
         self._futures: dict[str, Future[object]] = {}
         self._lock = threading.Lock()
         self._stopped = threading.Event()
+        self._threads = 0
 
     def started(self, key: str) -> bool:
-        with self._lock:
-            return key in self._futures
+        return key in self._futures  # a dict lookup is atomic; only the main thread adds
 
     def start(self, key: str, work: Callable[[], object]) -> None:
         """Queue ``work`` for ``key`` (once); it runs when a slot is free."""
@@ -139,20 +144,23 @@ class CaseScheduler:
                 return
             future: Future[object] = Future()
             self._futures[key] = future
-        threading.Thread(target=self._run, args=(future, work), daemon=True,
-                         name=f"elizon-case-{key}").start()
+            more = self._threads < self.slots
+            self._threads += more
+        self._queue.put((future, work))
+        if more:
+            threading.Thread(target=self._serve, daemon=True, name="elizon-case").start()
+
+    def _serve(self) -> None:
+        while True:
+            self._run(*self._queue.get())
 
     def _run(self, future: Future[object], work: Callable[[], object]) -> None:
-        self._free.acquire()
+        if self._stopped.is_set() or not future.set_running_or_notify_cancel():
+            return
         try:
-            if self._stopped.is_set() or not future.set_running_or_notify_cancel():
-                return
-            try:
-                future.set_result(work())
-            except BaseException as exc:  # delivered to the item that waits for it
-                future.set_exception(exc)
-        finally:
-            self._free.release()
+            future.set_result(work())
+        except BaseException as exc:  # delivered to the item that waits for it
+            future.set_exception(exc)
 
     def take(self, key: str) -> Future[object] | None:
         """The future of ``key``'s work, removed from the scheduler (None: never started)."""

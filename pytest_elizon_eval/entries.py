@@ -46,16 +46,23 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 from .answers import chat_request, conversation, from_reply, from_return
-from .calling import call_with_deadline, run_on_loop
+from .calling import call_with_deadline, run_blocking
 from .calls import EntryCall, ErrorInfo, OutputError
-from .http_client import HttpClient, HttpError, HttpReply, excerpt, json_body, limit_key_of
+from .http_client import (
+    HttpClient,
+    HttpError,
+    HttpReply,
+    PastDeadline,
+    excerpt,
+    json_body,
+    limit_key_of,
+)
 from .model import CommandEntry, UrlEntry
 from .retrying import (
     RETRY_STATUSES,
     Refusal,
     Tally,
     attempts,
-    attempts_sync,
     gave_up,
     wait_from_headers,
 )
@@ -129,7 +136,7 @@ class CallableEntry:
         if messages is not None and self._takes_messages:
             kwargs["messages"] = messages
         tally = Tally()
-        call = attempts_sync(lambda: call_with_deadline(self.fn, args, kwargs, deadline,
+        call = attempts(lambda: call_with_deadline(self.fn, args, kwargs, deadline,
                                                         from_return),
                              _refused, deadline=deadline, tally=tally, key=self.limit_key)
         return retried(call, tally)
@@ -399,11 +406,14 @@ class HttpEntry:
             messages: list[dict[str, Any]] | None = None) -> EntryCall:
         own = self.timeout_s is not None and time.monotonic() + self.timeout_s < deadline
         limit = time.monotonic() + self.timeout_s if own and self.timeout_s else deadline
-        # Cancellation at the deadline is the only way the exchange ends early, so reaching
-        # it is always a timeout, never an HTTP error.
+        # Reaching the deadline is the only way the exchange ends early, so it is always a
+        # timeout, never an HTTP error.
         request = _request(case_input, messages, self.output, self.model)
         tally = Tally()
-        call = run_on_loop(lambda: self._exchange(request, limit, tally), limit)
+        try:
+            call = run_blocking(lambda: self._exchange(request, limit, tally), limit)
+        except PastDeadline:
+            call = None
         if call is not None:
             return retried(call, tally)
         if own:
@@ -412,23 +422,22 @@ class HttpEntry:
                                f"{self.timeout_s:g} s")), tally)
         return retried(EntryCall(timed_out=True), tally)
 
-    async def _exchange(self, request: object, deadline: float, tally: Tally) -> EntryCall:
+    def _exchange(self, request: object, deadline: float, tally: Tally) -> EntryCall:
         try:
             headers = {k: expand(v, os.environ, f"headers.{k}") for k, v in self.headers.items()}
         except EntryConfigError as exc:
             return EntryCall(error=ErrorInfo("EntryConfigError", str(exc)))
-        call, _ = await attempts(lambda: self._once(request, headers, deadline),
-                                 lambda outcome: outcome[1], deadline=deadline, tally=tally,
-                                 key=self.limit_key)
+        call, _ = attempts(lambda: self._once(request, headers, deadline),
+                           lambda outcome: outcome[1], deadline=deadline, tally=tally,
+                           key=self.limit_key)
         return call
 
-    async def _once(self, request: object, headers: dict[str, str], deadline: float
-                    ) -> tuple[EntryCall, Refusal | None]:
+    def _once(self, request: object, headers: dict[str, str], deadline: float
+              ) -> tuple[EntryCall, Refusal | None]:
         """One exchange, and whether it was a refusal worth another attempt."""
         try:
-            reply = await self._client.exchange(self.method, self.url, json_body(request),
-                                                headers, deadline=deadline,
-                                                limit=MAX_OUTPUT_BYTES)
+            reply = self._client.exchange(self.method, self.url, json_body(request), headers,
+                                          deadline=deadline, limit=MAX_OUTPUT_BYTES)
         except HttpError as exc:
             return EntryCall(error=ErrorInfo("HttpError", str(exc))), \
                 Refusal(None, False) if exc.reset else None

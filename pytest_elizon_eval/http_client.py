@@ -1,36 +1,39 @@
 """HTTP exchanges of the plugin: HTTP entry points and judge endpoints.
 
 One :class:`HttpClient` per bound endpoint per session keeps its connections
-(an ``httpx.AsyncClient`` per event loop, since connections belong to the
-loop that opened them). :meth:`HttpClient.exchange` sends one JSON request
-and reads the reply with a size cap; every transport problem becomes an
-:class:`HttpError` whose message says what happened in words ("connection
-refused by …"). Deadlines are not enforced here: callers run exchanges with
-:func:`~.calling.run_on_loop`, which cancels them at the deadline, and
-httpx's own timeout sits behind that as a backstop that never fires first.
-No pytest import here.
+(an ``httpx.Client`` per thread that calls it).
+:meth:`HttpClient.exchange` sends one JSON request and reads the reply with a
+size cap; every transport problem becomes an :class:`HttpError` whose message
+says what happened in words ("connection refused by …"). Callers run
+exchanges with :func:`~.calling.run_blocking`, which stops waiting at the
+deadline; an exchange left behind stops reading at the deadline, and httpx's
+own timeout sits behind that as a backstop that never fires first.
+
+Blocking calls in threads rather than ``httpx.AsyncClient`` on the event loop:
+measured on loopback, the async client's pool costs about twice the CPU per
+request and tops out well below the server's rate at 64 concurrent cases
+(``benchmarks/ratelimit.py``). No pytest import here.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .calling import run_on_loop
+from .calling import run_blocking
 
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["MAX_BODY_BYTES", "HttpClient", "HttpError", "HttpReply", "excerpt", "json_body",
-           "limit_key_of"]
+__all__ = ["MAX_BODY_BYTES", "HttpClient", "HttpError", "HttpReply", "PastDeadline", "excerpt",
+           "json_body", "limit_key_of"]
 
 #: Largest response body read, in bytes.
 MAX_BODY_BYTES = 8 * 1024 * 1024
-#: Added to httpx's own timeout so that the caller's cancellation always comes first.
+#: Added to httpx's own timeout so that the caller's deadline always comes first.
 _BACKSTOP_S = 5.0
 
 
@@ -94,38 +97,51 @@ def _transport_problem(exc: BaseException, url: str) -> str:
     return f"cannot reach {url}: {type(exc).__name__}: {text}"
 
 
+class PastDeadline(Exception):
+    """The deadline passed while a reply was still arriving: the caller stops waiting then,
+    so reading stops too. Callers count it as a timeout, never as an HTTP error."""
+
+
 class HttpClient:
     """Connections to one endpoint, reused by every call of the session."""
 
     def __init__(self) -> None:
-        self._clients: dict[asyncio.AbstractEventLoop, httpx.AsyncClient] = {}
+        self._local = threading.local()
+        self._made: list[httpx.Client] = []
+        self._lock = threading.Lock()
 
-    def _client(self) -> httpx.AsyncClient:
-        import httpx  # deferred: costs import time on every run, needed by few
-
-        loop = asyncio.get_running_loop()
-        client = self._clients.get(loop)
+    def _session(self) -> httpx.Client:
+        """This thread's client. One per thread, not one shared: a shared pool checks every
+        idle connection on each request, which at 64 concurrent cases costs more than the
+        exchange itself (``benchmarks/ratelimit.py``)."""
+        client: httpx.Client | None = getattr(self._local, "client", None)
         if client is None:
-            client = self._clients[loop] = httpx.AsyncClient()
+            import httpx  # deferred: costs import time on every run, needed by few
+
+            client = self._local.client = httpx.Client()
+            with self._lock:
+                self._made.append(client)
         return client
 
-    async def exchange(self, method: str, url: str, body: object, headers: Mapping[str, str],
-                       *, deadline: float, limit: int = MAX_BODY_BYTES) -> HttpReply:
+    def exchange(self, method: str, url: str, body: object, headers: Mapping[str, str],
+                 *, deadline: float, limit: int = MAX_BODY_BYTES) -> HttpReply:
         """Send ``body`` as JSON and read the whole reply (at most ``limit`` bytes)."""
         import httpx
 
-        client = self._client()
+        client = self._session()
         backstop = max(deadline - time.monotonic(), 0) + _BACKSTOP_S
         started = time.perf_counter()
         try:
-            async with client.stream(method, url, json=body, headers=dict(headers),
-                                     timeout=backstop) as response:
+            with client.stream(method, url, json=body, headers=dict(headers),
+                               timeout=backstop) as response:
                 raw = bytearray()
-                async for chunk in response.aiter_bytes():
+                for chunk in response.iter_bytes():
                     raw += chunk
                     if len(raw) > limit:
                         raise HttpError(f"the response body from {url} is larger than "
                                         f"{limit:,} bytes")
+                    if time.monotonic() >= deadline:
+                        raise PastDeadline
         except (httpx.HTTPError, OSError) as exc:
             raise HttpError(_transport_problem(exc, url), reset=_was_reset(exc)) from None
         return HttpReply(status=response.status_code,
@@ -135,17 +151,17 @@ class HttpClient:
                          headers={k.lower(): v for k, v in response.headers.items()})
 
     def close(self) -> None:
-        """Close the connections of the shared loop's client (others were abandoned)."""
-        clients = list(self._clients.values())
-        self._clients.clear()
+        """Close the kept connections (never waiting long for one a hung exchange holds)."""
+        with self._lock:
+            made, self._made = self._made, []
+        self._local = threading.local()
 
-        async def close_all() -> None:
-            for client in clients:
-                with contextlib.suppress(RuntimeError):  # its loop was retired since
-                    await client.aclose()
+        def close_all() -> None:
+            for client in made:
+                client.close()
 
-        if clients:
-            run_on_loop(close_all, time.monotonic() + 2.0)
+        if made:
+            run_blocking(close_all, time.monotonic() + 2.0)
 
 
 def limit_key_of(url: str) -> str:

@@ -27,9 +27,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from .calling import call_with_deadline, run_on_loop
+from .calling import call_with_deadline, run_blocking
 from .calls import EntryCall, Usage
-from .http_client import HttpClient, HttpError, HttpReply, excerpt, limit_key_of
+from .http_client import HttpClient, HttpError, HttpReply, PastDeadline, excerpt, limit_key_of
 from .model import JudgeEndpoint
 from .retrying import RETRY_STATUSES, Refusal, Tally, attempts, wait_from_headers
 
@@ -211,28 +211,28 @@ class EndpointJudge:
             headers["Authorization"] = f"Bearer {key}"
         return headers
 
-    async def _once(self, body: dict[str, Any], headers: dict[str, str], deadline: float
-                    ) -> tuple[HttpReply | HttpError, Refusal | None]:
+    def _once(self, body: dict[str, Any], headers: dict[str, str], deadline: float
+              ) -> tuple[HttpReply | HttpError, Refusal | None]:
         """One exchange, and whether it was a refusal worth another attempt."""
         try:
-            reply = await self._client.exchange("POST", self.url, body, headers,
-                                                deadline=deadline, limit=MAX_RESPONSE_BYTES)
+            reply = self._client.exchange("POST", self.url, body, headers, deadline=deadline,
+                                          limit=MAX_RESPONSE_BYTES)
         except HttpError as exc:
             return exc, Refusal(None, False) if exc.reset else None
         if reply.status in RETRY_STATUSES:
             return reply, Refusal(wait_from_headers(reply.headers), reply.status == 429)
         return reply, None
 
-    async def _ask(self, body: dict[str, Any], deadline: float, spent: list[Usage],
+    def _ask(self, body: dict[str, Any], deadline: float, spent: list[Usage],
                    tally: Tally) -> str:
         """The reply's message content (its usage added to ``spent``); JudgeError for
         transport and HTTP errors (refusals retried first), ValueError for a reply that is
         not a chat completion."""
         headers = self._headers()
         before = tally.attempts
-        reply, _ = await attempts(lambda: self._once(body, headers, deadline),
-                                  lambda outcome: outcome[1], deadline=deadline, tally=tally,
-                                  key=limit_key_of(self.url))
+        reply, _ = attempts(lambda: self._once(body, headers, deadline),
+                            lambda outcome: outcome[1], deadline=deadline, tally=tally,
+                            key=limit_key_of(self.url))
         made = tally.attempts - before
         said = f" (after {made} attempts; {tally.stopped})" if made > 1 and tally.stopped \
             else f" (after {made} attempts)" if made > 1 else ""
@@ -256,7 +256,7 @@ class EndpointJudge:
             raise ValueError(f"the reply's content is {type(content).__name__}, not text")
         return content
 
-    async def _grade(self, rubric: str, case_input: object, output: str, deadline: float,
+    def _grade(self, rubric: str, case_input: object, output: str, deadline: float,
                      tally: Tally) -> Grade:
         body = {
             "model": self.model,
@@ -275,8 +275,7 @@ class EndpointJudge:
         try:
             for _attempt in range(2):  # a malformed answer is asked again, once
                 try:
-                    score, reasoning = parse_grade(await self._ask(body, deadline, spent,
-                                                                   tally))
+                    score, reasoning = parse_grade(self._ask(body, deadline, spent, tally))
                     return Grade(score=score, reasoning=reasoning, usage=usage())
                 except ValueError as exc:
                     problem = str(exc)
@@ -286,8 +285,11 @@ class EndpointJudge:
 
     def grade(self, rubric: str, case_input: object, output: str, *, deadline: float) -> Grade:
         tally = Tally()
-        grade = run_on_loop(lambda: self._grade(rubric, case_input, output, deadline, tally),
-                            deadline)
+        try:
+            grade = run_blocking(lambda: self._grade(rubric, case_input, output, deadline,
+                                                     tally), deadline)
+        except PastDeadline:
+            grade = None
         grade = grade if grade is not None else Grade(timed_out=True)
         if tally.retries == 0 and not tally.rate_limited:
             return grade

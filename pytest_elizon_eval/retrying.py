@@ -27,7 +27,7 @@ import math
 import random
 import re
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -38,7 +38,6 @@ __all__ = [
     "RetryPolicy",
     "Tally",
     "attempts",
-    "attempts_sync",
     "configure",
     "gave_up",
     "next_wait",
@@ -218,27 +217,12 @@ def next_wait(why: Refusal | None, tally: Tally, *, deadline: float, sent: float
     return wait
 
 
-async def attempts(once: Callable[[], Awaitable[_R]], refused: Callable[[_R], Refusal | None],
-                   *, deadline: float, tally: Tally, key: str = "") -> _R:
+def attempts(once: Callable[[], _R], refused: Callable[[_R], Refusal | None],
+             *, deadline: float, tally: Tally, key: str = "") -> _R:
     """Run ``once()`` until it is not refused, the retries are used up, or the next attempt
     cannot fit before ``deadline``; the last result is returned either way (``tally`` says
-    how it went). ``refused(result)`` tells a refusal apart."""
-    import asyncio  # already loaded: this runs on the event loop
-
-    while True:
-        tally.attempts += 1
-        sent = time.monotonic()
-        result = await once()
-        wait = next_wait(refused(result), tally, deadline=deadline, sent=sent, key=key)
-        if wait is None:
-            return result
-        await asyncio.sleep(wait)
-
-
-def attempts_sync(once: Callable[[], _R], refused: Callable[[_R], Refusal | None],
-                  *, deadline: float, tally: Tally, key: str = "") -> _R:
-    """:func:`attempts` for a blocking ``once`` (a Python entry point run under its own
-    deadline guard); the waits sleep in the calling thread."""
+    how it went). ``refused(result)`` tells a refusal apart. The waits sleep in the calling
+    thread: a worker thread the caller stops waiting for at the deadline."""
     while True:
         tally.attempts += 1
         sent = time.monotonic()

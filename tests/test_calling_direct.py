@@ -28,7 +28,7 @@ from pytest_elizon_eval.binding import (
     import_attribute,
     parse_text,
 )
-from pytest_elizon_eval.calling import call_with_deadline, run_on_loop
+from pytest_elizon_eval.calling import call_with_deadline, run_blocking
 from pytest_elizon_eval.http_client import HttpClient, HttpError
 from pytest_elizon_eval.judging import EndpointJudge
 from pytest_elizon_eval.model import CommandEntry, JudgeEndpoint, UrlEntry
@@ -132,8 +132,8 @@ def test_a_refused_connection_says_refused() -> None:
     client = HttpClient()
     try:
         with pytest.raises(HttpError) as caught:
-            run_on_loop(lambda: client.exchange("POST", url, {"input": "x"}, {},
-                                                deadline=_soon()), _soon())
+            run_blocking(lambda: client.exchange("POST", url, {"input": "x"}, {},
+                                                 deadline=_soon()), _soon())
     finally:
         client.close()
     assert str(caught.value) == f"connection refused by {url} (is the service running?)"

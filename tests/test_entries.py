@@ -412,7 +412,7 @@ import time
 
 import httpx
 
-_original = httpx.AsyncClient.__init__
+_original = httpx.Client.__init__
 
 
 def _slow_init(self, *args, **kwargs):  # creating a client costs at least 300 ms here
@@ -424,11 +424,11 @@ def _slow_init(self, *args, **kwargs):  # creating a client costs at least 300 m
 
 
 def pytest_configure(config):
-    httpx.AsyncClient.__init__ = _slow_init
+    httpx.Client.__init__ = _slow_init
 
 
 def pytest_unconfigure(config):
-    httpx.AsyncClient.__init__ = _original
+    httpx.Client.__init__ = _original
 """
 
 
