@@ -138,21 +138,28 @@ class _Worker:
     _idle_lock = threading.Lock()
 
     def __init__(self) -> None:
-        self._tasks: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._tasks: queue.SimpleQueue[tuple[Callable[[], None], threading.Event]] = (
+            queue.SimpleQueue())
         threading.Thread(target=self._loop, name="elizon-entry", daemon=True).start()
 
     @classmethod
-    def run(cls, task: Callable[[], None]) -> None:
-        """Start ``task`` on an idle worker, or on a new one."""
+    def run(cls, task: Callable[[], None], done: threading.Event) -> None:
+        """Start ``task`` on an idle worker, or on a new one; ``done`` is set after it."""
         with cls._idle_lock:
             worker = cls._idle.pop() if cls._idle else None
-        (worker or cls())._tasks.put(task)
+        (worker or cls())._tasks.put((task, done))
 
     def _loop(self) -> None:
         while True:
-            self._tasks.get()()
-            with self._idle_lock:
-                self._idle.append(self)
+            task, done = self._tasks.get()
+            try:
+                task()
+            finally:
+                # idle again before the caller wakes: its next call finds this worker
+                # instead of starting a thread
+                with self._idle_lock:
+                    self._idle.append(self)
+                done.set()
 
 
 def run_blocking(work: Callable[[], _T], deadline: float) -> _T | None:
@@ -166,10 +173,8 @@ def run_blocking(work: Callable[[], _T], deadline: float) -> _T | None:
             box.append((True, work()))
         except BaseException as exc:  # handed to the caller, whatever it is
             box.append((False, exc))
-        finally:
-            done.set()
 
-    _Worker.run(task)
+    _Worker.run(task, done)
     if not done.wait(max(deadline - time.monotonic(), 0)):
         return None
     finished, value = box[0]

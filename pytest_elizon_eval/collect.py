@@ -51,6 +51,8 @@ _SESSION_VALUES = pytest.StashKey[dict[int, object]]()
 #: A case's plan (from its setup) and its result (from its run).
 _PLAN = pytest.StashKey[CasePlan]()
 _RESULT = pytest.StashKey[CaseResult]()
+#: The plan a case was started ahead of its turn with, and the fixture values it used.
+_EARLY_PLAN = pytest.StashKey[tuple[dict[str, object], CasePlan]]()
 _RECORDING = pytest.StashKey[dict[str, Any]]()
 _DEFAULTS_MODULE = "pytest_elizon_eval.plugin"
 #: The fixture listing secrets no answer may reveal, and a case's checks for them.
@@ -216,7 +218,12 @@ class CaseItem(compat.FixtureItem):
                 wide = compat.session_wide_fixture(self, kind.fixture, _DEFAULTS_MODULE)
                 if wide is not None:
                     known[wide[0]] = values[kind.fixture]
-        self.stash[_PLAN] = self._plan(values)
+        early = self.stash.get(_EARLY_PLAN, None)
+        if early is not None and all(early[0][k.fixture] is values[k.fixture]
+                                     for k in self._kinds):
+            self.stash[_PLAN] = early[1]  # started ahead with these very fixture values
+        else:
+            self.stash[_PLAN] = self._plan(values)
         self.stash[_WATCH] = self.watch()
 
     def watch(self) -> redteam.Watch:
@@ -303,6 +310,7 @@ class CaseItem(compat.FixtureItem):
             plan = self._plan(values)
         except ElizonError:
             return None
+        self.stash[_EARLY_PLAN] = (values, plan)
         return lambda: run_case(plan)
 
     # -- the run ----------------------------------------------------------------------------

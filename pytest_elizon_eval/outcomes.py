@@ -78,14 +78,15 @@ def _escape_surrogate(match: re.Match[str]) -> str:
 
 
 def encodable(value: Any) -> Any:
-    """A copy of ``value`` with every lone surrogate in its strings written as a visible
-    ``\\udXXX``: such a string cannot be encoded as UTF-8, so it could not cross to the xdist
-    controller (the case would vanish from the run) nor be written to a report."""
+    """A copy of ``value`` as plain JSON data with every lone surrogate in its strings
+    written as a visible ``\\udXXX``: such a string cannot be encoded as UTF-8, so it could
+    not cross to the xdist controller (the case would vanish from the run) nor be written to
+    a report. What JSON cannot hold (YAML gives dates in an input) becomes its text."""
     try:  # the common case, at C speed: nothing to escape, so a JSON round trip copies it
-        text = json.dumps(value, ensure_ascii=False)
+        text = json.dumps(value, ensure_ascii=False, default=str)
         text.encode("utf-8")
     except (UnicodeEncodeError, TypeError, ValueError):
-        return _escaped(value)
+        return json.loads(json.dumps(_escaped(value), default=str))
     return json.loads(text)
 
 
@@ -103,12 +104,7 @@ def _escaped(value: Any) -> Any:
     return value
 
 
-def _plain(value: Any) -> Any:
-    """``value`` as JSON-like data: YAML can give dates and other objects that cannot cross
-    xdist or go into a results file, so those become their text."""
-    if value is None or isinstance(value, str):
-        return value
-    return json.loads(json.dumps(value, default=str))
+
 
 
 @dataclass(frozen=True)
@@ -222,7 +218,7 @@ class CaseResult:
             "entry": self.entry, "judge_score": self.judge_score,
             "judge_reasoning": self.judge_reasoning, "runs": list(self.runs),
             "passed_runs": self.passed_runs, "min_pass_rate": self.min_pass_rate,
-            "replayed": self.replayed, "input": _plain(self.input),
+            "replayed": self.replayed, "input": self.input,
             "tool_calls": list(self.tool_calls), "usage": self.usage,
             "judge_usage": self.judge_usage, "turns": list(self.turns),
             "failed_turn": self.failed_turn, "attempts": self.attempts,
@@ -295,7 +291,7 @@ def _usage_data(call: EntryCall) -> dict[str, Any] | None:
 def _turn_data(number: int, turn: TurnResult, expects_error: bool) -> dict[str, Any]:
     call = turn.call
     return {
-        "turn": number, "input": _plain(turn.input),
+        "turn": number, "input": turn.input,
         "outcome": _call_outcome(call, turn.assertions, expects_error),
         "output": cap(call.text, RUN_OUTPUT_KEPT)[0] if call.text is not None else None,
         "output_length": len(call.text) if call.text is not None else 0,
