@@ -5,6 +5,7 @@ Python test over the same YAML file (loaded with PyYAML's libyaml loader),
 doing the same checks against the same fake entry point. Every figure is a
 ratio against it, measured in fresh subprocesses on this machine:
 
+0. the fixed cost: a run of one case, start to exit (best of at least 5);
 1. collection of N = 1,000 / 10,000 / 50,000 cases (wall and peak RSS);
 2. per-case overhead: a full run of 10,000 cases whose entry point returns at once;
 3. 200 cases whose entry point sleeps 50 ms, at --elizon-concurrency 1, 4, 16, 64,
@@ -156,6 +157,12 @@ def main() -> int:
     try:
         print(f"# pytest-elizon-eval benchmark ({os.cpu_count()} cores, "
               f"Python {sys.version.split()[0]})\n")
+        # 0. fixed cost: one case, start to exit (the plugin's start-up counts against it)
+        plugin, floor = make_tree(root, 1, 0.0)
+        (p_wall, _), (f_wall, _) = paired([], plugin, ["-p", "no:elizon_eval"], floor,
+                                          max(repeat, 5))
+        rows.append(("run 1 case (fixed cost)", f"{p_wall:.3f} s", f"{f_wall:.3f} s",
+                     f"{p_wall / f_wall:.2f}x"))
         # 1. collection
         for n in sizes:
             plugin, floor = make_tree(root, n, 0.0)

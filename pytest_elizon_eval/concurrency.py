@@ -57,14 +57,26 @@ class AdaptiveLimit:
         self.cuts = 0
         self._last_cut = float("-inf")
         self._changed = threading.Condition()
+        #: Tickets: calls get room in the order they asked for it (pytest's order).
+        self._issued = 0
+        self._admitted = 0
+
+    @property
+    def waiting(self) -> int:
+        """Calls waiting for room."""
+        return self._issued - self._admitted
 
     def acquire(self) -> None:
-        """Wait for room under the limit."""
+        """Wait for room under the limit, after every call that asked before."""
         with self._changed:
-            while self.in_flight >= max(int(self.limit), 1):
+            ticket = self._issued
+            self._issued += 1
+            while ticket != self._admitted or self.in_flight >= max(int(self.limit), 1):
                 self._changed.wait()
+            self._admitted += 1
             self.in_flight += 1
             self.peak = max(self.peak, self.in_flight)
+            self._changed.notify_all()  # the next ticket may fit as well
 
     def release(self, *, refused: bool = False) -> None:
         """A call ended; one that was not refused widens the limit by 1/limit (one per

@@ -7,6 +7,8 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -289,3 +291,55 @@ def test_ctrl_c_stops_a_concurrent_run_promptly(packages: Packages, pytester: py
     # was left to reach its 90 s limit
     assert sorted(text for text, _ in calls(pytester)) == ["hang0", "hang1", "hang2", "hang3"]
     assert "timeout" not in output
+
+
+# -- the adaptive limit, directly ------------------------------------------------------------
+
+def test_adaptive_limit_grows_one_per_window_and_halves_once_per_refusal_window() -> None:
+    from pytest_elizon_eval.concurrency import AUTO_START, AdaptiveLimit
+
+    limit = AdaptiveLimit(most=6)
+    assert limit.limit == AUTO_START == 4
+    for _ in range(4):  # a window of 4 calls not refused: one wider
+        limit.acquire()
+        limit.release()
+    assert 4.9 < limit.limit <= 5
+    for _ in range(40):
+        limit.acquire()
+        limit.release()
+    assert limit.limit == 6  # never past MAX
+    sent_before_cut = time.monotonic()
+    limit.refused(sent_before_cut)
+    assert limit.limit == 3
+    limit.refused(sent_before_cut)  # sent before the cut: that cut already answered it
+    assert (limit.limit, limit.cuts) == (3, 1)
+    limit.refused(time.monotonic() + 1)
+    limit.refused(time.monotonic() + 2)
+    limit.refused(time.monotonic() + 3)
+    assert limit.limit == 1  # never below one
+    limit.acquire()
+    limit.release(refused=True)  # a refused call does not widen it
+    assert limit.limit == 1
+
+
+def test_adaptive_limit_admits_calls_in_the_order_they_asked() -> None:
+    from pytest_elizon_eval.concurrency import AdaptiveLimit
+
+    limit = AdaptiveLimit(most=1, start=1)
+    limit.acquire()  # the one place is taken
+    admitted: list[int] = []
+    threads = []
+    for n in range(6):  # each asks only once the one before is known to be waiting
+        thread = threading.Thread(target=lambda n=n: (limit.acquire(), admitted.append(n)))
+        thread.start()
+        threads.append(thread)
+        while limit.waiting < n + 1:
+            time.sleep(0.001)
+    for n in range(6):  # free the place six times; each time the next in line gets it
+        limit.release(refused=True)  # (refused: the limit stays at one place)
+        while len(admitted) < n + 1:
+            time.sleep(0.001)
+    for thread in threads:
+        thread.join(5)
+    assert admitted == list(range(6))
+    assert limit.peak == 1

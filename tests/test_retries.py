@@ -51,6 +51,7 @@ class Script:
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # a kept-alive reply's body must not wait for an ACK
     script: Script
 
     def do_POST(self) -> None:
@@ -82,6 +83,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         with self.script.lock:
             self.script.log.append((path, serving, status))
         body = b"fine" if status == 200 else b'{"error": "slow down"}'
+        if status == 200 and path.endswith("/chat/completions"):  # a judge's grade
+            body = json.dumps({"choices": [{"message": {"content": json.dumps(
+                {"score": 0.9, "reasoning": "polite"})}}]}).encode()
         self.send_response(status)
         for name, value in headers.items():
             self.send_header(name, value)
@@ -207,6 +211,28 @@ def test_a_connection_reset_is_retried(packages: Packages, pytester: pytest.Pyte
     case = _case(_results(pytester))
     assert (case["attempts"], case["rate_limited"]) == (2, False)
     assert [s for _, _, s in script.log] == [0, 200]
+
+
+def test_a_judge_endpoint_refused_with_429_is_retried(
+        packages: Packages, pytester: pytest.Pytester, server: tuple[str, Script]) -> None:
+    """The judge's retries count in the case's (and the run is said to be rate limited);
+    the entry point's own call made one attempt."""
+    url, script = server
+    script.steps["/judge/chat/completions"] = [(429, {"retry-after-ms": "20"}), (200, {})]
+    packages.write("pkg/elizon.yaml", f"entry: {{url: '{url}/x'}}\n"
+                   f"judge: {{url: '{url}/judge', model: grader}}\n"
+                   "evaluation:\n  suite: ./s.yaml\n")
+    packages.write("pkg/s.yaml", "cases:\n  - id: c\n    input: hi\n    expect:\n"
+                   "      judge: {rubric: polite, threshold: 0.5}\n")
+    result = pytester.runpytest("--elizon-results=r.json")
+    result.assert_outcomes(passed=1)
+    case = _case(_results(pytester))
+    assert (case["attempts"], case["retries"], case["rate_limited"]) == (1, 1, True)
+    assert case["waited_s"] == 0.02
+    assert case["judge_score"] == 0.9
+    assert [(p, s) for p, _, s in script.log] == [
+        ("/x", 200), ("/judge/chat/completions", 429), ("/judge/chat/completions", 200)]
+    result.stdout.fnmatch_lines(["*The run was rate limited: 1 case hit a rate limit*"])
 
 
 RATE_LIMITED_APP = """
