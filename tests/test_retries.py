@@ -172,8 +172,8 @@ def test_retries_used_up_and_retries_off(
     case = _case(_results(pytester))
     assert (case["attempts"], case["rate_limited"]) == (3, False)
     assert "after 3 attempts; retries used up" in case["error"]["message"]
-    pytester.runpytest("--elizon-results=r.json", "--elizon-retries=0").assert_outcomes(
-        failed=1)
+    pytester.makeini(FAST + "elizon_retries = 0\n")  # the ini key turns them off too
+    pytester.runpytest("--elizon-results=r.json").assert_outcomes(failed=1)
     assert _case(_results(pytester))["attempts"] == 1
     assert len(script.log) == 4
 
@@ -303,6 +303,8 @@ def test_an_exception_named_in_elizon_retry_on_is_retried(packages: Packages,
     ([], "elizon_retry_on = not.a.Class", "ini option elizon_retry_on in *: 'not.a.Class' is "
                                           "not an importable exception class*"),
     ([], "elizon_retry_backoff = 1", "ini option elizon_retry_backoff in *: expected 'BASE CAP'*"),
+    ([], "elizon_retries = many", "ini option elizon_retries in *: expected a whole number*"),
+    ([], "elizon_concurrency = auto:65", "ini option elizon_concurrency in *: expected*auto:MAX*"),
 ])
 def test_bad_retry_and_concurrency_values_are_usage_errors(
         pytester: pytest.Pytester, args: list[str], ini: str, said: str) -> None:
