@@ -15,7 +15,6 @@ imported is a collection error at its line. No pytest import here.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import threading
 import time
@@ -219,6 +218,8 @@ def _call_by(function: CheckFunction, arguments: dict[str, object], deadline: fl
         try:
             result = function(**arguments)
             if inspect.isawaitable(result):
+                import asyncio  # deferred: only an async check needs an event loop
+
                 result = asyncio.run(_awaited(result))
             box["value"] = result
         except BaseException as exc:  # reported as the check's failure

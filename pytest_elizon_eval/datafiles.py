@@ -12,7 +12,6 @@ read one at a time, never as one parsed tree. No pytest import here.
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import re
@@ -222,6 +221,8 @@ def _cell(column: str, text: str) -> Any:
 
 
 def _csv(text: str) -> YamlMapping:
+    import csv  # deferred: only a .csv suite needs it
+
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     rows: list[YamlMapping] = []
     lines: list[int] = []

@@ -9,7 +9,6 @@ not silently a list). No pytest import here.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, TypeVar
@@ -490,6 +489,8 @@ def _message(error: ErrorDetails, root_model: type[BaseModel]) -> str:
         model = _KEYS_UNDER.get(root_model, {}).get(parent, root_model)
         allowed = _keys_of(model)
         key = str(loc[-1])
+        import difflib  # deferred: only an unknown key needs a "did you mean" hint
+
         close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
         close = close or [k for k in allowed if k.lower() == key.lower()]
         hint = f" (did you mean {close[0]!r}?)" if close else ""

@@ -14,6 +14,7 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -21,7 +22,9 @@ from .binding import ENTRY, JUDGE, Kind, Source, parse_text
 from .cassette import Cassette
 from .concurrency import MAX_CONCURRENCY
 from .retrying import RetryPolicy
-from .signing import SigningKey
+
+if TYPE_CHECKING:  # types only: signing is imported when a results file is to be signed
+    from .signing import SigningKey
 
 __all__ = ["HARD_LIMIT_S", "SETTINGS", "Settings", "register", "resolve"]
 
@@ -347,6 +350,8 @@ def _sign_key(config: pytest.Config, results: Path | None) -> SigningKey | None:
                                 "--elizon-results=PATH too")
     if results is None:  # an ini key or a CI-wide variable: nothing to sign in this run
         return None
+    from .signing import SigningKey  # deferred: only a run that writes a results file signs
+
     ini = config.getini("elizon_sign_key")
     for value, where in ((raw, "--elizon-sign-key"), (ini, "ini option elizon_sign_key")):
         if value and ("PRIVATE KEY" in str(value) or "\n" in str(value)):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Generator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -21,10 +21,11 @@ from . import collect, concurrency, options, outcomes, provenance, redteam_nodes
 from .binding import Binder
 from .discovery import PackageIndex
 from .packages import standalone
-from .reporting import files, github, terminal
 from .reporting.aggregate import Aggregate
-from .reporting.regression import Regression, compare
-from .reporting.results import load as load_results
+
+if TYPE_CHECKING:  # the report writers are imported where a run needs them (start-up cost)
+    from .reporting.github import Guard
+    from .reporting.regression import Regression
 
 _REPORTER = "elizon-reporter"
 
@@ -161,9 +162,15 @@ class SessionReporter:
         self.unwritten: list[str] = []
         self.recordings: list[dict[str, Any]] = []
         self.started = provenance.now()
-        self.guard = github.Guard.new() if settings.annotations else None
+        self.guard: Guard | None = None
+        if settings.annotations:
+            from .reporting.github import Guard  # deferred: only with --elizon-annotations
+
+            self.guard = Guard.new()
         self.previous: dict[str, Any] | None = None
         if settings.baseline is not None:
+            from .reporting.results import load as load_results  # deferred: only with a baseline
+
             try:
                 self.previous = load_results(settings.baseline)
             except ValueError as exc:
@@ -209,10 +216,14 @@ class SessionReporter:
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.previous is not None and self.settings.baseline is not None:
+            from .reporting.regression import compare  # deferred: only with a baseline
+
             self.regression = compare(self.previous, self.aggregate, str(self.settings.baseline))
         if not len(self.aggregate) and self.regression is None:
             return
         made = self._provenance() if self.settings.results is not None else None
+        from .reporting import files  # deferred: it imports each writer only when asked for
+
         self.written, self.unwritten = files.write_all(self.aggregate, self.regression,
                                                        self.settings, self.recordings, made,
                                                        self.config.stash.get(redteam_nodes.CANARY,
@@ -228,6 +239,8 @@ class SessionReporter:
             package_records=provenance.packages(self.aggregate, self.config.stash[collect.INDEX]))
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        from .reporting import terminal  # deferred: needed at the end of the session only
+
         lines = terminal.render(self.aggregate, self.regression)
         if lines:
             terminalreporter.write_sep("=", "elizon eval")
@@ -244,6 +257,8 @@ class SessionReporter:
         for problem in self.unwritten:
             terminalreporter.write_line(f"elizon: {problem}", red=True)
         if self.guard is not None:
+            from .reporting import github  # loaded already: self.guard is one of its Guards
+
             terminalreporter.ensure_newline()
             terminalreporter.write_line(self.guard.resume)
             for line in github.annotation_lines(self.aggregate):

@@ -20,11 +20,10 @@ import secrets as _random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from .assertions import AssertionResult
 from .errors import ElizonError
@@ -32,7 +31,9 @@ from .loading import LoadFailed, Problem, load_yaml
 from .model import CASE_ID_PATTERN, Case, _Strict, validate
 from .outcomes import CaseResult
 from .probe_names import CATEGORIES, SEVERITIES
-from .running import CaseRun
+
+if TYPE_CHECKING:  # types only
+    from .running import CaseRun
 
 __all__ = [
     "CATEGORIES",
@@ -71,6 +72,8 @@ MIN_SECRET = 8
 
 def pack_file(category: str) -> Path:
     """The shipped data file of ``category``."""
+    from importlib import resources  # deferred: only a run with probes reads the pack
+
     return Path(str(resources.files("pytest_elizon_eval").joinpath(f"probes/{category}.yaml")))
 
 
@@ -92,7 +95,10 @@ def mask(value: str) -> str:
 
 # -- the probe files ---------------------------------------------------------------------------
 
+# Built when a probe file is first read (defer_build), not on every run's import.
 class _ProbeSpec(_Strict):
+    model_config = ConfigDict(defer_build=True)
+
     id: str
     severity: Literal["low", "medium", "high", "critical"]
     input: str = Field(min_length=1)
@@ -113,6 +119,8 @@ class _ProbeSpec(_Strict):
 
 
 class _ProbeFile(_Strict):
+    model_config = ConfigDict(defer_build=True)
+
     category: Literal["prompt-injection", "jailbreak", "data-extraction", "persona-override",
                       "instruction-bypass", "tool-misuse"]
     description: str | None = None

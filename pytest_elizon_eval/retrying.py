@@ -22,7 +22,6 @@ data. No pytest import here.
 
 from __future__ import annotations
 
-import email.utils
 import math
 import random
 import re
@@ -136,6 +135,8 @@ def wait_from_headers(headers: Mapping[str, str], now: float | None = None) -> f
         seconds = _duration(raw) if raw.replace(".", "", 1).isdigit() else None
         if seconds is not None:
             return seconds
+        import email.utils  # deferred: only a Retry-After given as an HTTP date needs it
+
         try:
             when = email.utils.parsedate_to_datetime(raw)
         except (TypeError, ValueError, IndexError):

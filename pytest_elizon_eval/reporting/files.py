@@ -10,14 +10,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .. import signing
 from ..cassette import Cassette
-from ..options import Settings
-from . import html, junit, markdown, results
-from .aggregate import Aggregate
-from .regression import Regression
+
+if TYPE_CHECKING:  # types only: each writer is imported when its file is asked for
+    from ..options import Settings
+    from .aggregate import Aggregate
+    from .regression import Regression
 
 __all__ = ["write_all", "write_cassette"]
 
@@ -30,6 +30,8 @@ def _write(path: Path, text: str) -> None:
 
 
 def _append_summary(path: Path, aggregate: Aggregate, regression: Regression | None) -> None:
+    from . import markdown  # deferred: costs import time on every run, needed by few
+
     used = path.stat().st_size if path.exists() else 0
     text = markdown.render(aggregate, regression, limit=max(markdown.LIMIT_BYTES - used, 4096))
     with path.open("a", encoding="utf-8", errors="backslashreplace") as fh:
@@ -43,25 +45,46 @@ def write_all(aggregate: Aggregate, regression: Regression | None, settings: Set
     could not be written."""
     document: list[str] = []  # the results text as written: the signature covers exactly it
 
+    def write_junit(path: Path) -> None:
+        from . import junit  # deferred: costs import time on every run, needed by few
+
+        _write(path, junit.render(aggregate))
+
     def write_results(path: Path) -> None:
+        from . import results  # deferred: costs import time on every run, needed by few
+
         text = json.dumps(results.build(aggregate, regression, provenance=provenance),
                           ensure_ascii=False, indent=2) + "\n"
         _write(path, text)
         document.append(text)
 
     def write_signature(path: Path) -> None:
+        from .. import signing  # loaded already: the settings hold a signing key
+
         if document and settings.sign_key is not None:  # only beside a results file written
             _write(path, signing.signature_text(document[0], settings.sign_key))
 
-    signature = (signing.signature_path(settings.results)
-                 if settings.results is not None and settings.sign_key is not None else None)
+    def write_markdown(path: Path) -> None:
+        from . import markdown  # deferred: costs import time on every run, needed by few
+
+        _write(path, markdown.render(aggregate, regression))
+
+    def write_html(path: Path) -> None:
+        from . import html  # deferred: costs import time on every run, needed by few
+
+        _write(path, html.render(aggregate, regression))
+
+    signature: Path | None = None
+    if settings.results is not None and settings.sign_key is not None:
+        from .. import signing  # loaded already: the settings hold a signing key
+
+        signature = signing.signature_path(settings.results)
     jobs: list[tuple[str, Path | None, Callable[[Path], None]]] = [
-        ("JUnit XML", settings.junit, lambda p: _write(p, junit.render(aggregate))),
+        ("JUnit XML", settings.junit, write_junit),
         ("results JSON", settings.results, write_results),
         ("results signature", signature, write_signature),
-        ("markdown summary", settings.markdown,
-         lambda p: _write(p, markdown.render(aggregate, regression))),
-        ("HTML report", settings.html, lambda p: _write(p, html.render(aggregate, regression))),
+        ("markdown summary", settings.markdown, write_markdown),
+        ("HTML report", settings.html, write_html),
         ("step summary", settings.step_summary,
          lambda p: _append_summary(p, aggregate, regression)),
         ("cassette", settings.record, lambda p: write_cassette(p, recordings, canary)),

@@ -10,11 +10,15 @@ run (``--elizon-baseline``).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..outcomes import ERROR, FAILED, PASSED, TIMEOUT, blocks, reason
 from ..text import defuse, visible
 from . import security
 from .aggregate import Aggregate, SuiteSummary, format_metric
-from .regression import Regression
+
+if TYPE_CHECKING:  # types only: a run without --elizon-baseline never loads regression
+    from .regression import Regression
 
 __all__ = ["render"]
 
