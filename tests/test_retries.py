@@ -132,7 +132,8 @@ def test_a_429_with_retry_after_is_waited_for_then_the_case_passes(
     url, script = server
     script.steps["/x"] = [(429, {"Retry-After": "1"}), (200, {})]
     _package(packages, f"{{url: '{url}/x'}}")
-    result = pytester.runpytest("--elizon-results=r.json", "--elizon-markdown=m.md")
+    result = pytester.runpytest("--elizon-results=r.json", "--elizon-markdown=m.md",
+                                "--elizon-html=h.html", "--elizon-junit=j.xml")
     result.assert_outcomes(passed=1)
     data = _results(pytester)
     case = _case(data)
@@ -143,7 +144,12 @@ def test_a_429_with_retry_after_is_waited_for_then_the_case_passes(
     assert [s for _, _, s in script.log] == [429, 200]
     result.stdout.fnmatch_lines(["*The run was rate limited: 1 case hit a rate limit, "
                                  "1 call retried*"])
-    assert "rate limited" in (pytester.path / "m.md").read_text("utf-8")
+    note = "The run was rate limited: 1 case hit a rate limit, 1 call retried"
+    assert note in (pytester.path / "m.md").read_text("utf-8")
+    assert note in (pytester.path / "h.html").read_text("utf-8")
+    junit = (pytester.path / "j.xml").read_text("utf-8")
+    assert '<property name="metric.retries" value="1"' in junit
+    assert '<property name="metric.rate_limited_cases" value="1"' in junit
 
 
 def test_429_forever_fails_within_the_time_limit_counting_attempts(

@@ -549,7 +549,9 @@ def render(aggregate: Aggregate, regression: Regression | None = None,
     passed = aggregate.passed
     verdict = "PASS" if passed else "FAIL"
     head = (f'<section class="verdict {"pass" if passed else "fail"}" id="verdict">'
-            f"<h1>Elizon eval: {verdict}</h1><p>{_esc(aggregate.paragraph())}</p></section>")
+            f"<h1>Elizon eval: {verdict}</h1><p>{_esc(aggregate.paragraph())}</p>"
+            + (f"<p>{_esc(note)}</p>" if (note := aggregate.rate_limit_note()) else "")
+            + "</section>")
     cards = '<h2>Suites</h2><div class="cards">' + "".join(map(_card, suites)) + "</div>"
     charts = [_outcome_chart(suites)] if suites else []
     charts += [c for s in suites for c in (_latency_chart(s), _metric_chart(s)) if c]
