@@ -11,6 +11,7 @@ import textwrap
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpcore  # noqa: F401 - see below
 import pytest
@@ -88,6 +89,9 @@ def _quiet_inner_runs(request: pytest.FixtureRequest, monkeypatch: pytest.Monkey
         monkeypatch.setenv("PYTEST_ADDOPTS", " ".join(options))
 
 
+_INNER_PLUGINS = ("pytest_elizon_eval.plugin", "xdist.plugin", "xdist.looponfail")
+
+
 def _plugins(request: pytest.FixtureRequest) -> list[str]:
     """The plugins of inner runs, for speed: ours and pytest-xdist's, as a user's install
     has them, are named rather than found by reading every installed package's metadata at
@@ -97,9 +101,21 @@ def _plugins(request: pytest.FixtureRequest) -> list[str]:
     left_out = ["-p no:unraisableexception", "-p no:threadexception"]
     if request.module.__name__.endswith("test_html"):
         return left_out
-    request.getfixturevalue("monkeypatch").setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
-    return [f"-p {name}" for name in ("pytest_elizon_eval.plugin", "xdist.plugin",
-                                      "xdist.looponfail")] + left_out
+    monkeypatch = request.getfixturevalue("monkeypatch")
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    # In-process runs get the same modules as plugin objects, registered under the names
+    # that ``-p`` gives them: pytest then finds each ``-p`` below already registered, where
+    # it would otherwise first look the name up among every installed package's entry points
+    # (a few ms per name and run). Subprocess runs import them through ``-p``.
+    pytester: pytest.Pytester = request.getfixturevalue("pytester")
+    inline_run = pytester.inline_run
+    modules = [sys.modules[name] for name in _INNER_PLUGINS]
+
+    def with_plugins(*args: Any, plugins: Any = (), **kwargs: Any) -> Any:
+        return inline_run(*args, plugins=[*modules, *plugins], **kwargs)
+
+    monkeypatch.setattr(pytester, "inline_run", with_plugins)
+    return [f"-p {name}" for name in _INNER_PLUGINS] + left_out
 
 
 #: Runs pytest with SIGINT as a terminal gives it, even when this process inherited it ignored

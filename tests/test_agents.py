@@ -416,10 +416,10 @@ def test_a_conversation_that_times_out_names_the_turn(
     monkeypatch.setenv("AGENT_LOG", str(pytester.path / "agent.log"))
     monkeypatch.setenv("AGENT_SLOW", "1")
     packages.package(suite=turns_suite(5), app=ECHO_AGENT, entry="app:agent")
-    result = pytester.runpytest("--elizon-timeout=1", "--elizon-results=results.json")
+    result = pytester.runpytest("--elizon-timeout=0.25", "--elizon-results=results.json")
     assert result.parseoutcomes() == {"timeout": 1}
     result.stdout.fnmatch_lines(["*pkg/eval/suite.yaml::chat — turn 3 of 3: no answer within "
-                                 "1 s (--elizon-timeout=1)"])
+                                 "0.25 s (--elizon-timeout=0.25)"])
     case = results_of(pytester)["suites"][0]["cases"][0]
     assert (case["outcome"], case["failed_turn"]) == ("timeout", 3)
 

@@ -67,7 +67,8 @@ def test_fixture_uses_other_fixtures_and_a_session_server(
                 def log_message(self, *args):
                     pass
             server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-            threading.Thread(target=server.serve_forever, daemon=True).start()
+            # a short poll interval: shutdown() waits for the next poll (0.5 s by default)
+            threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
             yield f"http://127.0.0.1:{server.server_port}/"
             server.shutdown()
             server.server_close()
@@ -188,31 +189,36 @@ instance = Callable()
 '''
 
 
-@pytest.mark.parametrize(
-    ("attribute", "expected"),
-    [
-        ("text", "plain"),
-        ("mapping", '{"route": "records.query", "n": 1, "ok": true, "note": "é"}'),
-        ("listing", '[1, "two", null]'),
-        ("number", "42"),
-        ("model", '{"route": "r", "score": 0.5}'),
-        ("stream", "streamed"),
-        ("coroutine", "awaited"),
-        ("async_stream", "async"),
-        ("instance", "async object"),
-    ],
-)
-def test_sync_async_and_every_output_shape(
-    packages: Packages, pytester: pytest.Pytester, attribute: str, expected: str
-) -> None:
-    packages.package(app=OUTPUTS_APP, entry=f"app:{attribute}", suite=f"""
-        cases:
-          - id: shape
-            input: x
-            expect:
-              equals: '{expected.replace("'", "''")}'
-    """)
-    pytester.runpytest().assert_outcomes(passed=1)
+SHAPES = [
+    ("text", "plain"),
+    ("mapping", '{"route": "records.query", "n": 1, "ok": true, "note": "é"}'),
+    ("listing", '[1, "two", null]'),
+    ("number", "42"),
+    ("model", '{"route": "r", "score": 0.5}'),
+    ("stream", "streamed"),
+    ("coroutine", "awaited"),
+    ("async_stream", "async"),
+    ("instance", "async object"),
+]
+
+
+def test_sync_async_and_every_output_shape(packages: Packages, pytester: pytest.Pytester
+                                           ) -> None:
+    """One package per entry point (attribute) and the text its answer must give, all in
+    one run."""
+    for attribute, expected in SHAPES:
+        packages.package(f"shape-{attribute}", app=OUTPUTS_APP, entry=f"app:{attribute}",
+                         suite=f"""
+            cases:
+              - id: shape
+                input: x
+                expect:
+                  equals: '{expected.replace("'", "''")}'
+        """)
+    result = pytester.runpytest("-v")
+    result.assert_outcomes(passed=len(SHAPES))
+    for attribute, _ in SHAPES:
+        result.stdout.fnmatch_lines([f"shape-{attribute}/eval/suite.yaml::shape PASSED*"])
 
 
 def test_unbound_entry_is_a_setup_error(packages: Packages, pytester: pytest.Pytester) -> None:
@@ -348,7 +354,7 @@ def test_an_endless_stream_times_out_and_is_closed(packages: Packages,
     pulled = pytester.path / "pulled"
     packages.package(app=f"PULLED = {str(pulled)!r}\n" + ENDLESS_APP, entry="app:endless",
                      suite="cases:\n  - id: streams\n    input: x\n")
-    result = pytester.runpytest("--elizon-timeout=0.5")
+    result = pytester.runpytest("--elizon-timeout=0.25")
     assert result.parseoutcomes() == {"timeout": 1}
     closed = pulled.with_name("pulled.closed")
     for _ in range(100):  # the reader notices the deadline at the next chunk

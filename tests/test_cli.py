@@ -63,6 +63,7 @@ class Material:
     tmp: Path
     key_pem: str
     outputs: list[str]
+    full_run: pytest.RunResult  # the full run of the examples beside the shards
 
     @property
     def merged(self) -> Path:
@@ -91,21 +92,22 @@ def material(tmp_path_factory: pytest.TempPathFactory) -> Material:
     shutil.copytree(ROOT / "example_suites", tmp / "example_suites",
                     ignore=shutil.ignore_patterns("__pycache__"))
     (tmp / "pytest.ini").write_text("[pytest]\n")  # the rootdir, as a checkout's config is
+    flow = workflow()
+    summary = tmp / "step-summary.md"
+    env = _env(GITHUB_STEP_SUMMARY=str(summary))
+    # The matrix's shards and one full run of the same packages, side by side (the full run,
+    # which signs nothing, from before the key is made).
+    jobs = [subprocess.Popen(
+        [sys.executable, "-m", "pytest", "example_suites", "-p", "no:cacheprovider",
+         "--elizon-results=full.json", "--elizon-junit=full.xml"],
+        cwd=tmp, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)]
     keys = tmp.parent / f"{tmp.name}-keys"
     done = run("keygen", str(keys), cwd=tmp)
     assert done.returncode == 0, done.stderr
     shutil.copy(keys / signing.PUBLIC_KEY_FILE, tmp / "elizon-eval.pub")
     key_pem = (keys / signing.KEY_FILE).read_text()
-    flow = workflow()
-    summary = tmp / "step-summary.md"
     base = {"secrets.ELIZON_SIGN_KEY": key_pem, "github.actor": "ci-reviewer"}
-    env = _env(GITHUB_STEP_SUMMARY=str(summary))
     outputs = [done.stdout, done.stderr]
-    # The matrix's shards and one full run of the same packages, side by side.
-    jobs = [subprocess.Popen(
-        [sys.executable, "-m", "pytest", "example_suites", "-p", "no:cacheprovider",
-         "--elizon-results=full.json", "--elizon-junit=full.xml"],
-        cwd=tmp, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)]
     for shard in flow["jobs"]["eval"]["strategy"]["matrix"]["include"]:
         values = {**base, **{f"matrix.{k}": str(v) for k, v in shard.items()}}
         for command, step_env in _commands(flow["jobs"]["eval"], values):
@@ -118,6 +120,7 @@ def material(tmp_path_factory: pytest.TempPathFactory) -> Material:
         out, _ = job.communicate(timeout=120)
         outputs.append(out)
         assert job.returncode == 0, out
+    full_run = pytest.RunResult(jobs[0].returncode, outputs[2].splitlines(), [], 0.0)
     for name in ("merge", "activate"):
         for command, step_env in _commands(flow["jobs"][name], base):
             done = subprocess.run(["bash", "-c", command], cwd=tmp, text=True,
@@ -126,7 +129,7 @@ def material(tmp_path_factory: pytest.TempPathFactory) -> Material:
                                        **step_env})
             outputs += [done.stdout, done.stderr]
             assert done.returncode == 0, (command, done.stdout, done.stderr)
-    return Material(tmp, key_pem, outputs)
+    return Material(tmp, key_pem, outputs, full_run)
 
 
 def _comparable_case(case: dict[str, Any]) -> str:
@@ -173,6 +176,14 @@ def test_workflow_merges_shards_into_what_one_full_run_gives(material: Material)
     assert ack["by"] == "ci-reviewer"
     assert ack["how"] == "--acknowledge-evaluation"
     assert ack["results_sha256"] == evidence.read_document(material.merged).sha256
+
+
+def test_examples_pass_with_one_advisory_failure(material: Material) -> None:
+    """The example packages a new user runs first pass (``pytest example_suites``, the full
+    run beside the shards; test_examples shows that they can fail)."""
+    assert material.full_run.ret == pytest.ExitCode.OK
+    # 31 cases of the three packages and legal-practice's 44 probes (`probes: all`)
+    assert material.full_run.parseoutcomes() == {"passed": 75, "advisory_failed": 1}
 
 
 def test_every_results_file_records_its_provenance(material: Material) -> None:

@@ -182,12 +182,34 @@ def test_ten_thousand_cases_stay_under_five_megabytes() -> None:
     suite = SuiteInfo("bench/eval/suite.yaml", "bench", "must-pass", False, {"pass_rate": 1.0})
     checks = (AssertionResult("contains", True, "every one of: 'routine'", "all found"),
               AssertionResult("notContains", True, "none of: 'immediate'", "none found"))
-    results = [result(f"case-{i:06d}", suite=suite, latency=0.01 * (i % 7), checks=checks,
+
+    def case(i: int, **fields: Any) -> CaseResult:
+        return result(f"case-{i:06d}", suite=suite, latency=0.01 * (i % 7), checks=checks,
                       output=f"Priority: routine. Please look at ticket {i} about the belt.",
-                      input={"request": f"Please look at ticket {i} about the conveyor belt."})
-               for i in range(10_000)]
-    results[17] = result("case-000017", "failed", suite, checks=(WRONG,), output="x" * 60_000)
-    text = page.render(aggregate(*results))
+                      input={"request": f"Please look at ticket {i} about the conveyor belt."},
+                      **fields)
+
+    # The results as the plugin hands them over (CaseResult.to_data): the first converted,
+    # the others that data with what differs per case, as converting each one would give
+    # (the spot checks show it), in a fraction of the time.
+    first = case(0).to_data()
+
+    def data(i: int) -> dict[str, Any]:
+        output = f"Priority: routine. Please look at ticket {i} about the belt."
+        return {**first, "nodeid": f"{suite.path}::case-{i:06d}", "case_id": f"case-{i:06d}",
+                "line": first["line"] + i, "latency_ms": 0.01 * (i % 7), "output": output,
+                "output_length": len(output),
+                "input": {"request": f"Please look at ticket {i} about the conveyor belt."}}
+
+    for i in (1, 17, 9_999):
+        assert data(i) == case(i, line=first["line"] + i).to_data()
+    results = [data(i) for i in range(10_000)]
+    results[17] = result("case-000017", "failed", suite, checks=(WRONG,),
+                         output="x" * 60_000).to_data()
+    agg = Aggregate()
+    for item in results:
+        agg.add(item)
+    text = page.render(agg)
     size = len(text.encode("utf-8"))
     assert size < 5_000_000
     assert text.count('<details class="case"') == 10_000

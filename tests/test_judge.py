@@ -32,10 +32,10 @@ def chat() -> Iterator[ChatServer]:
 
 
 def endpoint_package(packages: Packages, chat: ChatServer, model: str,
-                     key_env: str | None = None) -> None:
+                     key_env: str | None = None, name: str = "pkg") -> None:
     key = f", apiKeyEnv: {key_env}" if key_env else ""
-    packages.package(app=ECHO_APP, suite=JUDGED)
-    manifest = packages.root / "pkg/elizon.yaml"
+    packages.package(name, app=ECHO_APP, suite=JUDGED)
+    manifest = packages.root / f"{name}/elizon.yaml"
     judge = f"judge: {{url: '{chat.url}', model: {model}{key}}}\n"
     manifest.write_text(manifest.read_text() + judge)
 
@@ -112,42 +112,52 @@ def test_endpoint_judge_passes_and_sends_the_documented_prompt(
     assert "Summarize this matter" in user
 
 
-@pytest.mark.parametrize(
-    ("model", "outcome", "found", "requests"),
-    [
-        ("low", "failed", "score 0.30 — rude tone", 1),
-        ("fenced", "passed", None, 1),
-        ("flaky", "passed", None, 2),
-        ("garbage", "failed", "judge chat-completions judge 'garbage' at *: malformed "
-                              "answer twice: no JSON object with a score in the reply: "
-                              "'no idea, sorry'", 2),
-        ("error500", "failed", "judge chat-completions judge 'error500' at * failed: HTTP 500: "
-                               "'{\"error\": \"overloaded\"}'", 1),
-        ("badbody", "failed", "*malformed answer twice: the reply is not a chat completion: "
-                              "'<html>gateway</html>'", 2),
-        # too large is an HTTP failure, not a malformed answer: it is not asked again
-        ("endless", "failed", "judge chat-completions judge 'endless' at * failed: the response "
-                              "body from http://127.0.0.1:*/v1/chat/completions is larger than "
-                              "1,048,576 bytes", 1),
-    ],
-)
-def test_endpoint_judge_answers(
-    packages: Packages, pytester: pytest.Pytester, chat: ChatServer,
-    model: str, outcome: str, found: str | None, requests: int,
-) -> None:
-    endpoint_package(packages, chat, model)
-    result = pytester.runpytest()
-    result.assert_outcomes(**{outcome: 1})
-    assert chat.count(model) == requests
-    if found:
-        result.stdout.fnmatch_lines([f"      found:    {found}"])
+#: (model, the case's outcome, what the judge check found, requests the judge was sent)
+ANSWERS = [
+    ("low", "failed", "score 0.30 — rude tone", 1),
+    ("fenced", "passed", None, 1),
+    ("flaky", "passed", None, 2),
+    ("garbage", "failed", "judge chat-completions judge 'garbage' at *: malformed "
+                          "answer twice: no JSON object with a score in the reply: "
+                          "'no idea, sorry'", 2),
+    ("error500", "failed", "judge chat-completions judge 'error500' at * failed: HTTP 500: "
+                           "'{\"error\": \"overloaded\"}'", 1),
+    ("badbody", "failed", "*malformed answer twice: the reply is not a chat completion: "
+                          "'<html>gateway</html>'", 2),
+    # too large is an HTTP failure, not a malformed answer: it is not asked again
+    ("endless", "failed", "judge chat-completions judge 'endless' at * failed: the response "
+                          "body from http://127.0.0.1:*/v1/chat/completions is larger than "
+                          "1,048,576 bytes", 1),
+]
+
+
+def test_endpoint_judge_answers(packages: Packages, pytester: pytest.Pytester,
+                                chat: ChatServer) -> None:
+    """One package per model of the chat server, all in one run."""
+    for model, *_ in ANSWERS:
+        endpoint_package(packages, chat, model, name=f"judged-{model}")
+    result = pytester.runpytest("-v")
+    outcomes = [outcome for _, outcome, *_ in ANSWERS]
+    result.assert_outcomes(passed=outcomes.count("passed"), failed=outcomes.count("failed"))
+    # each failed case's section: from its first line to the next case's
+    lines = result.outlines
+    starts = [i for i, line in enumerate(lines) if line.startswith("case 'tone-matter-summary'")]
+    sections = {lines[start].split(" suite ", 1)[1].split("/", 1)[0]:
+                pytest.LineMatcher(lines[start:end])
+                for start, end in zip(starts, [*starts[1:], len(lines)], strict=True)}
+    for model, outcome, found, requests in ANSWERS:
+        result.stdout.fnmatch_lines([
+            f"judged-{model}/eval/suite.yaml::tone-matter-summary {outcome.upper()}*"])
+        assert chat.count(model) == requests, model
+        if found:
+            sections[f"judged-{model}"].fnmatch_lines([f"      found:    {found}"])
 
 
 def test_a_slow_judge_is_a_failure_within_the_case_limit(
     packages: Packages, pytester: pytest.Pytester, chat: ChatServer
 ) -> None:
     endpoint_package(packages, chat, "slow")
-    result = pytester.runpytest("--elizon-timeout=0.5")
+    result = pytester.runpytest("--elizon-timeout=0.25")
     result.assert_outcomes(failed=1)  # a failure naming the judge, never a timeout or a pass
     result.stdout.fnmatch_lines(["      found:    judge chat-completions judge 'slow' at * "
                                  "gave no grade within the * s left of the case's time limit"])

@@ -172,34 +172,50 @@ def prints_garbage(text):
 '''
 
 
-@pytest.mark.parametrize(
-    ("attribute", "message"),
-    [
-        ("raises", "*the entry point raised ValueError: the model said no"),
-        ("exits", "*the entry point raised SystemExit: the entry point called sys.exit(3)"),
-        ("interrupts", "*the entry point raised KeyboardInterrupt: the entry point raised "
-                       "KeyboardInterrupt itself"),
-        ("returns_none", "*OutputError: the entry point returned None; return a string*"),
-        ("returns_bytes", "*OutputError: the entry point returned bytes; decode them*"),
-        ("returns_object", "*OutputError: the entry point returned a object; return a string*"),
-        ("streams_numbers", "*OutputError: the entry point streamed a int as chunk 1*"),
-    ],
-)
+MISBEHAVIOURS = [
+    ("raises", "*the entry point raised ValueError: the model said no"),
+    ("exits", "*the entry point raised SystemExit: the entry point called sys.exit(3)"),
+    ("interrupts", "*the entry point raised KeyboardInterrupt: the entry point raised "
+                   "KeyboardInterrupt itself"),
+    ("returns_none", "*OutputError: the entry point returned None; return a string*"),
+    ("returns_bytes", "*OutputError: the entry point returned bytes; decode them*"),
+    ("returns_object", "*OutputError: the entry point returned a object; return a string*"),
+    ("streams_numbers", "*OutputError: the entry point streamed a int as chunk 1*"),
+]
+
+
 def test_a_misbehaving_entry_point_fails_its_case_and_the_session_goes_on(
-    packages: Packages, pytester: pytest.Pytester, attribute: str, message: str
+    packages: Packages, pytester: pytest.Pytester
 ) -> None:
-    packages.package(app=MISBEHAVING_APP, entry=f"app:{attribute}", suite="""
-        cases:
-          - id: misbehaves
-            input: x
-            expect: {contains: [anything]}
-    """)
+    """One package per misbehaviour (attribute) and its failure message, all in one run,
+    then a package whose case comes after all of theirs."""
+    for attribute, _ in MISBEHAVIOURS:
+        packages.package(f"misbehaves-{attribute}", app=MISBEHAVING_APP,
+                         entry=f"app:{attribute}", suite="""
+            cases:
+              - id: misbehaves
+                input: x
+                expect: {contains: [anything]}
+        """)
     packages.write("other/elizon.yaml", "entry: app:ok\nevaluation:\n  suite: s.yaml\n")
     packages.write("other/app.py", "def ok(text):\n    return 'later case ran'\n")
     packages.write("other/s.yaml", "cases:\n  - id: later\n    input: x\n")
-    result = pytester.runpytest()
-    result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines([message, "  · contains: *not checked: there is no output"])
+    result = pytester.runpytest("-v")
+    result.assert_outcomes(passed=1, failed=len(MISBEHAVIOURS))
+    ids = [f"misbehaves-{attribute}/eval/suite.yaml::misbehaves FAILED*"
+           for attribute, _ in sorted(MISBEHAVIOURS)]
+    result.stdout.fnmatch_lines([*ids, "other/s.yaml::later PASSED*"])  # in this order
+    # each case's failure section: from its first line to the next case's
+    lines = result.outlines
+    starts = [i for i, line in enumerate(lines) if line.startswith("case 'misbehaves' failed (")]
+    sections = {lines[start].split(" suite ", 1)[1].split("/", 1)[0]:
+                pytest.LineMatcher(lines[start:end])
+                for start, end in zip(starts, [*starts[1:], len(lines)], strict=True)}
+    assert sorted(sections) == [f"misbehaves-{attribute}"
+                                for attribute, _ in sorted(MISBEHAVIOURS)]
+    for attribute, message in MISBEHAVIOURS:
+        sections[f"misbehaves-{attribute}"].fnmatch_lines([
+            message, "  · contains: *not checked: there is no output"])
     assert "INTERNALERROR" not in result.stdout.str()
 
 
@@ -230,7 +246,7 @@ async def async_hang(text):
     await asyncio.sleep(3600)
 
 async def blocks_the_loop(text):
-    time.sleep(0.9)
+    time.sleep(0.4)
 
 def quick(text):
     return "quick"
@@ -275,7 +291,7 @@ def test_timeouts_are_their_own_outcome_and_later_cases_run(
     """)
     packages.write("pkg/__init__.py", "")
     # abandoned threads must not hold the session's exit (60 s is a safety bound only)
-    result = pytester.runpytest_subprocess("--elizon-timeout=0.3", "-v", timeout=60)
+    result = pytester.runpytest_subprocess("--elizon-timeout=0.2", "-v", timeout=60)
     outcomes = result.parseoutcomes()
     assert outcomes["timeout"] == 3
     assert outcomes["passed"] == 2
@@ -290,7 +306,7 @@ def test_timeouts_are_their_own_outcome_and_later_cases_run(
     ])
     result.stdout.fnmatch_lines([
         "timed out:",
-        "  pkg/suite.yaml::sync-hang — no answer within 0.3 s (--elizon-timeout=0.3)",
+        "  pkg/suite.yaml::sync-hang — no answer within 0.2 s (--elizon-timeout=0.2)",
     ])
 
 

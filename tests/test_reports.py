@@ -67,7 +67,7 @@ def two_suites(packages: Packages, folder: str = "pkg") -> None:
     packages.write(f"{folder}/eval/extended.yaml", EXTENDED)
 
 
-REPORT_ARGS = ["--elizon-timeout=0.5", "--elizon-junit=out/j.xml", "--elizon-results=out/r.json",
+REPORT_ARGS = ["--elizon-timeout=0.25", "--elizon-junit=out/j.xml", "--elizon-results=out/r.json",
                "--elizon-markdown=out/s.md", "-p", "no:randomly"]
 
 
@@ -158,7 +158,7 @@ HERE = pathlib.Path(__file__).parent.parent
 def answer(text):
     if text == "plain":  # answers at once: a plain failure, and no second abandoned call
         return "x"
-    time.sleep(0.5)  # past the 0.2 s limit: abandoned, and it goes on in its thread
+    time.sleep(0.3)  # past the 0.2 s limit: abandoned, and it goes on in its thread
     for _ in range(3000):  # until the session has printed its annotations (bounded)
         print("::error::pwned-early", flush=True)
         if (HERE / "annotated").exists():
@@ -219,7 +219,7 @@ def test_step_summary_is_appended_never_overwritten(
     summary = pytester.path / "step_summary.md"
     summary.write_text("# An earlier step\n\nkept\n")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
-    pytester.runpytest("--elizon-timeout=0.5")
+    pytester.runpytest("--elizon-timeout=0.25")
     text = summary.read_text()
     assert text.startswith("# An earlier step\n\nkept\n")
     assert "## ❌ pkg/eval/core.yaml" in text
@@ -235,7 +235,7 @@ def test_annotations_follow_githubs_rules_and_limits(
                                     f"    expect: {{equals: y}}\n" for i in range(12))
     packages.package("hard", app=APP, suite=must)
     packages.package("soft", app=APP, suite=advisory, gate="advisory")
-    result = pytester.runpytest_subprocess("--elizon-annotations=on")
+    result = pytester.runpytest("--elizon-annotations=on")
     commands = github_runner.parse(result.stdout.str())
     kinds = [c.name for c in commands]
     assert kinds[0] == "stop-commands"

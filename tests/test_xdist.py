@@ -8,9 +8,14 @@ and the probe pack's shared canary in test_probes.)"""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import re
+import shutil
+import sys
 import xml.etree.ElementTree as ET
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -120,17 +125,55 @@ def junit_cases(path: Path) -> list[tuple[str | None, ...]]:
                   for c in root.iter("testcase"))
 
 
+def start_pytest(pytester: pytest.Pytester, *args: str) -> Callable[[], pytest.RunResult]:
+    """``pytester.runpytest_subprocess(*args)`` started now, its result when the returned
+    function is called: the process runs meanwhile. (Output goes to files, as pytester's
+    does, so a long output never blocks the process.)"""
+    basetemp = pytester.path / "runpytest-started"
+    basetemp.mkdir()
+    with (pytester.path / "started.out").open("w", encoding="utf-8") as out, \
+            (pytester.path / "started.err").open("w", encoding="utf-8") as err:
+        process = pytester.popen([sys.executable, "-mpytest", f"--basetemp={basetemp}", *args],
+                                 stdout=out, stderr=err)
+
+    def result() -> pytest.RunResult:
+        try:
+            ret = process.wait(timeout=120)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        lines = [(pytester.path / f"started.{name}").read_text(encoding="utf-8").splitlines()
+                 for name in ("out", "err")]
+        with contextlib.suppress(ValueError):  # as pytester gives it: an ExitCode if one
+            ret = pytest.ExitCode(ret)
+        return pytest.RunResult(ret, *lines, 0.0)
+
+    return result
+
+
 def test_xdist_shows_and_writes_what_a_serial_run_does_and_replays_the_same(
-    packages: Packages, pytester: pytest.Pytester
+    packages: Packages, pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch
 ) -> None:
     write_the_packages(packages, pytester)
-    serial = pytester.runpytest(*report_args("serial"), "-p", "no:xdist")
-    for log in ("conc/calls.log", "rec/calls.txt"):  # the entries log their calls afresh
-        (pytester.path / log).unlink()
-    parallel = pytester.runpytest_subprocess(*report_args("xdist"), "-n", "2",
-                                             "--elizon-concurrency=4")
+    # The serial reference run works on a copy of the packages (its own reports and its
+    # entries' call logs), at the same time as the xdist run on the originals: most of its
+    # time is spent waiting on time limits and sleeping entries, while xdist starts workers.
+    copy = tmp_path_factory.mktemp("serial") / pytester.path.name
+    shutil.copytree(pytester.path, copy)
+    finish_parallel = start_pytest(pytester, *report_args("xdist"), "-n", "2",
+                                   "--elizon-concurrency=4")
+    monkeypatch.chdir(copy)
+    try:
+        serial = pytester.runpytest(*report_args("serial"), "-p", "no:xdist")
+    finally:
+        monkeypatch.chdir(pytester.path)
+        parallel = finish_parallel()
+    for log in ("conc/calls.log", "rec/calls.txt"):  # the entries logged their calls apart
+        assert (copy / log).is_file()
     output = parallel.stdout.str() + parallel.stderr.str()
-    serial_data = results_of(pytester.path / "serial/r.json")
+    serial_data = results_of(copy / "serial/r.json")
     data = results_of(pytester.path / "xdist/r.json")
 
     # -- what pytest shows: outcomes, exit status, node ids and each case's outcome word
@@ -164,8 +207,7 @@ def test_xdist_shows_and_writes_what_a_serial_run_does_and_replays_the_same(
     assert comparable_cases(data) == comparable_cases(serial_data)
     assert comparable_suites(data) == comparable_suites(serial_data)
     assert data["verdict"] == serial_data["verdict"]
-    assert junit_cases(pytester.path / "xdist/j.xml") == junit_cases(
-        pytester.path / "serial/j.xml")
+    assert junit_cases(pytester.path / "xdist/j.xml") == junit_cases(copy / "serial/j.xml")
     assert len(junit_cases(pytester.path / "xdist/j.xml")) == 29
 
     # -- the lone surrogate was reported, and every file written
@@ -187,7 +229,7 @@ def test_xdist_shows_and_writes_what_a_serial_run_does_and_replays_the_same(
     # -- recording: one cassette with every case, the same cases as a serial recording
     tape = test_record_replay.cassette(pytester, "xdist/tape.json")
     assert sorted(tape["cases"]) == sorted(
-        test_record_replay.cassette(pytester, "serial/tape.json")["cases"])
+        json.loads((copy / "serial/tape.json").read_text(encoding="utf-8"))["cases"])
     assert len(tape["cases"]) == 29
     rec_calls = pytester.path / "rec/calls.txt"
     assert rec_calls.read_text() == "x" * 4  # rec's entry: each case called once
