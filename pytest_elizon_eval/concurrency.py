@@ -60,6 +60,8 @@ class AdaptiveLimit:
         #: Tickets: calls get room in the order they asked for it (pytest's order).
         self._issued = 0
         self._admitted = 0
+        #: Tickets whose caller stopped waiting (Ctrl-C in the main thread): skipped.
+        self._given_up: set[int] = set()
 
     @property
     def waiting(self) -> int:
@@ -71,12 +73,24 @@ class AdaptiveLimit:
         with self._changed:
             ticket = self._issued
             self._issued += 1
-            while ticket != self._admitted or self.in_flight >= max(int(self.limit), 1):
-                self._changed.wait()
+            try:
+                while ticket != self._admitted or self.in_flight >= max(int(self.limit), 1):
+                    self._changed.wait()
+            except BaseException:  # interrupted while waiting: the line must not stop here
+                self._given_up.add(ticket)
+                self._skip_given_up()
+                self._changed.notify_all()
+                raise
             self._admitted += 1
+            self._skip_given_up()
             self.in_flight += 1
             self.peak = max(self.peak, self.in_flight)
             self._changed.notify_all()  # the next ticket may fit as well
+
+    def _skip_given_up(self) -> None:
+        while self._admitted in self._given_up:
+            self._given_up.discard(self._admitted)
+            self._admitted += 1
 
     def release(self, *, refused: bool = False) -> None:
         """A call ended; one that was not refused widens the limit by 1/limit (one per
@@ -139,7 +153,7 @@ class CaseScheduler:
 
     def __init__(self, slots: int) -> None:
         self.slots = slots
-        self._queue: queue.SimpleQueue[tuple[Future[object], Callable[[], object]]] = (
+        self._queue: queue.SimpleQueue[tuple[Future[object], Callable[[], object]] | None] = (
             queue.SimpleQueue())
         self._futures: dict[str, Future[object]] = {}
         self._lock = threading.Lock()
@@ -164,7 +178,10 @@ class CaseScheduler:
 
     def _serve(self) -> None:
         while True:
-            self._run(*self._queue.get())
+            queued = self._queue.get()
+            if queued is None:  # stopped: the slot thread ends
+                return
+            self._run(*queued)
 
     def _run(self, future: Future[object], work: Callable[[], object]) -> None:
         if self._stopped.is_set() or not future.set_running_or_notify_cancel():
@@ -185,8 +202,11 @@ class CaseScheduler:
         with self._lock:
             pending = list(self._futures.values())
             self._futures.clear()
+            threads, self._threads = self._threads, 0
         for future in pending:
             future.cancel()
+        for _ in range(threads):  # each slot thread ends after the work it is doing
+            self._queue.put(None)
 
 
 def prefetch(scheduler: CaseScheduler, items: Sequence[object], *, stop: bool) -> None:

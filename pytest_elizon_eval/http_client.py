@@ -109,6 +109,7 @@ class HttpClient:
         self._local = threading.local()
         self._made: list[httpx.Client] = []
         self._lock = threading.Lock()
+        self._closed = False
 
     def _session(self) -> httpx.Client:
         """This thread's client. One per thread, not one shared: a shared pool checks every
@@ -116,6 +117,8 @@ class HttpClient:
         exchange itself (``benchmarks/ratelimit.py``)."""
         client: httpx.Client | None = getattr(self._local, "client", None)
         if client is None:
+            if self._closed:  # an exchange abandoned at its deadline, still retrying
+                raise HttpError("the session is over: no new connections")
             import httpx  # deferred: costs import time on every run, needed by few
 
             client = self._local.client = httpx.Client()
@@ -154,6 +157,7 @@ class HttpClient:
         """Close the kept connections (never waiting long for one a hung exchange holds)."""
         with self._lock:
             made, self._made = self._made, []
+            self._closed = True
         self._local = threading.local()
 
         def close_all() -> None:

@@ -343,3 +343,48 @@ def test_adaptive_limit_admits_calls_in_the_order_they_asked() -> None:
         thread.join(5)
     assert admitted == list(range(6))
     assert limit.peak == 1
+
+
+def test_an_interrupted_wait_gives_up_its_place_in_line() -> None:
+    """Ctrl-C while a case waits at the gate in the main thread: the calls behind it are
+    still admitted (its ticket is skipped, not waited for forever)."""
+    from pytest_elizon_eval.concurrency import AdaptiveLimit
+
+    class Interrupted(threading.Condition):
+        interrupt = True
+
+        def wait(self, timeout: float | None = None) -> bool:
+            if Interrupted.interrupt:
+                Interrupted.interrupt = False
+                raise KeyboardInterrupt
+            return super().wait(timeout)
+
+    limit = AdaptiveLimit(most=1, start=1)
+    limit._changed = Interrupted()
+    limit.acquire()
+    with pytest.raises(KeyboardInterrupt):
+        limit.acquire()  # waits for the one place, and is interrupted
+    admitted = threading.Event()
+    thread = threading.Thread(target=lambda: (limit.acquire(), admitted.set()))
+    thread.start()
+    limit.release(refused=True)
+    assert admitted.wait(5), "the call behind the interrupted one was never admitted"
+    thread.join(5)
+    assert limit.waiting == 0
+
+
+def test_a_stopped_scheduler_ends_its_slot_threads() -> None:
+    from pytest_elizon_eval.concurrency import CaseScheduler
+
+    before = {t for t in threading.enumerate() if t.name == "elizon-case"}
+    scheduler = CaseScheduler(3)
+    for key in "abc":
+        scheduler.start(key, lambda: None)
+    for key in "abc":
+        future = scheduler.take(key)
+        assert future is not None
+        future.result(5)
+    scheduler.stop()
+    for thread in {t for t in threading.enumerate() if t.name == "elizon-case"} - before:
+        thread.join(5)
+        assert not thread.is_alive()
