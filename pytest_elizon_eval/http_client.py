@@ -147,6 +147,9 @@ class HttpClient:
                         raise PastDeadline
         except (httpx.HTTPError, OSError) as exc:
             raise HttpError(_transport_problem(exc, url), reset=_was_reset(exc)) from None
+        except (TypeError, ValueError) as exc:  # an input JSON cannot hold, a header not ASCII
+            raise HttpError(f"the request to {url} cannot be sent: {type(exc).__name__}: "
+                            f"{exc}") from None
         return HttpReply(status=response.status_code,
                          content_type=response.headers.get("content-type", ""),
                          body=bytes(raw), encoding=response.encoding or "utf-8",

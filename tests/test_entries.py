@@ -530,3 +530,18 @@ def test_invalid_entry_mapping(packages: Packages, pytester: pytest.Pytester) ->
     assert result.ret == pytest.ExitCode.USAGE_ERROR  # checked at start-up, not per case
     result.stderr.fnmatch_lines(["ERROR: --elizon-entry={url: 'ftp://x'}: not an HTTP entry "
                                  "{url, method, headers, timeout, output}: url: *"])
+
+
+def test_a_request_that_cannot_be_sent_fails_the_case_with_an_http_error(
+    packages: Packages, pytester: pytest.Pytester, service: str
+) -> None:
+    """A header value that is not ASCII fails its case with an HttpError that says why;
+    nothing escapes the entry."""
+    packages.write("pkg/elizon.yaml", f"entry: {{url: '{service}/json', "
+                   "headers: {X-Name: 'Zoë'}}\nevaluation:\n  suite: ./s.yaml\n")
+    packages.write("pkg/s.yaml", "cases:\n  - id: header\n    input: hi\n")
+    result = pytester.runpytest("--elizon-results=r.json")
+    result.assert_outcomes(failed=1)
+    error = results(pytester)["header"]["error"]
+    assert error["type"] == "HttpError", error
+    assert f"request to {service}/json cannot be sent: UnicodeEncodeError" in error["message"]
