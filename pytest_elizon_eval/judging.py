@@ -31,7 +31,7 @@ from .calling import call_with_deadline, run_blocking
 from .calls import EntryCall, Usage
 from .http_client import HttpClient, HttpError, HttpReply, PastDeadline, excerpt, limit_key_of
 from .model import JudgeEndpoint
-from .retrying import RETRY_STATUSES, Refusal, Tally, attempts, wait_from_headers
+from .retrying import RETRY_STATUSES, Refusal, Tally, attempts, gave_up, wait_from_headers
 
 __all__ = [
     "GRADING_SYSTEM_PROMPT",
@@ -234,8 +234,7 @@ class EndpointJudge:
                             lambda outcome: outcome[1], deadline=deadline, tally=tally,
                             key=limit_key_of(self.url))
         made = tally.attempts - before
-        said = f" (after {made} attempts; {tally.stopped})" if made > 1 and tally.stopped \
-            else f" (after {made} attempts)" if made > 1 else ""
+        said = gave_up(tally, made) if made > 1 else ""
         if isinstance(reply, HttpError):
             raise JudgeError(f"{reply}{said}")
         if not reply.ok:

@@ -179,9 +179,11 @@ class Tally:
     stopped: str = ""
 
 
-def gave_up(tally: Tally) -> str:
-    """The words added to the last error: how many attempts, and why no more."""
-    made = f"{tally.attempts} attempt{'s' if tally.attempts != 1 else ''}"
+def gave_up(tally: Tally, attempts: int | None = None) -> str:
+    """The words added to the last error: how many attempts (``attempts``, else every one
+    the tally counted), and why no more."""
+    count = tally.attempts if attempts is None else attempts
+    made = f"{count} attempt{'s' if count != 1 else ''}"
     return f" (after {made}; {tally.stopped})" if tally.stopped else f" (after {made})"
 
 

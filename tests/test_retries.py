@@ -365,3 +365,26 @@ def test_wait_from_headers_reads_every_form() -> None:
                               "x-ratelimit-reset-tokens": "20ms"}) == 60.5
     assert wait_from_headers({"Retry-After": "soon"}) is None
     assert wait_from_headers({}) is None
+
+
+def test_a_judge_endpoint_that_stays_refused_says_how_many_attempts(
+        server: tuple[str, Script]) -> None:
+    from pytest_elizon_eval import retrying
+    from pytest_elizon_eval.judging import EndpointJudge
+    from pytest_elizon_eval.model import JudgeEndpoint
+
+    url, script = server
+    script.steps["/j/chat/completions"] = [(503, {"retry-after-ms": "10"})]
+    previous = retrying.policy()
+    retrying.configure(retrying.RetryPolicy(retries=2))
+    judge = EndpointJudge(JudgeEndpoint.model_validate({"url": f"{url}/j", "model": "m"}))
+    try:
+        grade = judge.grade("polite", "hi", "fine", deadline=time.monotonic() + 30)
+    finally:
+        judge.close()
+        retrying.configure(previous)
+    assert grade.score is None
+    assert grade.error is not None
+    assert grade.error.startswith("HTTP 503: ")
+    assert grade.error.endswith(" (after 3 attempts; retries used up)")
+    assert (grade.retries, grade.rate_limited, len(script.log)) == (2, False, 3)
