@@ -316,6 +316,23 @@ class CaseItem(compat.FixtureItem):
     # -- the run ----------------------------------------------------------------------------
 
     def runtest(self) -> None:
+        try:
+            result = self._run()
+        except Exception as exc:  # whatever escapes, the case still reaches every report
+            result = outcomes.escaped(self.identity, self._limits(), exc)
+            self.stash[_RESULT] = result
+        self.user_properties.append(("elizon_outcome", result.outcome))
+        if result.outcome != outcomes.PASSED:
+            raise CaseNotPassed(result)
+
+    def _limits(self) -> tuple[float, str]:
+        plan = self.stash.get(_PLAN, None)
+        if plan is not None:
+            return plan.timeout_s, plan.timeout_source
+        settings = self.config.stash[SETTINGS]
+        return settings.timeout_s, settings.timeout_source
+
+    def _run(self) -> CaseResult:
         plan = self.stash[_PLAN]
         scheduler = self.config.stash.get(SCHEDULER, None)
         future = scheduler.take(self.nodeid) if scheduler is not None else None
@@ -335,20 +352,21 @@ class CaseItem(compat.FixtureItem):
                 self.identity.suite.key, self.name, self._recorded_input,
                 [[t.call for t in a.turns] or [a.call] for a in run.attempts], plan.timeout_s,
                 conversation=self.case.conversation)
-        self.user_properties.append(("elizon_outcome", result.outcome))
-        if result.outcome != outcomes.PASSED:
-            raise CaseNotPassed(result)
+        return result
 
     def result_for(self, when: str, excinfo: pytest.ExceptionInfo[BaseException] | None
                    ) -> tuple[CaseResult, dict[str, Any] | None] | None:
         """The result a report of phase ``when`` carries (with the cassette recording)."""
         if when == "call":
             result = self.stash.get(_RESULT, None)
+            if result is None and excinfo is not None:  # raised before a result was made
+                result = outcomes.escaped(self.identity, self._limits(), excinfo.value)
             return (result, self.stash.get(_RECORDING, None)) if result else None
         if when == "setup" and excinfo is not None:
             exc = excinfo.value
             error = (ErrorInfo(exc.code, "\n".join(exc.messages))
-                     if isinstance(exc, ElizonError) else ErrorInfo(type(exc).__name__, str(exc)))
+                     if isinstance(exc, ElizonError)
+                     else ErrorInfo(type(exc).__name__, outcomes.described(exc)))
             settings = self.config.stash[SETTINGS]
             return outcomes.setup_error(self.identity, (settings.timeout_s,
                                                         settings.timeout_source), error), None

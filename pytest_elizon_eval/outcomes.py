@@ -48,8 +48,10 @@ __all__ = [
     "conversation_text",
     "crashed",
     "decide",
+    "described",
     "display_reason",
     "encodable",
+    "escaped",
     "failure_message",
     "reason",
     "setup_error",
@@ -104,7 +106,32 @@ def _escaped(value: Any) -> Any:
     return value
 
 
+def _tool_call_data(call: ToolCall) -> dict[str, Any]:
+    """A tool call as reports keep it: an argument, result or error longer than
+    :data:`OUTPUT_KEPT` characters (as JSON text) keeps its first ones as text, and
+    ``<part>_length`` says how long it was — as an output does."""
+    data = call.to_data()
+    for part in ("arguments", "result", "error"):
+        value = data[part]
+        if value is None or isinstance(value, (bool, int, float)):
+            continue
+        try:
+            text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
+                                                                   default=str)
+        except (ValueError, RecursionError):  # not JSON data: kept as its length only
+            data[part], data[f"{part}_length"] = "<not representable as JSON>", 0
+            continue
+        if len(text) > OUTPUT_KEPT:
+            data[part], data[f"{part}_length"] = text[:OUTPUT_KEPT], len(text)
+    return data
 
+
+def described(exc: BaseException) -> str:
+    """``exc``'s message, even when its ``__str__`` raises."""
+    try:
+        return str(exc)
+    except Exception:  # the message itself is broken: say so rather than lose the case
+        return f"<unprintable {type(exc).__name__}>"
 
 
 @dataclass(frozen=True)
@@ -184,6 +211,8 @@ class CaseResult:
     #: of the turn that did not pass, if one did.
     turns: tuple[dict[str, Any], ...] = ()
     failed_turn: int | None = None
+    #: How many turns the conversation has (those that ran are in ``turns``); 0 for none.
+    turn_count: int = 0
     #: The canary and secret checks (docs/contract.md#security): what leaked, masked, and
     #: for a probe its category, severity and where the manifest included it; or None.
     security: dict[str, Any] | None = None
@@ -221,7 +250,8 @@ class CaseResult:
             "replayed": self.replayed, "input": self.input,
             "tool_calls": list(self.tool_calls), "usage": self.usage,
             "judge_usage": self.judge_usage, "turns": list(self.turns),
-            "failed_turn": self.failed_turn, "attempts": self.attempts,
+            "failed_turn": self.failed_turn, "turn_count": self.turn_count,
+            "attempts": self.attempts,
             "retries": self.retries, "waited_s": self.waited_s,
             "rate_limited": self.rate_limited,
         }
@@ -247,7 +277,8 @@ class CaseResult:
             replayed=bool(data.get("replayed")), input=data.get("input"),
             tool_calls=tuple(data.get("tool_calls") or ()), usage=data.get("usage"),
             judge_usage=data.get("judge_usage"), turns=tuple(data.get("turns") or ()),
-            failed_turn=data.get("failed_turn"), security=data.get("security"),
+            failed_turn=data.get("failed_turn"), turn_count=data.get("turn_count", 0),
+            security=data.get("security"),
             attempts=data.get("attempts", 1), retries=data.get("retries", 0),
             waited_s=data.get("waited_s", 0.0), rate_limited=bool(data.get("rate_limited")),
         )
@@ -297,7 +328,8 @@ def _turn_data(number: int, turn: TurnResult, expects_error: bool) -> dict[str, 
         "output_length": len(call.text) if call.text is not None else 0,
         "latency_ms": call.latency_ms, "assertions": [a.to_data() for a in turn.assertions],
         "error": call.error.to_data() if call.error else None,
-        "tool_calls": [c.to_data() for c in call.tool_calls], "usage": _usage_data(call),
+        "tool_calls": [_tool_call_data(c) for c in call.tool_calls],
+        "usage": _usage_data(call),
         "judge_score": turn.judge_score,
     }
 
@@ -306,7 +338,8 @@ def _identity_fields(identity: CaseIdentity, plan: CasePlan) -> dict[str, Any]:
     return {"nodeid": identity.nodeid, "case_id": identity.case_id, "line": identity.line,
             "suite": identity.suite, "timeout_s": plan.timeout_s,
             "timeout_source": plan.timeout_source, "entry": plan.entry_description,
-            "input": plan.case.input}
+            "input": plan.case.input,
+            "turn_count": len(plan.case.inputs) if plan.case.conversation else 0}
 
 
 def _retry_fields(attempts: Sequence[Attempt]) -> dict[str, Any]:
@@ -331,7 +364,7 @@ def _single(identity: CaseIdentity, plan: CasePlan, attempt: Attempt, outcome: s
     if failed is not None:  # the failing turn's checks are why the case did not pass
         assertions = attempt.turns[failed - 1].assertions
     return CaseResult(
-        tool_calls=tuple(c.to_data() for c in call.tool_calls), usage=_usage_data(call),
+        tool_calls=tuple(_tool_call_data(c) for c in call.tool_calls), usage=_usage_data(call),
         turns=tuple(_turn_data(n, t, expects_error) for n, t in enumerate(attempt.turns, 1)),
         failed_turn=failed,
         **_identity_fields(identity, plan), outcome=outcome, assertions=assertions,
@@ -404,6 +437,26 @@ def setup_error(identity: CaseIdentity, plan_limits: tuple[float, str], error: E
                       timeout_source=source)
 
 
+def escaped(identity: CaseIdentity, plan_limits: tuple[float, str], exc: BaseException
+            ) -> CaseResult:
+    """A case whose run raised past the plugin's own handling (a bug, or an answer no
+    parser foresaw): an error with the exception as its reason, so the case still reaches
+    every report (docs/contract.md#outcomes) instead of vanishing from them."""
+    import traceback  # only for the rare escaped exception
+
+    try:
+        trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    except Exception:  # a broken __str__ breaks the formatting too
+        trace = ""
+    timeout_s, source = plan_limits
+    return CaseResult(nodeid=identity.nodeid, case_id=identity.case_id, line=identity.line,
+                      suite=identity.suite, outcome=ERROR, timeout_s=timeout_s,
+                      timeout_source=source,
+                      error=ErrorInfo(type(exc).__name__,
+                                      "the case's run raised an exception the plugin did not "
+                                      f"handle: {described(exc)}", trace[-8000:]))
+
+
 def crashed(identity: CaseIdentity, message: str) -> CaseResult:
     """A case whose xdist worker died while running it: an error, never silently missing."""
     return CaseResult(nodeid=identity.nodeid, case_id=identity.case_id, line=identity.line,
@@ -440,12 +493,17 @@ def _single_reason(result: CaseResult, limit: int) -> str:
     return "; ".join(failed) or f"case {result.case_id} did not pass"
 
 
+def _turns_of(result: CaseResult) -> int:
+    """The conversation's length, not only the turns that ran before it stopped."""
+    return max(result.turn_count, len(result.turns))
+
+
 def reason(result: CaseResult, limit: int = REASON_PART) -> str:
     """Why a case did not pass, in one line of raw text (each reporter escapes it for its
     medium); each part at most ``limit`` characters."""
     text = _single_reason(result, limit)
     if result.failed_turn is not None:
-        text = f"turn {result.failed_turn} of {len(result.turns)}: {text}"
+        text = f"turn {result.failed_turn} of {_turns_of(result)}: {text}"
     if result.runs:
         text = (f"{result.passed_runs}/{len(result.runs)} runs passed; first that did not: "
                 + text)
@@ -536,7 +594,7 @@ def failure_message(result: CaseResult) -> str:
     visible and defused, so it is safe on any terminal and in any CI log."""
     where = f"{result.suite.gate} suite {result.suite.path}:{result.line}"
     name = visible(result.case_id, keep_newlines=False)
-    turn = (f" at turn {result.failed_turn} of {len(result.turns)}"
+    turn = (f" at turn {result.failed_turn} of {_turns_of(result)}"
             if result.failed_turn is not None else "")
     if result.outcome == TIMEOUT and not result.runs and not result.turns:
         return defuse(f"case {name!r} timed out ({where}): no answer within "
@@ -599,9 +657,16 @@ def annotate(report: Any, result: CaseResult, recording: Mapping[str, Any] | Non
     """Put ``result`` on a pytest test report as plain data; apply the advisory gate: an
     advisory case that did not pass never fails the run, and its message is kept as a
     section of the passing report (where tools show a passed test's details)."""
-    data = result.to_data()
-    if recording is not None:
-        data["recording"] = encodable(recording)  # the controller writes the one cassette
+    try:
+        data = result.to_data()
+    except Exception as exc:  # a value no serialiser foresaw: the case is still reported
+        result = escaped(CaseIdentity(result.nodeid, result.case_id, result.line, result.suite),
+                         (result.timeout_s, result.timeout_source), exc)
+        data = result.to_data()
+        report.outcome, report.longrepr = "failed", failure_message(result)
+    else:
+        if recording is not None:  # the controller writes the one cassette
+            data["recording"] = encodable(recording)
     setattr(report, REPORT_ATTR, data)
     if result.outcome in (FAILED, TIMEOUT) and result.suite.advisory:
         report.outcome = "passed"

@@ -394,21 +394,21 @@ def test_a_failing_middle_turn_ends_the_conversation(
     result.assert_outcomes(failed=1)
     assert len(log.read_text().splitlines()) == 3  # turns 4 and 5 were never said
     markdown = (pytester.path / "summary.md").read_text()
-    assert "| `chat` | failed | turn 3 of 3: ✗ contains: missing: 'never' |" in markdown
+    assert "| `chat` | failed | turn 3 of 5: ✗ contains: missing: 'never' |" in markdown
     assert "<summary>chat: 3 turns</summary>" in markdown
     assert "  turn 3 ✗ failed: say 3\n      answer: said 3" in markdown
     result.stdout.fnmatch_lines([
-        "case 'chat' failed at turn 3 of 3 (must-pass suite pkg/eval/suite.yaml:2)",
+        "case 'chat' failed at turn 3 of 5 (must-pass suite pkg/eval/suite.yaml:2)",
         "  turn 1 ✓ passed: say 1", "      answer: said 1", "*",
         "  turn 3 ✗ failed: say 3", "      answer: said 3",
         "      ✗ contains: every one of: 'never' — missing: 'never'",
-        "*FAILED pkg/eval/suite.yaml::chat - turn 3 of 3: ✗ contains: missing: 'never'"])
+        "*FAILED pkg/eval/suite.yaml::chat - turn 3 of 5: ✗ contains: missing: 'never'"])
     case = results_of(pytester)["suites"][0]["cases"][0]
     assert case["failed_turn"] == 3
     assert [t["outcome"] for t in case["turns"]] == ["passed", "passed", "failed"]
     failure = ET.parse(pytester.path / "junit.xml").getroot().find(".//failure")
     assert failure is not None
-    assert failure.get("message", "").startswith("turn 3 of 3: ✗ contains")
+    assert failure.get("message", "").startswith("turn 3 of 5: ✗ contains")
 
 
 def test_a_conversation_that_times_out_names_the_turn(
@@ -418,7 +418,7 @@ def test_a_conversation_that_times_out_names_the_turn(
     packages.package(suite=turns_suite(5), app=ECHO_AGENT, entry="app:agent")
     result = pytester.runpytest("--elizon-timeout=0.25", "--elizon-results=results.json")
     assert result.parseoutcomes() == {"timeout": 1}
-    result.stdout.fnmatch_lines(["*pkg/eval/suite.yaml::chat — turn 3 of 3: no answer within "
+    result.stdout.fnmatch_lines(["*pkg/eval/suite.yaml::chat — turn 3 of 5: no answer within "
                                  "0.25 s (--elizon-timeout=0.25)"])
     case = results_of(pytester)["suites"][0]["cases"][0]
     assert (case["outcome"], case["failed_turn"]) == ("timeout", 3)
@@ -519,7 +519,8 @@ def test_hostile_tool_calls_break_no_report(packages: Packages, pytester: pytest
     assert "pwned" not in live[0].properties.get("title", "")
     ET.parse(pytester.path / "junit.xml")  # well-formed
     case = results_of(pytester)["suites"][0]["cases"][0]
-    assert len(case["tool_calls"][0]["arguments"]["big"]) == 1_000_000
+    arguments = case["tool_calls"][0]
+    assert (len(arguments["arguments"]), arguments["arguments_length"]) == (65536, 1_000_083)
     markdown = (pytester.path / "summary.md").read_text()
     table = [line for line in markdown.splitlines() if line.startswith("| `nasty`")]
     assert len(table) == 1

@@ -1,8 +1,8 @@
 """Writes the report files a run asked for, each once, from the one aggregate.
 
 Each file is written on its own: one that cannot be written (a missing
-permission, a full disk) is named in the list of failures and the others
-are still written.
+permission, a full disk, a value its writer cannot render) is named in the
+list of failures and the others are still written.
 """
 
 from __future__ import annotations
@@ -20,6 +20,10 @@ if TYPE_CHECKING:  # types only: each writer is imported when its file is asked 
     from .regression import Regression
 
 __all__ = ["write_all", "write_cassette"]
+
+
+class _NotWritten(Exception):
+    """A file that depends on another one that could not be written."""
 
 
 def _write(path: Path, text: str) -> None:
@@ -61,7 +65,9 @@ def write_all(aggregate: Aggregate, regression: Regression | None, settings: Set
     def write_signature(path: Path) -> None:
         from .. import signing  # loaded already: the settings hold a signing key
 
-        if document and settings.sign_key is not None:  # only beside a results file written
+        if not document:
+            raise _NotWritten("the results file it signs was not written")
+        if settings.sign_key is not None:
             _write(path, signing.signature_text(document[0], settings.sign_key))
 
     def write_markdown(path: Path) -> None:
@@ -96,8 +102,13 @@ def write_all(aggregate: Aggregate, regression: Regression | None, settings: Set
             continue
         try:
             write(path)
+        except _NotWritten as exc:
+            failed.append(f"cannot write the {kind} {path}: {exc}")
         except OSError as exc:
             failed.append(f"cannot write the {kind} {path}: {exc.strerror or exc}")
+        except Exception as exc:  # a value no writer foresaw costs that file, never the others
+            failed.append(f"cannot write the {kind} {path}: {type(exc).__name__}: {exc} "
+                          "(a bug in pytest-elizon-eval: please report it)")
         else:
             written.append((kind, path))
     return written, failed
