@@ -15,6 +15,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,8 @@ _TEXT_KEYS = frozenset({"equals", "startsWith", "route", "path"})
 #: Columns that group into a mapping of their own: ``input.<name>``, ``expect.<key>``.
 _GROUPS = ("input", "expect")
 _WS = re.compile(r"[ \t\n\r]*")
+#: Held while a CSV file is read with the csv module's limit raised (a process-wide setting).
+_CSV_LIMIT = threading.Lock()
 
 
 def is_data_file(path: Path) -> bool:
@@ -222,6 +225,22 @@ def _cell(column: str, text: str) -> Any:
 
 def _csv(text: str) -> YamlMapping:
     import csv  # deferred: only a .csv suite needs it
+
+    # The csv module refuses a cell over 131,072 characters, a length JSONL and YAML accept.
+    # A cell is never longer than its file, and the file is capped before it is read, so
+    # the cap a cell meets is the file's, with the same message in every format. The limit
+    # is process-wide: raised only while this file is read, then put back as it was.
+    with _CSV_LIMIT:
+        before = csv.field_size_limit()
+        csv.field_size_limit(max(before, MAX_FILE_BYTES))
+        try:
+            return _csv_rows(text)
+        finally:
+            csv.field_size_limit(before)
+
+
+def _csv_rows(text: str) -> YamlMapping:
+    import csv  # already imported by _csv
 
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     rows: list[YamlMapping] = []
