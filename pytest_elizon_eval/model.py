@@ -9,6 +9,7 @@ not silently a list). No pytest import here.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, TypeVar
@@ -25,7 +26,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic_core import ErrorDetails
+from pydantic_core import ErrorDetails, PydanticCustomError
 
 from .loading import Problem, YamlMapping, YamlSequence, line_of
 
@@ -56,7 +57,10 @@ CASE_ID_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(strict=True, extra="forbid", frozen=True, populate_by_name=False)
+    # allow_inf_nan=False: YAML reads .inf and .nan as floats; no limit, price or rate is
+    # meant by them, and NaN passes every range check by failing each comparison.
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True, populate_by_name=False,
+                              allow_inf_nan=False)
 
 
 def _check_regex(pattern: str) -> str:
@@ -165,6 +169,9 @@ def _check_input(value: object) -> object:
         return value
     if isinstance(value, dict):
         return value
+    if value is None:  # `input:` with nothing after it is null too
+        raise ValueError("input is null; give a string or a mapping of named inputs "
+                         "(quote 'null' if you mean the text)")
     raise ValueError(
         f"input must be a string or a mapping of named inputs, found {_describe(value)}")
 
@@ -214,10 +221,16 @@ class Case(_Strict):
                 "(^[a-z0-9]+(-[a-z0-9]+)*$)")
         return value
 
-    @field_validator("input", mode="before")
+    # Before-validators see only keys that were written: a null here is an explicit one,
+    # reported at its own key rather than as a case with neither input nor turns.
+    _input_shape = field_validator("input", mode="before")(_check_input)
+
+    @field_validator("turns", mode="before")
     @classmethod
-    def _input_shape(cls, value: object) -> object:
-        return value if value is None else _check_input(value)
+    def _turns_given(cls, value: object) -> object:
+        if value is None:
+            raise ValueError("turns is null; give a list of turns, each with an 'input'")
+        return value
 
     @model_validator(mode="after")
     def _input_or_turns(self) -> Case:
@@ -258,15 +271,24 @@ def _check_probes(value: object) -> object:
     if not isinstance(value, list) or not value:
         raise ValueError(f"expected 'all' or a non-empty list of categories "
                          f"({', '.join(CATEGORIES)}), found {_describe(value)}")
-    for index, item in enumerate(value):
-        if isinstance(item, str) and item.endswith((".yaml", ".yml")):
-            continue  # an operator's own probe file, in the pack's format
-        if item not in CATEGORIES:
-            shown = _describe(item) if not isinstance(item, str) else repr(item)
-            raise ValueError(f"item {index}: unknown category {shown}; the categories "
-                             f"are {', '.join(CATEGORIES)}, or 'all' (or a path to your own "
-                             "probe file ending in .yaml)")
-    return tuple(value)
+    return tuple(value)  # each item is checked on its own, so its error has its line
+
+
+#: An error in one item of a list, said as ``list: item N: …`` at the item's line.
+_LIST_ITEM = "list_item"
+
+
+def _check_category(item: object) -> object:
+    """One item of a ``probes:`` list: a category, or the operator's own probe file."""
+    from .redteam import CATEGORIES  # deferred: redteam builds cases from this module
+
+    if isinstance(item, str) and (item in CATEGORIES or item.endswith((".yaml", ".yml"))):
+        return item
+    shown = _describe(item) if not isinstance(item, str) else repr(item)
+    # No template context: the message is final, braces in the item stay as written.
+    raise PydanticCustomError(_LIST_ITEM, f"unknown category {shown}; the categories are "
+                              f"{', '.join(CATEGORIES)}, or 'all' (or a path to your own "
+                              "probe file ending in .yaml)")
 
 
 def _check_secret(value: str) -> str:
@@ -282,7 +304,8 @@ class SuiteRef(_Strict):
 
     suite: str | None = None
     #: Categories of the shipped probe pack (docs/format.md#probes); ``all`` is every one.
-    probes: Annotated[tuple[str, ...], BeforeValidator(_check_probes)] | None = None
+    probes: Annotated[tuple[Annotated[str, BeforeValidator(_check_category)], ...],
+                      BeforeValidator(_check_probes)] | None = None
     #: The named input a probe's text is given as (default: one string input).
     input_name: str | None = Field(None, alias="inputName", min_length=1)
     author_baseline: dict[str, float] | None = Field(None, alias="authorBaseline")
@@ -435,6 +458,9 @@ def _describe(value: object) -> str:
         return "null"
     if isinstance(value, bool):
         return f"boolean {str(value).lower()}"
+    if isinstance(value, float) and not math.isfinite(value):  # .inf, .nan, or 1.0e+999
+        return "not-a-number (.nan)" if math.isnan(value) else \
+            f"{'minus ' if value < 0 else ''}infinity ({'-' if value < 0 else ''}.inf)"
     if isinstance(value, (int, float)):
         return f"the number {value}"
     if isinstance(value, str):
@@ -505,6 +531,10 @@ def _message(error: ErrorDetails, root_model: type[BaseModel]) -> str:
     if kind == "literal_error":
         expected = error.get("ctx", {}).get("expected", "")
         return f"{prefix}expected {expected}, found {_describe(value)}"
+    if kind == "finite_number":
+        return f"{prefix}must be a finite number, found {_describe(value)}"
+    if kind == _LIST_ITEM:
+        return f"{parent_prefix}item {loc[-1]}: {error['msg']}"
     if kind == "greater_than_equal":
         return f"{prefix}must be at least {error.get('ctx', {}).get('ge')}, found {value}"
     if kind == "less_than_equal":

@@ -74,6 +74,12 @@ SUITE_CASES = {
                            "      maxLatencyMs: 1.5\n",
                            ["pkg/eval/suite.yaml:5: *maxLatencyMs: expected a whole number, "
                             "found the number 1.5"]),
+    "null-input": ("cases:\n  - id: a\n    input:\n",
+                   ["pkg/eval/suite.yaml:3: cases[[]0[]].input: input is null; give a string or "
+                    "a mapping of named inputs (quote 'null' if you mean the text)"]),
+    "not-a-number": ("cases:\n  - id: a\n    input: x\n    minPassRate: .nan\n",
+                     ["pkg/eval/suite.yaml:4: cases[[]0[]].minPassRate: must be a finite "
+                      "number, found not-a-number (.nan)"]),
     "input-list": ("cases:\n  - id: a\n    input: [1, 2]\n",
                    ["pkg/eval/suite.yaml:3: cases[[]0[]].input: input must be a string or a "
                     "mapping of named inputs, found a list"]),
@@ -245,6 +251,14 @@ MANIFEST_CASES = {
                      ["pkg/elizon.yaml:4: suite 'eval/suite.yaml' is listed twice "
                       "(first at line 3)"]),
     "not-yaml": ("evaluation: [\n", ["pkg/elizon.yaml:2: not valid YAML*"]),
+    "infinite-price": ("prices:\n  m: {input: .inf, output: 0}\n"
+                       "evaluation:\n  suite: ./eval/suite.yaml\n",
+                       ["pkg/elizon.yaml:2: prices.m.input: must be a finite number, found "
+                        "infinity (.inf)"]),
+    "unknown-probe-category": ("evaluation:\n  suites:\n    - probes:\n        - jailbreak\n"
+                               "        - mind-control\n",
+                               ["pkg/elizon.yaml:5: evaluation.suites[[]0[]].probes: item 1: "
+                                "unknown category 'mind-control'*"]),
     "suite-outside-package": ("evaluation:\n  suite: ../elsewhere/suite.yaml\n",
                               ["pkg/elizon.yaml:2: suite '../elsewhere/suite.yaml' is outside the "
                                "package folder; a package's suites ship inside it"]),
