@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import shlex
 import socket
 import sys
 import threading
@@ -33,8 +34,8 @@ def process_package(packages: Packages, script: str, suite: str, *, extra: str =
     packages.write("pkg/eval/suite.yaml", suite)
 
 
-def results(pytester: pytest.Pytester) -> dict[str, dict[str, Any]]:
-    data = json.loads((pytester.path / "r.json").read_text())
+def results(pytester: pytest.Pytester, name: str = "r.json") -> dict[str, dict[str, Any]]:
+    data = json.loads((pytester.path / name).read_text())
     return {c["id"]: c for s in data["suites"] for c in s["cases"]}
 
 
@@ -116,8 +117,9 @@ def _gone(pid: int) -> bool:
 
 def _wait_until_gone(pids: list[int]) -> list[int]:
     """The pids still running after a bounded number of polls (a zombie counts as gone: an
-    orphan's reaper may be a PID 1 that never reaps)."""
-    for _ in range(100):
+    orphan's reaper may be a PID 1 that never reaps). The bound is for safety only: gone
+    processes end the wait at once."""
+    for _ in range(600):
         left = [pid for pid in pids if not _gone(pid)]
         if not left:
             return []
@@ -125,31 +127,29 @@ def _wait_until_gone(pids: list[int]) -> list[int]:
     return left
 
 
+# A shell script, so that a hanging case has noted its processes within milliseconds of its
+# start, far inside even a short time limit on a busy machine. ``trap '' TERM`` before a
+# child starts makes the child ignore SIGTERM from its first instant.
 LEFTOVERS_SCRIPT = """
-import os, signal, subprocess, sys, time
-how = sys.stdin.read().strip()
-SLEEPER = [sys.executable, "-c",
-           "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(3600)"]
-
-def note(pid):
-    with open(os.path.join(PIDS, how), "a") as f:
-        f.write(f"{pid}\\n")
-
-if how == "group-sleeper":      # a grandchild of the command's group holds stdout; it exits
-    note(subprocess.Popen(SLEEPER).pid)
-    print("answered")
-elif how == "ignores-sigterm":  # the command and its child ignore SIGTERM and hang
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    note(os.getpid())
-    note(subprocess.Popen(SLEEPER).pid)
-    time.sleep(3600)
-elif how == "detached-exits":   # a grandchild in a session of its own holds stdout; it exits
-    note(subprocess.Popen(SLEEPER, start_new_session=True).pid)
-    print("answered")
-elif how == "detached-hangs":   # the same grandchild, and the command hangs
-    note(os.getpid())
-    note(subprocess.Popen(SLEEPER, start_new_session=True).pid)
-    time.sleep(3600)
+read -r how
+note() { echo "$1" >> "$PIDS/$how"; }
+case "$how" in
+group-sleeper)    # a grandchild of the command's group holds stdout; it exits
+    (trap '' TERM; exec sleep 3600) & note $!
+    echo answered ;;
+ignores-sigterm)  # the command and its child ignore SIGTERM and hang
+    trap '' TERM
+    note $$
+    sleep 3600 & note $!
+    wait ;;
+detached-exits)   # a grandchild in a session of its own holds stdout; it exits
+    (trap '' TERM; exec setsid sleep 3600) & note $!
+    echo answered ;;
+detached-hangs)   # the same grandchild, and the command hangs
+    note $$
+    (trap '' TERM; exec setsid sleep 3600) & note $!
+    sleep 3600 ;;
+esac
 """
 
 
@@ -162,32 +162,38 @@ def test_leftover_processes_are_killed_and_a_case_never_passes_late(
     never turn into a pass after the time limit."""
     pids = pytester.path / "pids"
     pids.mkdir()
-    process_package(packages, f"PIDS = {str(pids)!r}\n" + LEFTOVERS_SCRIPT, """
-        cases:
-          - id: group-sleeper
-            input: group-sleeper
-            expect: {contains: [answered]}
-          - id: ignores-sigterm
-            input: ignores-sigterm
-          - id: detached-exits
-            input: detached-exits
-            expect: {contains: [answered]}
-          - id: detached-hangs
-            input: detached-hangs
-    """)
-    # the cases run at once (their time limits overlap); pytest itself must exit
-    result = pytester.runpytest_subprocess("--elizon-timeout=2", "--elizon-concurrency=4",
-                                           "--elizon-results=r.json", timeout=60)
-    assert result.parseoutcomes() == {"passed": 2, "timeout": 2}
-    cases = results(pytester)
-    assert {k: c["outcome"] for k, c in cases.items()} == {
+    cases = {"answers": ("group-sleeper", "detached-exits"),
+             "hangs": ("ignores-sigterm", "detached-hangs")}
+    for folder, ids in cases.items():
+        packages.write(f"{folder}/elizon.yaml", "entry: {command: [sh, leftovers.sh]}\n"
+                                                "evaluation: {suite: s.yaml}\n")
+        packages.write(f"{folder}/leftovers.sh", f"PIDS={shlex.quote(str(pids))}\n"
+                                                 + LEFTOVERS_SCRIPT)
+        packages.write(f"{folder}/s.yaml", "cases:\n" + "".join(
+            f"  - id: {i}\n    input: {i}\n" + ("    expect: {contains: [answered]}\n"
+                                                 if folder == "answers" else "")
+            for i in ids))
+    # The cases that answer get a generous limit: they pass only if their grandchildren,
+    # which sleep for an hour, keep neither the case nor pytest waiting. The cases that
+    # hang never answer, so a short limit ends them whatever the machine's load. In each
+    # run the cases run at once (their time limits overlap); pytest itself must exit.
+    answered = pytester.runpytest_subprocess("answers", "--elizon-timeout=30",
+                                             "--elizon-concurrency=2",
+                                             "--elizon-results=answers.json", timeout=120)
+    assert answered.parseoutcomes() == {"passed": 2}
+    hung = pytester.runpytest_subprocess("hangs", "--elizon-timeout=1", "--elizon-concurrency=2",
+                                         "--elizon-results=hangs.json", timeout=120)
+    assert hung.parseoutcomes() == {"timeout": 2}
+    outcomes = {**results(pytester, "answers.json"), **results(pytester, "hangs.json")}
+    assert {k: c["outcome"] for k, c in outcomes.items()} == {
         "group-sleeper": "passed", "ignores-sigterm": "timeout",
         "detached-exits": "passed", "detached-hangs": "timeout"}
-    for name in ("group-sleeper", "detached-exits"):  # answered within the limit, not after it
-        assert cases[name]["latency_ms"] < cases[name]["timeout_s"] * 1000, cases[name]
+    for name in cases["answers"]:  # answered within the limit, not after it
+        assert outcomes[name]["latency_ms"] < outcomes[name]["timeout_s"] * 1000, outcomes[name]
     noted = {f.name: [int(p) for p in f.read_text().split()] for f in pids.iterdir()}
-    assert sorted(noted) == sorted(cases)
-    assert all(noted.values())
+    assert sorted(noted) == sorted(outcomes)
+    assert all(len(group) == 2 if name in cases["hangs"] else len(group) == 1
+               for name, group in noted.items()), noted
     assert _wait_until_gone([pid for group in noted.values() for pid in group]) == [], \
         "a process of a case was left running"
 
@@ -252,7 +258,15 @@ def test_a_command_entry_from_the_command_line(packages: Packages, pytester: pyt
     result.assert_outcomes(passed=1)
 
 
+#: How long /slow and /drip keep a case waiting at most (unless the test ends first): far
+#: beyond the short limits they are called with, so those limits are reached however slowly
+#: the machine runs, yet a limit that failed to act would still end with a wrong outcome
+#: instead of hanging the test run.
+_NEVER_S = 60
+
+
 class _Service(http.server.BaseHTTPRequestHandler):
+    server: _Server
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         path = self.path
@@ -265,20 +279,21 @@ class _Service(http.server.BaseHTTPRequestHandler):
             self._send(500, "upstream model overloaded " + "x" * 2000, "text/plain")
         elif path == "/badjson":
             self._send(200, '{"route": ', "application/json")
-        elif path == "/slow":
-            time.sleep(5)
-            self._send(200, "late", "text/plain")
-        elif path == "/drip":
+        elif path == "/slow":  # no answer while the test runs
+            if not self.server.released.wait(_NEVER_S):  # a late answer, should a limit fail
+                self._send(200, "late", "text/plain")
+        elif path == "/drip":  # a byte at a time while the test runs, then the end
             self.send_response(200)
             self.send_header("Content-Type", "text/plain")
             self.end_headers()
-            for _ in range(200):
+            for _ in range(_NEVER_S * 20):
+                if self.server.released.wait(0.05):
+                    return
                 try:
                     self.wfile.write(b"x")
                     self.wfile.flush()
                 except OSError:
                     return
-                time.sleep(0.05)
         elif path == "/endless":
             self.send_response(200)
             self.send_header("Content-Type", "text/plain")
@@ -304,13 +319,21 @@ class _Service(http.server.BaseHTTPRequestHandler):
         pass
 
 
+class _Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    #: Set when the test is over: until then /slow and /drip never finish their reply, so a
+    #: case calling them times out however slowly the machine runs.
+    released: threading.Event
+
+
 @pytest.fixture
 def service() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Service)
-    server.daemon_threads = True
+    server = _Server(("127.0.0.1", 0), _Service)
+    server.released = threading.Event()
     # a short poll interval: shutdown() waits for the next poll (0.5 s by default)
     threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
     yield f"http://127.0.0.1:{server.server_port}"
+    server.released.set()
     server.shutdown()
     server.server_close()
 
@@ -353,32 +376,39 @@ def closed_port() -> int:
 
 def test_http_entry_failures(packages: Packages, pytester: pytest.Pytester, service: str
                              ) -> None:
-    """Every way a service can fail, one package each, in one run (at once: the time limits
-    overlap)."""
+    """Every way a service can fail, one package each. The services that answer (with an
+    error) run at once under a generous limit; the two that never answer run at once under a
+    short one, which ends them whatever the machine's load."""
     refused = f"http://127.0.0.1:{closed_port()}/"
     entries = {
         "fail": f"{{url: '{service}/fail'}}",
         "badjson": f"{{url: '{service}/badjson'}}",
         "endless": f"{{url: '{service}/endless'}}",
-        "slow": f"{{url: '{service}/slow'}}",
-        "drip": f"{{url: '{service}/drip'}}",
         "own-timeout": f"{{url: '{service}/slow', timeout: 0.5}}",
         "refused": f"{{url: '{refused}'}}",
+        "slow": f"{{url: '{service}/slow'}}",
+        "drip": f"{{url: '{service}/drip'}}",
     }
     for name, entry in entries.items():
         packages.write(f"{name}/elizon.yaml", f"entry: {entry}\nevaluation:\n  suite: ./s.yaml\n")
         packages.write(f"{name}/s.yaml", "cases:\n  - id: a\n    input: x\n")
-    result = pytester.runpytest("--elizon-timeout=1", "--elizon-concurrency=8")
-    assert result.parseoutcomes() == {"failed": 5, "timeout": 2}
+    answering = ["fail", "badjson", "endless", "own-timeout", "refused"]
+    result = pytester.runpytest(*answering, "--elizon-timeout=30", "--elizon-concurrency=8")
+    assert result.parseoutcomes() == {"failed": 5}
+    result.stdout.fnmatch_lines_random([
+        "*HttpError: HTTP 500 from http://127.0.0.1:*/fail: 'upstream model overloaded xxx*",
+        "*HttpError: the JSON reply from * is malformed*",
+        "*HttpError: the response body from * is larger than 8,388,608 bytes",
+        # the entry's own limit, shorter than the case's, is the service's error
+        "*HttpTimeout: no answer from */slow within the entry's timeout of 0.5 s",
+        f"*HttpError: connection refused by {refused} (is the service running?)",
+    ])
+    result = pytester.runpytest("slow", "drip", "--elizon-timeout=1", "--elizon-concurrency=8")
+    assert result.parseoutcomes() == {"timeout": 2}
     result.stdout.fnmatch_lines_random([
         # the whole exchange is limited, not each read: a dripping reply times out too
         "  slow/s.yaml::a — no answer within 1 s (--elizon-timeout=1)",
         "  drip/s.yaml::a — no answer within 1 s (--elizon-timeout=1)",
-        "*HttpError: HTTP 500 from http://127.0.0.1:*/fail: 'upstream model overloaded xxx*",
-        "*HttpError: the JSON reply from * is malformed*",
-        "*HttpError: the response body from * is larger than 8,388,608 bytes",
-        "*HttpTimeout: no answer from */slow within the entry's timeout of 0.5 s",
-        f"*HttpError: connection refused by {refused} (is the service running?)",
     ])
 
 
