@@ -93,14 +93,15 @@ _INNER_PLUGINS = ("pytest_elizon_eval.plugin", "xdist.plugin", "xdist.looponfail
 
 
 def _plugins(request: pytest.FixtureRequest) -> list[str]:
-    """The plugins of inner runs, for speed: ours and pytest-xdist's, as a user's install
-    has them, are named rather than found by reading every installed package's metadata at
-    the start of each of the hundreds of inner runs (the tests of the pytest-html glue find
-    them as a user's run does); pytest's unraisable- and thread-exception checks are left
-    out, as they end every session with full garbage collections of this test process."""
+    """The plugins of inner runs: ours and pytest-xdist's, as a user's install has them, and
+    the entry-point names a test module lists in ``INNER_ENTRY_POINTS`` (pytest-html's, say),
+    and no others. Whatever else is installed here (hypothesis, say) never joins an inner
+    run, where its warnings would be errors and break tests it has nothing to do with; and
+    naming the plugins spares each of the hundreds of inner runs reading every installed
+    package's metadata. pytest's unraisable- and thread-exception checks are left out, as
+    they end every session with full garbage collections of this test process."""
     left_out = ["-p no:unraisableexception", "-p no:threadexception"]
-    if request.module.__name__.endswith("test_html"):
-        return left_out
+    named = [f"-p {name}" for name in getattr(request.module, "INNER_ENTRY_POINTS", ())]
     monkeypatch = request.getfixturevalue("monkeypatch")
     monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
     # In-process runs get the same modules as plugin objects, registered under the names
@@ -115,7 +116,7 @@ def _plugins(request: pytest.FixtureRequest) -> list[str]:
         return inline_run(*args, plugins=[*modules, *plugins], **kwargs)
 
     monkeypatch.setattr(pytester, "inline_run", with_plugins)
-    return [f"-p {name}" for name in _INNER_PLUGINS] + left_out
+    return [f"-p {name}" for name in _INNER_PLUGINS] + named + left_out
 
 
 #: Runs pytest with SIGINT as a terminal gives it, even when this process inherited it ignored
@@ -148,3 +149,11 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     # collection (each of the hundreds of inner pytest runs would otherwise walk it again).
     gc.collect()
     gc.freeze()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    # Before other plugins' end-of-run hooks: gc.get_referrers cannot see frozen objects, and
+    # hypothesis, if installed, is imported by its terminal summary and asks it who refers to
+    # trio's PRNG (trio comes with selenium); a frozen referrer looks like none, and its
+    # warning would be an error here.
+    gc.unfreeze()

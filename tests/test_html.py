@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import importlib.util
 import itertools
 import json
 import re
@@ -31,6 +32,11 @@ HOSTILE = ("<script>window.__pwned=1</script></textarea></pre></details></div>"
            "<svg onload=\"window.__pwned=4\"></svg>\x00\x1b[31m\u202e"
            "<script>document.title='pwned'</script>")
 
+
+#: Inner runs load only the plugins named (tests/conftest.py): these also load pytest-html,
+#: by the names its entry points give it, as a user's run with it installed does.
+INNER_ENTRY_POINTS = (("metadata", "html", "html_fixtures")
+                      if importlib.util.find_spec("pytest_html") else ())
 
 _LINES = itertools.count(2)
 
@@ -413,6 +419,7 @@ def test_browser_every_case_and_filters(chromium: Any, pages: dict[str, Path]) -
 def test_browser_row_expands_and_copies_its_node_id(chromium: Any,
                                                     pages: dict[str, Path]) -> None:
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.wait import WebDriverWait
 
     _open(chromium, pages["mixed"])
     case = chromium.find_element(By.CSS_SELECTOR, 'details.case[data-id="wrong"]')
@@ -423,8 +430,13 @@ def test_browser_row_expands_and_copies_its_node_id(chromium: Any,
     assert detail.is_displayed()
     assert "✗ contains" in detail.text
     assert "too short" in detail.text
+    before = chromium.find_element(By.ID, "status").text
     case.find_element(By.CSS_SELECTOR, "a.cp").click()
-    status = chromium.find_element(By.ID, "status").text
+    # The page says what it copied once the clipboard answers (a promise), not during the
+    # click: wait for the status to change (the bound is for safety only).
+    status = WebDriverWait(chromium, 60).until(
+        lambda driver: driver.find_element(By.ID, "status").text != before
+        and driver.find_element(By.ID, "status").text)
     assert status.endswith("pkg/eval/core.yaml::wrong")
     assert case.get_attribute("open") is not None  # the link did not toggle the row
 
