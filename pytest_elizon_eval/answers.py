@@ -19,20 +19,98 @@ No pytest import here.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .calls import Answer, EntryCall, OutputError, ToolCall, Usage
 
-__all__ = ["chat_request", "conversation", "from_reply", "from_return", "priced"]
+__all__ = ["MAX_COST_USD", "MAX_NESTING", "MAX_TOKENS", "chat_request", "check_tree",
+           "conversation", "from_reply", "from_return", "parse_json", "priced"]
+
+#: Deepest nesting of lists and mappings kept from an entry point: every report must be able
+#: to write the answer again within Python's recursion limit (docs/contract.md#answers).
+MAX_NESTING = 100
+#: Most tokens one answer's usage may count: a signed 64-bit count.
+MAX_TOKENS = 2 ** 63 - 1
+#: Most US dollars one answer may cost: far above any real call, and sums stay finite.
+MAX_COST_USD = 1e9
+
+#: A trail to a value: (the parent's trail, key or index), None at the top.
+_Trail = tuple[Any, object] | None
 
 
-def _json_text(value: object, what: str = "the entry point returned") -> str:
+def _path(trail: _Trail, most: int | None = None) -> str:
+    keys: list[object] = []
+    while trail is not None:
+        trail, key = trail
+        keys.append(key)
+    keys.reverse()
+    shown = "$" + "".join(f"[{k}]" if isinstance(k, int) else
+                          f".{k}" if isinstance(k, str) and k.isidentifier() else f"[{k!r}]"
+                          for k in keys[:most])
+    return shown + "…" if most is not None and len(keys) > most else shown
+
+
+def _not_finite(number: float) -> str:
+    return "NaN" if math.isnan(number) else "Infinity" if number > 0 else "-Infinity"
+
+
+_FINITE = ("numbers must be finite (NaN, Infinity and numbers beyond ±1.8e308, which read "
+           "as Infinity, are not)")
+
+
+def _too_deep(what: str, trail: _Trail = None) -> OutputError:
+    at = f" (at {_path(trail, 6)})" if trail is not None else ""
+    return OutputError(f"{what}: lists and objects nested more than {MAX_NESTING} levels "
+                    f"deep{at}; flatten it")
+
+
+def check_tree(value: object, what: str) -> None:
+    """:class:`OutputError` naming where ``value`` (what an entry point gave, ``what`` in
+    words) holds a number that is not finite, or nests lists and mappings more than
+    :data:`MAX_NESTING` deep. Walked without recursion: the value may be as deep as its
+    parser allowed."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise OutputError(f"{what}: {_not_finite(value)}; {_FINITE}")
+    if not isinstance(value, (dict, list, tuple)):
+        return
+    stack: list[tuple[Any, int, _Trail]] = [(value, 1, None)]
+    while stack:
+        node, depth, trail = stack.pop()
+        if depth > MAX_NESTING:
+            raise _too_deep(what, trail)
+        for key, child in node.items() if isinstance(node, dict) else enumerate(node):
+            if isinstance(child, float):
+                if not math.isfinite(child):
+                    raise OutputError(f"{what}: {_not_finite(child)} at "
+                                      f"{_path((trail, key))}; {_FINITE}")
+            elif isinstance(child, (dict, list, tuple)):
+                stack.append((child, depth + 1, (trail, key)))
+
+
+def parse_json(text: str, what: str) -> Any:
+    """``text`` read as JSON and checked by :func:`check_tree`: ValueError (as from
+    ``json.loads``) when it is not JSON, :class:`OutputError` when it cannot be kept."""
     try:
-        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+        value = json.loads(text)
+    except RecursionError:  # the parser's own limit, far past MAX_NESTING
+        raise _too_deep(what) from None
+    check_tree(value, what)
+    return value
+
+
+def _json_text(value: object, what: str = "the entry point returned",
+               part: str = "the entry point's answer") -> str:
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except RecursionError:
+        raise _too_deep(part) from None
     except (TypeError, ValueError) as exc:
         raise OutputError(f"{what} a {type(value).__name__} that is not JSON-serializable: "
                           f"{exc}") from None
+    check_tree(value, part)  # after dumps, which says what a cycle or an object is
+    return text
 
 
 def _plain(value: object) -> tuple[Any, str]:
@@ -62,22 +140,53 @@ def _tool_call(call: object, index: int) -> ToolCall:
         call = ToolCall.from_data(call)
     if not isinstance(call, ToolCall) or not isinstance(call.name, str):
         raise OutputError(f"tool call {index} is a {type(call).__name__}, not a ToolCall")
-    _json_text(call.arguments, f"tool call {index} ({call.name}) has arguments:")
+    _json_text(call.arguments, f"tool call {index} ({call.name}) has arguments:",
+               f"tool call {index} ({call.name}) arguments")
     result = call.result
     try:
-        json.dumps(result, allow_nan=False)
-    except (TypeError, ValueError):
-        result = repr(result)  # kept as text: a report must be able to show it
+        _json_text(result, "", "the result")
+    except OutputError as exc:
+        try:
+            result = repr(result)  # kept as text: a report must be able to show it
+        except RecursionError:  # too deep to print as well: the reason is kept instead
+            result = str(exc)
     error = None if call.error is None else str(call.error)
     return ToolCall(call.name, call.arguments, result, error)
+
+
+def _number(value: object) -> str:
+    """``value`` for a message: a huge whole number by its size (its digits may be more
+    than Python will print)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        return f"a {value.bit_length():,}-bit number"
+    if isinstance(value, float) and not math.isfinite(value):
+        return _not_finite(value)
+    shown = repr(value)
+    return shown if len(shown) <= 60 else shown[:60] + "…"
 
 
 def _count(value: object, what: str) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise OutputError(f"usage {what} is {value!r}; expected a whole number of tokens")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKENS:
+        raise OutputError(f"usage {what} is {_number(value)}; expected a whole number of "
+                          f"tokens from 0 to {MAX_TOKENS:,} (64 bits)")
     return value
+
+
+def _cost(value: object) -> float | None:
+    if value is None:
+        return None
+    dollars = math.nan
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            dollars = float(value)
+        except OverflowError:  # an int too large for a float
+            dollars = math.inf
+    if not (math.isfinite(dollars) and 0 <= dollars <= MAX_COST_USD):
+        raise OutputError(f"usage cost_usd is {_number(value)}; expected a finite number of US "
+                          f"dollars from 0 to {MAX_COST_USD:,.0f}")
+    return dollars
 
 
 def _usage(usage: object) -> Usage | None:
@@ -87,14 +196,9 @@ def _usage(usage: object) -> Usage | None:
         usage = Usage.from_data(usage)
     if not isinstance(usage, Usage):
         raise OutputError(f"usage is a {type(usage).__name__}, not a Usage")
-    cost = usage.cost_usd
-    if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float))
-                             or cost < 0):
-        raise OutputError(f"usage cost_usd is {cost!r}; expected a number of US dollars")
     model = usage.model if usage.model is None else str(usage.model)
     return Usage(_count(usage.input_tokens, "input_tokens"),
-                 _count(usage.output_tokens, "output_tokens"),
-                 None if cost is None else float(cost), model)
+                 _count(usage.output_tokens, "output_tokens"), _cost(usage.cost_usd), model)
 
 
 def _answer(answer: Answer) -> EntryCall:
@@ -119,7 +223,7 @@ def from_return(returned: object) -> EntryCall:
 
 def _parse(text: str, what: str) -> Any:
     try:
-        return json.loads(text)
+        return parse_json(text, what)
     except ValueError as exc:
         raise OutputError(f"{what} is not JSON ({exc}): {text[:200]!r}") from None
 
@@ -143,12 +247,12 @@ def _envelope(data: object) -> EntryCall:
     return _answer(answer)
 
 
-def _arguments(raw: object) -> Any:
+def _arguments(raw: object, what: str) -> Any:
     """OpenAI sends a tool's arguments as a JSON string; read it (kept as text if it is not
     JSON, so the assertion says what was sent)."""
     if isinstance(raw, str):
         try:
-            return json.loads(raw)
+            return parse_json(raw, what)
         except ValueError:
             return raw
     return raw
@@ -165,12 +269,18 @@ def _chat_completion(data: object) -> EntryCall:
     if content is not None and not isinstance(content, str):
         raise OutputError(f"choices[0].message.content is a {type(content).__name__}, "
                           "not text")
+    raw_calls = message.get("tool_calls")
+    if raw_calls is not None and not isinstance(raw_calls, list):
+        raise OutputError(f"choices[0].message.tool_calls is a {type(raw_calls).__name__}, "
+                          "not a list")
     calls = []
-    for index, call in enumerate(message.get("tool_calls") or []):
+    for index, call in enumerate(raw_calls or []):
         function = call.get("function") if isinstance(call, Mapping) else None
         if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
             raise OutputError(f"tool_calls[{index}] has no function.name")
-        calls.append(ToolCall(function["name"], _arguments(function.get("arguments"))))
+        name = function["name"]
+        calls.append(ToolCall(name, _arguments(
+            function.get("arguments"), f"tool_calls[{index}].function.arguments ({name})")))
     usage = None
     raw_usage = data.get("usage") if isinstance(data, Mapping) else None
     if isinstance(raw_usage, Mapping):
@@ -199,12 +309,14 @@ def _content(case_input: object) -> str:
                                                                      ensure_ascii=False)
 
 
-def conversation(history: Sequence[tuple[object, EntryCall]], current: object
-                 ) -> list[dict[str, Any]]:
+def conversation(history: Sequence[tuple[object, EntryCall]], current: object, *,
+                 first: int = 0) -> list[dict[str, Any]]:
     """The OpenAI-style messages an entry point sees at a turn: every earlier user message
-    and answer (with its tool calls and their results), then this turn's user message."""
+    and answer (with its tool calls and their results), then this turn's user message.
+    ``first`` numbers the first turn of ``history`` (tool-call ids are ``call_<turn>_<n>``),
+    so a caller can build a conversation a turn at a time, each message once."""
     messages: list[dict[str, Any]] = []
-    for turn, (case_input, call) in enumerate(history):
+    for turn, (case_input, call) in enumerate(history, first):
         messages.append({"role": "user", "content": _content(case_input)})
         assistant: dict[str, Any] = {"role": "assistant", "content": call.text or ""}
         ids = [f"call_{turn}_{index}" for index in range(len(call.tool_calls))]

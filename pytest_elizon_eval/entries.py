@@ -45,7 +45,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from .answers import chat_request, conversation, from_reply, from_return
+from .answers import chat_request, conversation, from_reply, from_return, parse_json
 from .calling import call_with_deadline, run_blocking
 from .calls import EntryCall, ErrorInfo, OutputError
 from .http_client import (
@@ -340,7 +340,9 @@ class ProcessEntry:
         text = stdout.text()
         if self.output == "json":
             try:
-                value = json.loads(text)
+                value = parse_json(text, "stdout")
+            except OutputError as exc:
+                return EntryCall(error=ErrorInfo("OutputError", str(exc)), latency_ms=latency)
             except ValueError as exc:
                 return EntryCall(error=ErrorInfo("OutputError", f"stdout is not JSON ({exc}): "
                                                                 f"{excerpt(text)}"),
@@ -456,7 +458,10 @@ class HttpEntry:
             return _read(text, self.output, reply.latency_ms)
         if self.output == "json" or "json" in reply.content_type:
             try:
-                value = json.loads(text)
+                value = parse_json(text, f"the JSON reply from {self.url}")
+            except OutputError as exc:
+                return EntryCall(error=ErrorInfo("OutputError", str(exc)),
+                                 latency_ms=reply.latency_ms)
             except ValueError as exc:
                 return EntryCall(error=ErrorInfo(
                     "HttpError", f"the JSON reply from {self.url} is malformed ({exc}): "

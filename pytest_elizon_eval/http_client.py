@@ -63,7 +63,12 @@ class HttpReply:
         return 200 <= self.status < 300
 
     def text(self) -> str:
-        return self.body.decode(self.encoding, "replace")
+        """The body decoded by its charset; one Python has no text codec for (``rot13``,
+        ``base64``) or that cannot replace bad bytes (``idna``) is read as UTF-8."""
+        try:
+            return self.body.decode(self.encoding, "replace")
+        except (LookupError, ValueError):
+            return self.body.decode("utf-8", "replace")
 
 
 def _was_reset(exc: BaseException) -> bool:
@@ -128,7 +133,9 @@ class HttpClient:
 
     def exchange(self, method: str, url: str, body: object, headers: Mapping[str, str],
                  *, deadline: float, limit: int = MAX_BODY_BYTES) -> HttpReply:
-        """Send ``body`` as JSON and read the whole reply (at most ``limit`` bytes)."""
+        """Send ``body`` as JSON and read the whole reply (at most ``limit`` bytes). A 2xx
+        body over the limit is an :class:`HttpError`; any other status is returned with the
+        first ``limit`` bytes of its body, so that the status decides (a retry, the error)."""
         import httpx
 
         client = self._session()
@@ -141,8 +148,11 @@ class HttpClient:
                 for chunk in response.iter_bytes():
                     raw += chunk
                     if len(raw) > limit:
-                        raise HttpError(f"the response body from {url} is larger than "
-                                        f"{limit:,} bytes")
+                        if response.is_success:
+                            raise HttpError(f"the response body from {url} is larger than "
+                                            f"{limit:,} bytes")
+                        del raw[limit:]  # an error's start says enough; the rest is unread
+                        break
                     if time.monotonic() >= deadline:
                         raise PastDeadline
         except (httpx.HTTPError, OSError) as exc:
