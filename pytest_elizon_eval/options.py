@@ -235,24 +235,54 @@ def _concurrency(config: pytest.Config) -> tuple[int, bool]:
     return value, auto
 
 
+def _dotted_name(name: str) -> bool:
+    """``package.module.Class``: names Python could import (``not.a.Class`` is none)."""
+    import keyword
+
+    parts = name.split(".")
+    return len(parts) > 1 and all(p.isidentifier() and not keyword.iskeyword(p) for p in parts)
+
+
+def _installed(package: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(package) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def _retry_on(config: pytest.Config) -> tuple[type[BaseException], ...]:
-    """ini ``elizon_retry_on``: exception classes by dotted name, imported now."""
+    """ini ``elizon_retry_on``: exception classes by dotted name, imported now. A class of a
+    package that is not installed is skipped with one warning: it can never be raised, and
+    one ini serves environments with different SDKs installed."""
     import importlib
 
     found: list[type[BaseException]] = []
+    skipped: list[str] = []
     for name in config.getini("elizon_retry_on"):
         module, _, attribute = str(name).rpartition(".")
         value: object = None
-        if module and attribute:
+        why = ""
+        if _dotted_name(str(name)):
+            if not _installed(module.split(".")[0]):
+                skipped.append(name)
+                continue
             try:
                 value = getattr(importlib.import_module(module), attribute, None)
-            except Exception:  # any import failure is the same usage error
-                value = None
+            except Exception as exc:  # any import failure is the same usage error
+                why = f"; importing {module} failed: {type(exc).__name__}: {exc}"
         if not (isinstance(value, type) and issubclass(value, BaseException)):
             raise pytest.UsageError(
                 f"{_ini_source(config, 'elizon_retry_on')}: {name!r} is not an importable "
-                "exception class (expected a dotted name such as openai.RateLimitError)")
+                f"exception class (expected a dotted name such as openai.RateLimitError){why}")
         found.append(value)
+    if skipped and not hasattr(config, "workerinput"):  # once per run, not per xdist worker
+        packages = ", ".join(sorted({n.split(".")[0] for n in skipped}))
+        config.issue_config_time_warning(pytest.PytestConfigWarning(
+            f"{_ini_source(config, 'elizon_retry_on')}: skipped {', '.join(skipped)}: "
+            f"not installed here ({packages}), so nothing can raise "
+            f"{'them' if len(skipped) > 1 else 'it'}"), stacklevel=2)
     return tuple(found)
 
 

@@ -37,6 +37,9 @@ __all__ = ["command_options", "git_state", "merge", "now", "packages", "record"]
 _GIT_TIMEOUT_S = 10.0
 #: Option values that are not worth recording (the option was not given).
 _DEFAULTS = (None, False, "auto")
+#: Options for which ``auto`` is a choice made, not the default (``--elizon-concurrency``
+#: defaults to 1 and adapts only when asked to).
+_AUTO_CHOSEN = frozenset({"elizon_concurrency"})
 
 
 def now() -> str:
@@ -79,7 +82,9 @@ def command_options(values: Mapping[str, object]) -> dict[str, str | bool]:
     out: dict[str, str | bool] = {}
     for dest in sorted(values):
         value = values[dest]
-        if not dest.startswith("elizon_") or any(value is d or value == d for d in _DEFAULTS):
+        if not dest.startswith("elizon_") or (
+                any(value is d or value == d for d in _DEFAULTS)
+                and not (dest in _AUTO_CHOSEN and value == "auto")):
             continue
         name = "--" + dest.replace("_", "-")
         if dest in described:

@@ -22,7 +22,7 @@ import pytest
 # here, outside every inner run, so that the classes signing uses stay the same ones.
 from cryptography.hazmat.primitives import serialization  # noqa: F401
 
-from pytest_elizon_eval import Answer, ToolCall, Usage, cli
+from pytest_elizon_eval import Answer, ToolCall, Usage, cli, provenance
 from pytest_elizon_eval.answers import MAX_NESTING, from_reply, from_return
 from pytest_elizon_eval.calls import OutputError
 
@@ -357,3 +357,94 @@ def test_a_huge_503_is_retried_like_any_503(packages: Packages, pytester: pytest
     assert cases["huge-200"]["error"]["message"] == (
         f"the response body from {url} is larger than 8,388,608 bytes")
     assert seen["huge-200"] == 1
+
+
+# -- ini elizon_retry_on ------------------------------------------------------------------------
+
+SDK = """
+class RateLimitError(Exception):
+    retry_after = 0.01
+"""
+
+SDK_APP = """
+import pathlib
+import sdk_for_tests
+
+CALLS = pathlib.Path(__file__).with_name("calls.txt")
+
+def answer(text):
+    with CALLS.open("a") as fh:
+        fh.write("x")
+    if len(CALLS.read_text()) < 2:
+        raise sdk_for_tests.RateLimitError("429")
+    return "fine"
+"""
+
+WARNING = ("ini option elizon_retry_on in *: skipped not_installed_sdk_x.RateLimitError, "
+           "not_installed_sdk_y.errors.Busy: not installed here (not_installed_sdk_x, "
+           "not_installed_sdk_y), so nothing can raise them")
+
+
+def retry_on_package(packages: Packages, pytester: pytest.Pytester, names: str) -> None:
+    packages.write("sdk_for_tests.py", SDK)
+    packages.package(suite="cases:\n  - id: c\n    input: hi\n    expect: {equals: fine}\n",
+                     app=SDK_APP)
+    pytester.syspathinsert()
+    pytester.makeini(f"[pytest]\nelizon_retry_on = {names}\n")
+
+
+def test_a_retry_on_class_of_a_package_not_installed_is_skipped_with_one_warning(
+        packages: Packages, pytester: pytest.Pytester) -> None:
+    retry_on_package(packages, pytester, "not_installed_sdk_x.RateLimitError "
+                     "sdk_for_tests.RateLimitError not_installed_sdk_y.errors.Busy")
+    result = pytester.runpytest("--elizon-results=r.json")
+    result.assert_outcomes(passed=1)
+    assert results_of(pytester)["c"]["attempts"] == 2  # the installed class is still retried
+    result.stdout.fnmatch_lines(["*warnings summary*", f"*PytestConfigWarning: {WARNING}*"])
+    assert result.stdout.str().count("skipped not_installed_sdk") == 1
+    # a real pytest warning: the user's filters apply to it
+    (pytester.path / "pkg" / "calls.txt").unlink()
+    strict = pytester.runpytest("-W", "error::pytest.PytestConfigWarning")
+    assert strict.ret != pytest.ExitCode.OK
+    strict.stderr.fnmatch_lines([f"*{WARNING}*"])
+
+
+def test_the_retry_on_warning_is_given_once_under_xdist(packages: Packages,
+                                                        pytester: pytest.Pytester) -> None:
+    packages.package(suite="cases:\n  - id: a\n    input: hi\n  - id: b\n    input: ho\n",
+                     app="def answer(text):\n    return text\n")
+    pytester.makeini("[pytest]\nelizon_retry_on = not_installed_sdk_x.RateLimitError\n")
+    result = pytester.runpytest_subprocess("-n", "2")
+    assert result.parseoutcomes() == {"passed": 2, "warnings": 1}  # not one per worker too
+    result.stdout.fnmatch_lines(["*skipped not_installed_sdk_x.RateLimitError: not installed*"])
+
+
+@pytest.mark.parametrize(("name", "said"), [
+    ("sdk_for_tests.RateLimitErorr", "'sdk_for_tests.RateLimitErorr' is not an importable "
+                                     "exception class*"),
+    ("sdk_for_tests.sub.Error", "'sdk_for_tests.sub.Error' is not an importable exception class"
+                                "*; importing sdk_for_tests.sub failed: ModuleNotFoundError: "
+                                "No module named 'sdk_for_tests.sub'*"),
+])
+def test_a_misspelt_retry_on_class_of_an_installed_package_is_a_usage_error(
+        packages: Packages, pytester: pytest.Pytester, name: str, said: str) -> None:
+    retry_on_package(packages, pytester, name)
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*ini option elizon_retry_on in *: {said}"])
+
+
+# -- provenance -----------------------------------------------------------------------------------
+
+def test_provenance_records_concurrency_auto(packages: Packages,
+                                             pytester: pytest.Pytester) -> None:
+    packages.package(suite="cases:\n  - id: c\n    input: hi\n",
+                     app="def answer(text):\n    return text\n")
+    pytester.runpytest("--elizon-results=r.json", "--elizon-concurrency=auto").assert_outcomes(
+        passed=1)
+    options = json.loads((pytester.path / "r.json").read_text("utf-8"))["provenance"]["options"]
+    assert options["--elizon-concurrency"] == "auto"
+    # the annotations' default, auto, is still not an option given
+    assert provenance.command_options({"elizon_annotations": "auto",
+                                       "elizon_concurrency": "auto"}) == {
+        "--elizon-concurrency": "auto"}
