@@ -6,7 +6,8 @@ deadline) comes back as an :class:`~.calls.EntryCall`. Callers never ask
 which kind they hold. The kinds (docs/contract.md#binding):
 
 * :class:`CallableEntry` — a Python callable, sync or async; a string input
-  is passed positionally, a mapping as keywords.
+  is passed positionally, a mapping as keywords (or whole, as the one
+  positional argument, when its keys cannot all be keywords).
 * :class:`ProcessEntry` — ``{command: [argv…], cwd?, env?, output?}``. The
   input goes to stdin (a string as is, a mapping as JSON), the output is
   stdout (UTF-8 with replacement; parsed as JSON with ``output: json``), a
@@ -124,17 +125,17 @@ class CallableEntry:
         self.description = description
         #: Adaptive concurrency adapts per entry point.
         self.limit_key = description
-        self._takes_messages = _takes_messages(fn)
+        self._signature = _signature_of(fn)
+        self._takes_messages = _takes_messages(self._signature)
 
     def __repr__(self) -> str:
         return self.description
 
     def run(self, case_input: object, *, deadline: float,
             messages: list[dict[str, Any]] | None = None) -> EntryCall:
-        args, kwargs = ((), dict(case_input)) if isinstance(case_input, Mapping) \
-            else ((case_input,), {})
-        if messages is not None and self._takes_messages:
-            kwargs["messages"] = messages
+        extra = {"messages": messages} if messages is not None and self._takes_messages \
+            else {}
+        args, kwargs = _arguments(self._signature, case_input, extra)
         tally = Tally()
         call = attempts(lambda: call_with_deadline(self.fn, args, kwargs, deadline,
                                                         from_return),
@@ -164,14 +165,45 @@ def retried(call: EntryCall, tally: Tally) -> EntryCall:
                    waited_s=tally.waited_s, rate_limited=tally.rate_limited)
 
 
-def _takes_messages(fn: Callable[..., Any]) -> bool:
-    """Whether ``fn`` accepts ``messages=`` (a parameter of that name, or ``**kwargs``)."""
+def _signature_of(fn: Callable[..., Any]) -> inspect.Signature | None:
+    """``fn``'s signature; None when Python cannot read one (some built-ins)."""
     try:
-        parameters = inspect.signature(fn).parameters.values()
+        return inspect.signature(fn)
     except (TypeError, ValueError):
-        return False
-    return any(p.name == "messages" or p.kind is inspect.Parameter.VAR_KEYWORD
-               for p in parameters)
+        return None
+
+
+def _takes_messages(signature: inspect.Signature | None) -> bool:
+    """Whether the callable accepts ``messages=`` (a parameter of that name, or
+    ``**kwargs``)."""
+    return signature is not None and any(
+        p.name == "messages" or p.kind is inspect.Parameter.VAR_KEYWORD
+        for p in signature.parameters.values())
+
+
+def _arguments(signature: inspect.Signature | None, case_input: object,
+               extra: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """How a callable is given an input (docs/contract.md#passing-input): a string as its
+    one positional argument; a mapping as keywords, unless its keys cannot all be bound
+    as keywords (a key it has no parameter for, or a required parameter left unfilled)
+    while the whole mapping can be its one positional argument — ``run(input: dict)``,
+    LangChain's ``invoke(input, config=None, **kwargs)``. When neither fits, keywords: the
+    call's TypeError then names the key."""
+    if not isinstance(case_input, Mapping):
+        return (case_input,), extra
+    named = {**case_input, **extra}
+    if signature is None:
+        return (), named
+    try:
+        signature.bind(**named)
+    except TypeError:
+        whole = dict(case_input)  # a copy, as keywords are: the case keeps its input
+        try:
+            signature.bind(whole, **extra)
+        except TypeError:
+            return (), named
+        return (whole,), extra
+    return (), named
 
 
 def _request(case_input: object, messages: list[dict[str, Any]] | None, mode: str,

@@ -12,7 +12,8 @@ from __future__ import annotations
 import http.server
 import json
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from cryptography.hazmat.primitives import serialization  # noqa: F401
 from pytest_elizon_eval import Answer, ToolCall, Usage, cli, provenance
 from pytest_elizon_eval.answers import MAX_NESTING, from_reply, from_return
 from pytest_elizon_eval.calls import OutputError
+from pytest_elizon_eval.entries import CallableEntry
 
 from .conftest import Packages
 
@@ -448,3 +450,113 @@ def test_provenance_records_concurrency_auto(packages: Packages,
     assert provenance.command_options({"elizon_annotations": "auto",
                                        "elizon_concurrency": "auto"}) == {
         "--elizon-concurrency": "auto"}
+
+
+# -- a mapping input to a one-parameter entry point ----------------------------------------------
+
+CALLABLES = """
+import json
+
+def run(input: dict):
+    return "run got " + json.dumps(input, sort_keys=True)
+
+class Chain:
+    def invoke(self, input, config=None, **kwargs):
+        return ("invoke got " + json.dumps(input, sort_keys=True)
+                + f" config={config} extra={sorted(kwargs)}")
+
+chain = Chain()
+
+def named(question, matter):
+    return f"named got question={question} matter={matter}"
+
+def needs_input(input, **kwargs):
+    return "needs_input got " + json.dumps(input, sort_keys=True) + f" extra={sorted(kwargs)}"
+
+def two(a, b):
+    return "two"
+"""
+
+MAPPING = "{question: overdue?, matter: M-1}"
+
+
+@pytest.mark.parametrize(("entry", "expected"), [
+    ("callables:run", 'run got {"matter": "M-1", "question": "overdue?"}'),
+    ("callables:chain.invoke",
+     'invoke got {"matter": "M-1", "question": "overdue?"} config=None extra=[]'),
+    ("callables:named", "named got question=overdue? matter=M-1"),  # keys fit: keywords
+    ("callables:needs_input",  # **kwargs, but `input` would be left unfilled: the whole mapping
+     'needs_input got {"matter": "M-1", "question": "overdue?"} extra=[]'),
+])
+def test_a_mapping_reaches_an_entry_point_whole_when_its_keys_cannot_be_keywords(
+        packages: Packages, pytester: pytest.Pytester, entry: str, expected: str) -> None:
+    packages.package(suite=f"cases:\n  - id: c\n    input: {MAPPING}\n", app=None, entry=entry)
+    packages.write("pkg/callables.py", CALLABLES)
+    pytester.runpytest("--elizon-results=r.json").assert_outcomes(passed=1)
+    assert results_of(pytester)["c"]["output"] == expected
+
+
+def test_a_langchain_shaped_entry_point_in_a_conversation_gets_the_messages_as_keywords(
+        packages: Packages, pytester: pytest.Pytester) -> None:
+    suite = ("cases:\n  - id: c\n    turns:\n"
+             f"      - input: {MAPPING}\n        expect: {{contains: [invoke got]}}\n"
+             f"      - input: {{question: paid?}}\n        expect: {{contains: [paid?]}}\n")
+    packages.package(suite=suite, app=None, entry="callables:chain.invoke")
+    packages.write("pkg/callables.py", CALLABLES)
+    pytester.runpytest("--elizon-results=r.json").assert_outcomes(passed=1)
+    turns = results_of(pytester)["c"]["turns"]
+    assert turns[1]["output"] == \
+        'invoke got {"question": "paid?"} config=None extra=[\'messages\']'
+
+
+def test_keys_that_fit_neither_way_say_which_key(packages: Packages,
+                                                 pytester: pytest.Pytester) -> None:
+    packages.package(suite="cases:\n  - id: c\n    input: {a: 1, c: 2}\n", app=None,
+                     entry="callables:two")
+    packages.write("pkg/callables.py", CALLABLES)
+    pytester.runpytest("--elizon-results=r.json").assert_outcomes(failed=1)
+    error = results_of(pytester)["c"]["error"]
+    assert (error["type"], error["message"]) == (
+        "TypeError", "two() got an unexpected keyword argument 'c'")
+
+
+class Runnable:
+    def invoke(self, input: object, config: object = None, **kwargs: object) -> str:
+        return f"whole {input!r} {config!r} {sorted(kwargs)}"
+
+
+def _positional_only(x: object, /) -> str:
+    return f"whole {x!r}"
+
+
+def _any_positional(*args: object) -> str:
+    return f"whole {args!r}"
+
+
+def _keywords(**kwargs: object) -> str:
+    return f"keywords {sorted(kwargs.items())!r}"
+
+
+def _input_or_keywords(input: object = None, **kwargs: object) -> str:
+    return f"keywords {input!r} {sorted(kwargs)}"
+
+
+def _optional_matter(question: object, matter: object = None) -> str:
+    return f"keywords {question!r} {matter!r}"
+
+
+@pytest.mark.parametrize(("fn", "given", "answered"), [
+    (Runnable().invoke, {"question": "q"}, "whole {'question': 'q'} None []"),
+    (Runnable().invoke, {"input": "x"}, "whole 'x' None []"),  # the keys fit: keywords
+    (_positional_only, {"x": 1}, "whole {'x': 1}"),
+    (_any_positional, {"a": 1}, "whole ({'a': 1},)"),
+    (_keywords, {"a": 1}, "keywords [('a', 1)]"),
+    (_input_or_keywords, {"question": "q"}, "keywords None ['question']"),
+    (_optional_matter, {"question": "q"}, "keywords 'q' None"),
+    (dict, {"a": 1}, {"a": 1}),  # no signature Python can read: keywords, as always
+])
+def test_which_shapes_get_the_whole_mapping(fn: Callable[..., Any], given: dict[str, Any],
+                                            answered: object) -> None:
+    call = CallableEntry(fn, "fn").run(given, deadline=time.monotonic() + 30)
+    assert call.error is None
+    assert call.value == answered
