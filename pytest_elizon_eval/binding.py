@@ -41,7 +41,8 @@ from .errors import ElizonError
 from .judging import Judge, judge_from
 from .model import CommandEntry, EntrySpec, JudgeEndpoint, UrlEntry
 
-__all__ = ["ENTRY", "JUDGE", "Binder", "Kind", "Source", "import_attribute", "parse_text"]
+__all__ = ["ENTRY", "JUDGE", "Binder", "ImportExited", "Kind", "Source", "import_attribute",
+           "parse_text"]
 
 
 @dataclass(frozen=True)
@@ -172,14 +173,26 @@ def _split_spec(spec: str) -> tuple[str, str]:
     return module_name, attribute
 
 
+#: The plugin's own folder: its frames never locate a user's import failure.
+_PLUGIN_FOLDER = Path(__file__).resolve().parent
+
+
+class ImportExited(ValueError):
+    """Importing a module ended the way a program ends (``sys.exit()``, another
+    BaseException that is not KeyboardInterrupt): a problem of what names the module,
+    never an end of the session."""
+
+
 def _import_failure(exc: BaseException, folder: Path | None) -> str:
     """Where an import failed: the failing line of the user's module (the last frame in the
-    package's folder, not one inside a library it called), never importlib's."""
+    package's folder, not one inside a library it called), never importlib's or the
+    plugin's (a module that is not there has no line: the caller says where it is named)."""
     if isinstance(exc, SyntaxError) and exc.filename:
         text = (exc.text or "").strip()
         return f"{exc.filename}:{exc.lineno}: {text}" if text else f"{exc.filename}:{exc.lineno}"
     frames = [f for f in traceback.extract_tb(exc.__traceback__)
-              if "importlib" not in f.filename and not f.filename.startswith("<frozen")]
+              if "importlib" not in f.filename and not f.filename.startswith("<frozen")
+              and not _inside(f.filename, _PLUGIN_FOLDER)]
     if folder is not None:
         frames = [f for f in frames if _inside(f.filename, folder)] or frames
     if not frames:
@@ -197,14 +210,25 @@ def import_attribute(spec: str, folders: Sequence[Path]) -> object:
     module_name, attribute = _split_spec(spec.strip())
     folder = next((f.resolve() for f in folders if _provides(f, module_name.split(".")[0])),
                   None)
+    where = f" from {folder}" if folder else ""
     try:
         module = (_import_isolated(module_name, folder) if folder
                   else importlib.import_module(module_name))
     except Exception as exc:
-        where = f" from {folder}" if folder else ""
         at = _import_failure(exc, folder)
         raise ValueError(f"cannot import {module_name!r}{where}: {type(exc).__name__}: {exc}"
                          + (f" (at {at})" if at and at not in str(exc) else "")) from exc
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt) or _pytest_outcome(exc):
+            raise  # a real Ctrl-C, or pytest's own skip/fail/exit: pytest handles them
+        at = _import_failure(exc, folder)
+        try:
+            said = str(exc)
+        except Exception:  # an exit whose message cannot be printed is still an exit
+            said = ""
+        raise ImportExited(f"importing {module_name!r}{where} ended with "
+                           f"{type(exc).__name__}{f': {said}' if said else ''}"
+                           + (f" (at {at})" if at else "")) from None
     value: object = module
     for name in attribute.split("."):
         try:
@@ -212,6 +236,13 @@ def import_attribute(spec: str, folders: Sequence[Path]) -> object:
         except AttributeError:
             raise ValueError(f"{module_name!r} has no attribute {attribute!r}") from None
     return value
+
+
+def _pytest_outcome(exc: BaseException) -> bool:
+    """Whether ``exc`` is pytest's skip, fail or exit (``pytest.importorskip`` at import)."""
+    outcomes = sys.modules.get("_pytest.outcomes")  # looked up: no pytest import here
+    kind = getattr(outcomes, "OutcomeException", None)
+    return isinstance(kind, type) and isinstance(exc, kind)
 
 
 def _describe(value: object) -> str:

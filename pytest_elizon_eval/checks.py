@@ -6,15 +6,21 @@ folder first) or by a name from the ``elizon_checks`` fixture's mapping. It asks
 by parameter name for what it needs — ``output``, ``value``, ``input``,
 ``answer``, ``case`` — and passes by returning True; it fails by returning False
 or ``(False, "reason")`` or by raising ``AssertionError``; a float is a score
-held against the spec's ``threshold``. A check runs in a thread of its own, so a
-hung one is abandoned at the case's deadline; async checks get an event loop of
-their own there. Which checks a suite names, with their lines, is read from the
-raw suite data (:func:`check_refs`), so a ``module:function`` that cannot be
-imported is a collection error at its line. No pytest import here.
+held against the spec's ``threshold``, and must lie from 0 to 1. A check runs in a
+thread of its own, so a hung one is abandoned at the case's deadline, which then
+makes the case a timeout; async checks get an event loop of their own there. Each
+check gets its own copy of what it asks for, so one that changes the answer changes
+nothing another check, a report or a cassette sees. Whatever a check returns or
+raises, however badly it prints, is read into a result and never escapes. Which
+checks a suite names, with their lines, is read from the raw suite data
+(:func:`check_refs`), so a ``module:function`` that cannot be imported is a
+collection error at its line, unless its import exits (:class:`Unimportable`).
+No pytest import here.
 """
 
 from __future__ import annotations
 
+import copy
 import inspect
 import threading
 import time
@@ -31,7 +37,8 @@ from .errors import ElizonError
 from .loading import YamlMapping, YamlSequence
 from .model import Case, CheckSpec, Expect
 
-__all__ = ["PARAMETERS", "CheckRef", "check_refs", "fixture_checks", "resolve_specs",
+__all__ = ["PARAMETERS", "CheckRef", "CheckResults", "Unimportable", "check_refs",
+           "fixture_checks", "grade_checks", "refuse_unimportable", "resolve_specs",
            "run_checks", "signature_problem", "uses_fixture"]
 
 #: What a check may ask for, by parameter name.
@@ -117,11 +124,24 @@ def signature_problem(function: object) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class Unimportable:
+    """Stands in for a ``module:function`` check whose module's import ended the way a
+    program ends (``sys.exit()``, another BaseException): each case that names it is an
+    error at its setup (:func:`refuse_unimportable`), and the suite's other cases run."""
+
+    problem: str
+
+    def __call__(self, **_: object) -> object:
+        raise RuntimeError(self.problem)  # never called: its cases stop at setup
+
+
 def resolve_specs(refs: Sequence[CheckRef], folders: Sequence[Path], display: str
                   ) -> dict[str, CheckFunction]:
     """Import every ``module:function`` check of a suite; one ElizonError lists every one
-    that cannot be used, at its line."""
-    from .binding import import_attribute  # deferred: binding pulls in every entry kind
+    that cannot be used, at its line. A module whose import exits is kept as an
+    :class:`Unimportable` instead (docs/contract.md#checks)."""
+    from .binding import ImportExited, import_attribute  # deferred: binding loads every entry
 
     found: dict[str, CheckFunction] = {}
     problems: dict[str, str] = {}
@@ -131,6 +151,9 @@ def resolve_specs(refs: Sequence[CheckRef], folders: Sequence[Path], display: st
         if ref.name not in problems:
             try:
                 function = import_attribute(ref.name, folders)
+            except ImportExited as exc:
+                found[ref.name] = Unimportable(str(exc))
+                continue
             except ValueError as exc:
                 problems[ref.name] = str(exc).replace(
                     "a {command: […]} or a {url: …} mapping", "or a name from the "
@@ -146,6 +169,21 @@ def resolve_specs(refs: Sequence[CheckRef], folders: Sequence[Path], display: st
     if lines:
         raise ElizonError(errors.EVALUATION_SUITE_INVALID, lines)
     return found
+
+
+def refuse_unimportable(case: Case, refs: Sequence[CheckRef],
+                        functions: Mapping[str, CheckFunction], display: str) -> None:
+    """ElizonError, at each line where ``case`` names it, for a check whose module's
+    import exited (:class:`Unimportable`)."""
+    broken = {n: f for n in _names(case) if isinstance(f := functions.get(n), Unimportable)}
+    if not broken:
+        return
+    lines = [f"{display}:{ref.line}: {ref.where}: check {ref.name!r} cannot be used: "
+             f"{broken[ref.name].problem}" for ref in refs
+             if ref.case_id == case.id and ref.name in broken]
+    raise ElizonError(errors.EVALUATION_SUITE_INVALID, lines or [
+        f"{display}: case {case.id}: check {name!r} cannot be used: {f.problem}"
+        for name, f in broken.items()])
 
 
 def _names(case: Case) -> list[str]:
@@ -194,7 +232,37 @@ def fixture_checks(case: Case, refs: Sequence[CheckRef], given: object, where: s
 
 # -- running ------------------------------------------------------------------------------------
 
-def _arguments(function: CheckFunction, offered: dict[str, object]) -> dict[str, object]:
+#: How a check's argument is made for it, by parameter name (a fresh copy, where it can change).
+_Makers = dict[str, Callable[[], object]]
+
+
+class CaseCopy:
+    """One copy of a case for the checks of one run, made when a check first asks for it.
+    One per check would copy a whole conversation at each turn (docs/contract.md#checks)."""
+
+    def __init__(self, case: Case) -> None:
+        self._case = case
+        self._copy: Case | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> Case:
+        with self._lock:
+            if self._copy is None:
+                self._copy = copy.deepcopy(self._case)
+            return self._copy
+
+
+@dataclass(frozen=True)
+class CheckResults:
+    """The checks of one ``expect``: one result each, in order."""
+
+    results: tuple[AssertionResult, ...]
+    #: The case's time limit was reached in a check: the case is a timeout, as if the entry
+    #: point had not answered (docs/contract.md#checks).
+    out_of_time: bool = False
+
+
+def _arguments(function: CheckFunction, offered: _Makers) -> _Makers:
     try:
         parameters = inspect.signature(function).parameters.values()
     except (TypeError, ValueError):
@@ -208,40 +276,37 @@ async def _awaited(pending: Any) -> object:
     return await pending
 
 
-def _call_by(function: CheckFunction, arguments: dict[str, object], deadline: float
-             ) -> tuple[bool, object, BaseException | None]:
-    """(finished in time, what it returned, what it raised): in a thread of its own, so a
-    hung check is abandoned at the deadline, never waited for."""
-    box: dict[str, Any] = {}
+def _type_name(value: object) -> str:
+    try:
+        return str.__str__(type(value).__name__)
+    except BaseException:  # a metaclass may lie about its __name__ too
+        return "object"
 
-    def work() -> None:
-        try:
-            result = function(**arguments)
-            if inspect.isawaitable(result):
-                import asyncio  # deferred: only an async check needs an event loop
 
-                result = asyncio.run(_awaited(result))
-            box["value"] = result
-        except BaseException as exc:  # reported as the check's failure
-            box["error"] = exc
-
-    worker = threading.Thread(target=work, name="elizon-check", daemon=True)
-    worker.start()
-    worker.join(max(0.0, deadline - time.monotonic()))
-    if worker.is_alive():
-        return False, None, None
-    return True, box.get("value"), box.get("error")
+def _text_of(value: object, how: Callable[[object], object] = str) -> str:
+    """``str`` (or ``repr``) of what a check gave, or ``<unprintable T>`` when that raises or
+    is not text: a check's own printing must never stop its case being graded."""
+    try:
+        text = how(value)
+        if isinstance(text, str):
+            return str.__str__(text)  # a str subclass's own __str__ is not trusted either
+    except BaseException:  # whatever printing raises, the check is still graded
+        pass
+    return f"<unprintable {_type_name(value)}>"
 
 
 def _frame(exc: BaseException, function: CheckFunction) -> str:
     """The check's own frame (and the deepest one, if the error came from further in)."""
-    frames = traceback.extract_tb(exc.__traceback__)
-    code = getattr(function, "__code__", None)
-    own = [f for f in frames if code is not None and f.filename == code.co_filename
-           and f.name == code.co_name]
-    shown = [f for f in (own[-1:] + frames[-1:]) if f is not None]
-    parts = list(dict.fromkeys(f"{f.filename}:{f.lineno} in {f.name}: {(f.line or '').strip()}"
-                               for f in shown))
+    try:
+        frames = traceback.extract_tb(exc.__traceback__)
+        code = getattr(function, "__code__", None)
+        own = [f for f in frames if code is not None and f.filename == code.co_filename
+               and f.name == code.co_name]
+        shown = [f for f in (own[-1:] + frames[-1:]) if f is not None]
+        parts = list(dict.fromkeys(f"{f.filename}:{f.lineno} in {f.name}: "
+                                   f"{(f.line or '').strip()}" for f in shown))
+    except Exception:  # a traceback that cannot be read: the error itself is still shown
+        return "an unknown line"
     return " → ".join(parts)
 
 
@@ -250,36 +315,102 @@ def _one_line(text: str, limit: int = 500) -> str:
     return joined if len(joined) <= limit else joined[:limit - 1] + "…"
 
 
+def _number(score: float) -> str:
+    try:
+        return f"{float(score):g}"
+    except OverflowError:  # an int beyond any float
+        return "a whole number of more than 308 digits"
+
+
 def _judged(returned: object, threshold: float | None) -> tuple[bool, str, str]:
     """(passed, expected, found) from what a check returned."""
     reason = ""
     if isinstance(returned, tuple) and len(returned) == 2 and isinstance(returned[1], str):
-        returned, reason = returned
+        pair: tuple[object, str] = returned
+        returned, reason = pair[0], str.__str__(pair[1])
     said = f" — {reason}" if reason else ""
     if isinstance(returned, bool):
         expected = "True" if threshold is None else f"True or a score of at least {threshold:g}"
         return returned, expected, f"returned {returned}{said}"
     if isinstance(returned, (int, float)):
+        # the plain number, whatever a subclass says of itself
+        score = int.__int__(returned) if isinstance(returned, int) else float.__float__(returned)
+        wanted = "True, or a score with a threshold" if threshold is None \
+            else f"a score of at least {threshold:g}"
+        if not 0 <= score <= 1:  # NaN fails this too: never "score inf" or a NaN pass
+            return False, wanted, (f"returned the score {_number(score)}{said}; a score is a "
+                                   "number from 0 to 1")
         if threshold is None:
-            return False, "True, or a score with a threshold", (
-                f"returned the score {returned:g}, but no threshold is given: write "
+            return False, wanted, (
+                f"returned the score {score:g}, but no threshold is given: write "
                 "{check: <name>, threshold: 0.8}")
-        return (returned >= threshold, f"a score of at least {threshold:g}",
-                f"score {returned:.2f}{said}")
+        return score >= threshold, wanted, f"score {score:.2f}{said}"
+    shown = f"returned {_type_name(returned)} {_text_of(returned, repr)}"[:200]
     return False, "True" if threshold is None else f"a score of at least {threshold:g}", (
-        f"returned {type(returned).__name__} {returned!r}"[:200]
-        + "; a check returns True, False, (False, 'reason') or a score, or raises "
-          "AssertionError")
+        shown + "; a check returns True, False, (False, 'reason') or a score, or raises "
+                "AssertionError")
 
 
-def run_checks(expect: Expect | None, functions: Mapping[str, CheckFunction], case: Case,
-               case_input: object, call: EntryCall, deadline: float) -> list[AssertionResult]:
-    """One result per check of ``expect``, each named ``checks.<name>``, in order."""
+def _raised(exc: BaseException, function: CheckFunction) -> str:
+    if isinstance(exc, AssertionError):
+        message = _one_line(_text_of(exc)) or "assert failed"
+        return f"AssertionError: {message} (at {_frame(exc, function)})"
+    return (f"the check raised {_type_name(exc)}: {_one_line(_text_of(exc), 300)} (at "
+            f"{_frame(exc, function)})")
+
+
+def _graded(function: CheckFunction, wanted: _Makers, threshold: float | None
+            ) -> tuple[bool, str | None, str]:
+    """(passed, expected or None for the usual, found): the check called on fresh copies of
+    what it asks for, and what it did read into text. Never raises."""
+    try:
+        arguments = {name: make() for name, make in wanted.items()}
+    except BaseException as exc:  # an answer no copy can be made of (it is the entry's)
+        return False, None, (f"what the check asks for could not be copied for it: "
+                             f"{_type_name(exc)}: {_one_line(_text_of(exc), 300)}")
+    try:
+        result = function(**arguments)
+        if inspect.isawaitable(result):
+            import asyncio  # deferred: only an async check needs an event loop
+
+            result = asyncio.run(_awaited(result))
+    except BaseException as exc:  # sys.exit() included: it is the check's failure
+        return False, None, _raised(exc, function)
+    try:
+        return _judged(result, threshold)
+    except BaseException as exc:  # a returned value that breaks even being compared
+        return False, None, (f"returned {_type_name(result)}, which cannot be read: "
+                             f"{_type_name(exc)}: {_one_line(_text_of(exc), 300)}")
+
+
+def _call_by(function: CheckFunction, wanted: _Makers, threshold: float | None,
+             deadline: float) -> tuple[bool, str | None, str] | None:
+    """:func:`_graded` in a thread of its own, so a hung check (or a hung ``__repr__`` of
+    what it returned) is abandoned at the deadline, never waited for: None then."""
+    box: list[tuple[bool, str | None, str]] = []
+    worker = threading.Thread(target=lambda: box.append(_graded(function, wanted, threshold)),
+                              name="elizon-check", daemon=True)
+    worker.start()
+    worker.join(max(0.0, deadline - time.monotonic()))
+    return None if worker.is_alive() or not box else box[0]
+
+
+def grade_checks(expect: Expect | None, functions: Mapping[str, CheckFunction], case: Case,
+                 case_input: object, call: EntryCall, deadline: float, *,
+                 case_copy: CaseCopy | None = None) -> CheckResults:
+    """One result per check of ``expect``, each named ``checks.<name>``, in order. Each check
+    gets its own copy of ``value``, ``input`` and ``answer``; ``case`` is copied once per
+    ``case_copy`` (a run). A check still running at the deadline ends the checks there."""
     if expect is None or not expect.checks:
-        return []
-    offered: dict[str, object] = {"output": call.text, "value": call.value,
-                                  "input": case_input, "answer": call, "case": case}
+        return CheckResults(())
+    shown_case = case_copy or CaseCopy(case)
+    # the output text is immutable; the rest is copied for each check, so what one check
+    # changes no other check, report or cassette sees
+    offered: _Makers = {"output": lambda: call.text, "value": lambda: copy.deepcopy(call.value),
+                        "input": lambda: copy.deepcopy(case_input),
+                        "answer": lambda: copy.deepcopy(call), "case": shown_case.get}
     results: list[AssertionResult] = []
+    out_of_time = False
     for item in expect.checks:
         spec = item if isinstance(item, CheckSpec) else CheckSpec(check=item, threshold=None)
         name = f"checks.{spec.check}"
@@ -287,26 +418,29 @@ def run_checks(expect: Expect | None, functions: Mapping[str, CheckFunction], ca
         if call.text is None:
             results.append(AssertionResult(name, None, wanted, "not checked: there is no output"))
             continue
+        if out_of_time:
+            results.append(AssertionResult(name, None, wanted, "not checked: the case's time "
+                                           "limit was reached"))
+            continue
         function = functions[spec.check]
         left = deadline - time.monotonic()
         if left <= 0:
+            out_of_time = True
             results.append(AssertionResult(name, False, wanted, "no time left within the "
                                            "case's time limit"))
             continue
-        finished, returned, raised = _call_by(function, _arguments(function, offered), deadline)
-        if not finished:
+        graded = _call_by(function, _arguments(function, offered), spec.threshold, deadline)
+        if graded is None:
+            out_of_time = True
             results.append(AssertionResult(name, False, wanted, f"gave no result within the "
                                            f"{left:.1f} s left of the case's time limit"))
-        elif isinstance(raised, AssertionError):
-            message = _one_line(str(raised)) or "assert failed"
-            results.append(AssertionResult(name, False, wanted,
-                                           f"AssertionError: {message} (at "
-                                           f"{_frame(raised, function)})"))
-        elif raised is not None:
-            results.append(AssertionResult(name, False, wanted, (
-                f"the check raised {type(raised).__name__}: {_one_line(str(raised), 300)} (at "
-                f"{_frame(raised, function)})")))
-        else:
-            passed, expected, found = _judged(returned, spec.threshold)
-            results.append(AssertionResult(name, passed, expected, found))
-    return results
+            continue
+        passed, expected, found = graded
+        results.append(AssertionResult(name, passed, expected or wanted, found))
+    return CheckResults(tuple(results), out_of_time)
+
+
+def run_checks(expect: Expect | None, functions: Mapping[str, CheckFunction], case: Case,
+               case_input: object, call: EntryCall, deadline: float) -> list[AssertionResult]:
+    """:func:`grade_checks`' results alone."""
+    return list(grade_checks(expect, functions, case, case_input, call, deadline).results)

@@ -158,7 +158,9 @@ class SuiteFile(_ShowsElizonErrors, pytest.File):
     def collect(self) -> Iterator[CaseItem]:
         loaded, info = self.config.stash[INDEX].suite(self.path, self.package, self.spec)
         self.check_refs = loaded.check_refs
-        if loaded.check_refs:  # a check that cannot be imported is a collection error
+        # a check that cannot be imported is a collection error, unless its import exits:
+        # then the cases that name it are errors at their setup (docs/contract.md#checks)
+        if loaded.check_refs:
             self.check_functions = checks.resolve_specs(
                 loaded.check_refs, [self.package.folder, self.path.parent, self.config.rootpath],
                 info.path)
@@ -276,6 +278,8 @@ class CaseItem(compat.FixtureItem):
         judge = binder.judge(self._sources(JUDGE, settings, values[JUDGE.fixture]),
                              package.folder) if self.judged else None
         functions = self.parent.check_functions
+        checks.refuse_unimportable(self.case, self.parent.check_refs, functions,
+                                   self.identity.suite.path)
         if self.checks_fixture:
             functions = {**functions, **checks.fixture_checks(
                 self.case, self.parent.check_refs, values.get(CHECKS_FIXTURE),

@@ -6,7 +6,9 @@ starts (built in the case's setup, or ahead of its turn for concurrency);
 run — and never raises. Deciding the outcome is :mod:`.outcomes`' job, and
 who the case is (node id, suite, line) is joined there too. The judge, when
 a case has one, runs after the entry point inside what is left of the same
-time limit. With ``repeat: n`` each run has its own time limit. With a
+time limit; so do Python checks, and one still running at the deadline makes
+the run a timeout (its call marked so, the entry point's answer kept apart for
+the cassette). With ``repeat: n`` each run has its own time limit. With a
 cassette, the recorded calls answer instead of the entry point.
 
 A conversation (``turns:``) calls the entry point once per turn, each time
@@ -22,11 +24,12 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from .answers import conversation, priced
 from .assertions import AssertionResult, check
 from .calls import EntryCall, Usage
-from .checks import CheckFunction, run_checks
+from .checks import CaseCopy, CheckFunction, grade_checks
 from .concurrency import gate_for
 from .entries import Entry
 from .judging import Judge
@@ -70,6 +73,9 @@ class TurnResult:
     judge_score: float | None = None
     judge_reasoning: str | None = None
     judge_usage: Usage | None = None
+    #: The entry point's answer, when ``call`` is that answer marked timed out because a
+    #: check ran out of the case's time: what a cassette keeps (:attr:`Attempt.entry_calls`).
+    answered: EntryCall | None = field(default=None, compare=False)
 
 
 def turn_failed(turn: TurnResult, expects_error: bool = False) -> bool:
@@ -95,6 +101,16 @@ class Attempt:
     #: The judge's retries after refusals (every turn's), the seconds it waited, and
     #: whether it was rate limited (docs/contract.md#retries).
     judge_retries: Tally = field(default_factory=Tally, compare=False)
+    #: As :attr:`TurnResult.answered`, for a single call.
+    answered: EntryCall | None = field(default=None, compare=False)
+
+    @property
+    def entry_calls(self) -> tuple[EntryCall, ...]:
+        """What the entry point answered, turn by turn (one call for a single input), before
+        any check ran out of time: what a cassette records (docs/contract.md#record-and-replay)."""
+        if self.turns:
+            return tuple(t.answered or t.call for t in self.turns)
+        return (self.answered or self.call,)
 
 
 @dataclass(frozen=True)
@@ -132,19 +148,27 @@ def _judged(spec: JudgeExpect, judge: Judge, case_input: object, call: EntryCall
             grade.score, grade.reasoning, grade.usage)
 
 
+#: What grading a call gives: the call (marked timed out when a check ran out of the
+#: case's time), its assertions, the judge's score, reasoning and usage.
+_Graded = tuple[EntryCall, tuple[AssertionResult, ...], float | None, str | None, Usage | None]
+
+
 def _checked(plan: CasePlan, expect: Expect | None, case_input: object, call: EntryCall,
-             deadline: float, retries: Tally
-             ) -> tuple[tuple[AssertionResult, ...], float | None, str | None, Usage | None]:
+             deadline: float, retries: Tally, case_copy: CaseCopy) -> _Graded:
     assertions = check(expect, call, plan.route_key)
     if not call.timed_out:  # Python checks run inside what is left of the time limit
-        assertions += run_checks(expect, plan.checks, plan.case, case_input, call, deadline)
+        graded = grade_checks(expect, plan.checks, plan.case, case_input, call, deadline,
+                              case_copy=case_copy)
+        assertions += graded.results
+        if graded.out_of_time:  # the limit is the case's wherever it is reached: a timeout
+            call = replace(call, timed_out=True)
     score = reasoning = usage = None
     if expect is not None and expect.judge is not None and plan.judge is not None \
             and not call.timed_out:
         result, score, reasoning, usage = _judged(expect.judge, plan.judge, case_input, call,
                                                   deadline, retries)
         assertions.append(result)
-    return tuple(assertions), score, reasoning, priced(usage, plan.prices)
+    return call, tuple(assertions), score, reasoning, priced(usage, plan.prices)
 
 
 def _call(plan: CasePlan, case_input: object, deadline: float,
@@ -179,33 +203,44 @@ def _attempt(plan: CasePlan, recorded: tuple[EntryCall, ...] | None) -> Attempt:
     deadline = time.monotonic() + plan.timeout_s
     case = plan.case
     judged = Tally()
+    case_copy = CaseCopy(case)  # the checks of this run share one copy of the case
     if case.turns is None:
-        call = _call(plan, case.input, deadline, recorded[0] if recorded else None, None)
-        return Attempt(call, *_checked(plan, case.expect, case.input, call, deadline, judged),
-                       judge_retries=judged)
+        answer = _call(plan, case.input, deadline, recorded[0] if recorded else None, None)
+        call, assertions, score, reasoning, usage = _checked(
+            plan, case.expect, case.input, answer, deadline, judged, case_copy)
+        return Attempt(call, assertions, score, reasoning, usage, judge_retries=judged,
+                       answered=answer if call is not answer else None)
     expects_error = bool(case.expect and case.expect.error_contains is not None)
     turns: list[TurnResult] = []
-    history: list[tuple[object, EntryCall]] = []
+    # Each message is built once: the conversation so far is kept, and each turn adds the
+    # previous turn's answer and its own question to it (a rebuild per turn made long
+    # conversations quadratic). Each turn gets a list of its own to keep or change.
+    said: list[dict[str, Any]] = []
+    previous: list[tuple[object, EntryCall]] = []
     for index, turn in enumerate(case.turns):
         if recorded is not None and index >= len(recorded):
             break  # a recorded run stops where its conversation stopped
-        messages = conversation(history, turn.input)
-        call = _call(plan, turn.input, deadline, recorded[index] if recorded else None,
-                     messages)
-        done = TurnResult(turn.input, call, *_checked(plan, turn.expect, turn.input, call,
-                                                      deadline, judged))
+        added = conversation(previous, turn.input, first=index - len(previous))
+        said += added[:-1]
+        answer = _call(plan, turn.input, deadline, recorded[index] if recorded else None,
+                       [*said, added[-1]])
+        call, assertions, score, reasoning, usage = _checked(
+            plan, turn.expect, turn.input, answer, deadline, judged, case_copy)
+        done = TurnResult(turn.input, call, assertions, score, reasoning, usage,
+                          answered=answer if call is not answer else None)
         turns.append(done)
-        history.append((turn.input, call))
+        previous = [(turn.input, answer)]
         if turn_failed(done, expects_error):
             break
     whole = _whole([t.call for t in turns])
-    graded = _total([t.judge_usage for t in turns])
+    graded_usage = _total([t.judge_usage for t in turns])
     if len(turns) < len(case.turns) or turn_failed(turns[-1], expects_error):
         # the case's own checks are about the whole conversation, which did not happen
-        return Attempt(whole, (), judge_usage=graded, turns=tuple(turns), judge_retries=judged)
-    assertions, score, reasoning, usage = _checked(plan, case.expect, case.turns[-1].input,
-                                                   whole, deadline, judged)
-    return Attempt(whole, assertions, score, reasoning, _total([graded, usage]),
+        return Attempt(whole, (), judge_usage=graded_usage, turns=tuple(turns),
+                       judge_retries=judged)
+    call, assertions, score, reasoning, usage = _checked(
+        plan, case.expect, case.turns[-1].input, whole, deadline, judged, case_copy)
+    return Attempt(call, assertions, score, reasoning, _total([graded_usage, usage]),
                    turns=tuple(turns), judge_retries=judged)
 
 
