@@ -20,6 +20,7 @@ import argparse
 import getpass
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -49,9 +50,19 @@ class Trouble(Exception):
     """A usage problem or a file that cannot be used: one line, exit status 2."""
 
 
+#: Bidirectional controls reorder the text around them on a terminal: a case id holding
+#: U+202E reads differently from what it is, where a person reads it before typing "yes".
+#: Shown as escapes, as the HTML report shows them (docs/contract.md#untrusted-text).
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _no_bidi(text: str) -> str:
+    return _BIDI.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def safe(text: object) -> str:
     """Text from a file (names, paths, messages), safe on a terminal and in a CI log."""
-    return defuse(visible(str(text), keep_newlines=False))
+    return defuse(_no_bidi(visible(str(text), keep_newlines=False)))
 
 
 class Out:
@@ -62,6 +73,8 @@ class Out:
         self.colour = stream.isatty() and not os.environ.get("NO_COLOR")
 
     def line(self, text: str = "", markup: dict[str, bool] | None = None) -> None:
+        # Every line, the reporters' too: they make text visible but keep bidi controls.
+        text = _no_bidi(text)
         codes = [_ANSI[k] for k, on in (markup or {}).items() if on and k in _ANSI]
         if self.colour and codes:
             text = f"\x1b[{';'.join(codes)}m{text}\x1b[0m"
@@ -115,12 +128,11 @@ def _sign_key(path: str | None) -> signing.SigningKey | None:
 
 
 def _write(path: Path, text: str) -> None:
-    """Write ``text`` whole or not at all (a reader never sees half a file)."""
+    """Write ``text`` whole or not at all, replacing a link at ``path``, never writing
+    through it."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-        partial.write_bytes(text.encode("utf-8", "backslashreplace"))
-        os.replace(partial, path)
+        evidence.replace_file(path, text)
     except OSError as exc:
         raise Trouble(f"cannot write {path}: {exc.strerror or exc}") from None
 
@@ -275,18 +287,50 @@ def _diff(args: argparse.Namespace, out: Out) -> int:
     return EXIT_OK
 
 
+def _shard_signature(document: Document, public: Any, keys: dict[str, Any]) -> str | None:
+    """The fingerprint of the key that verifiably signed a shard; None when no key at hand
+    can vouch for it (no ``.sig``, or one by a key not given). SignatureInvalid when a
+    ``.sig`` beside it is not for it, or names a key at hand and does not verify with it."""
+    if public is not None:  # --public-key: every shard signed by exactly that key
+        return _check_signature(document, public)
+    path = signing.signature_path(document.path)
+    if not os.path.lexists(path):
+        return None
+    try:
+        data = evidence.read_json_file(path, evidence.MAX_SMALL_BYTES)
+    except EvidenceError as exc:
+        raise signing.SignatureInvalid(f"{path}: {exc}") from None
+    named = signing.check_document(document.data, data)  # an edit shows without a key
+    key = keys.get(named)
+    return None if key is None else signing.verify(document.data, data, key)
+
+
 def _merge(args: argparse.Namespace, out: Out) -> int:
     key = _sign_key(args.sign_key)
     public = _public_key(Path(args.public_key)) if args.public_key else None
     documents = [_document(Path(p)) for p in args.shards]
+    # The keys a shard's signature can be verified with: the one given, and the signing
+    # key's own (a matrix signs its shards with the key that signs the merge).
+    keys = {} if key is None else {key.fingerprint: key.key.public_key()}
     if public is not None:
-        for document in documents:
-            try:
-                _check_signature(document, public)
-            except signing.SignatureInvalid as exc:
-                print(f"{ELIZON_RESULTS_SIGNATURE_INVALID}: {safe(document.path)}: {safe(exc)}",
-                      file=sys.stderr)
-                return EXIT_NO
+        keys[signing.fingerprint(public)] = public
+    unverified: list[Document] = []
+    for document in documents:
+        try:
+            if _shard_signature(document, public, keys) is None:
+                unverified.append(document)
+        except signing.SignatureInvalid as exc:
+            print(f"{ELIZON_RESULTS_SIGNATURE_INVALID}: {safe(document.path)}: {safe(exc)}",
+                  file=sys.stderr)
+            return EXIT_NO
+    if key is not None and unverified and not args.allow_unsigned:
+        # A signature over the merge would vouch for results no key vouched for.
+        names = ", ".join(safe(d.path) for d in unverified)
+        print(f"elizon-eval merge: not signing: no signature verifies {names} (no .sig beside "
+              f"{'it' if len(unverified) == 1 else 'them'}, or one by a key not given); sign "
+              "the shards, give their signer's --public-key, or pass --allow-unsigned to sign "
+              "over them anyway", file=sys.stderr)
+        return EXIT_NO
     try:
         data, aggregate = evidence.merge(documents)
     except EvidenceError as exc:
@@ -311,6 +355,10 @@ def _merge(args: argparse.Namespace, out: Out) -> int:
              f"{'PASS' if aggregate.passed else 'FAIL'}")
     for item in written:
         out.line(f"  wrote {safe(item)}")
+    if key is not None and unverified:
+        out.line(f"  signed over {len(unverified)} shard{'s' if len(unverified) != 1 else ''} "
+                 "no given key vouches for (--allow-unsigned): "
+                 + ", ".join(safe(d.path) for d in unverified), {"yellow": True})
     return EXIT_OK
 
 
@@ -465,7 +513,9 @@ def parser() -> argparse.ArgumentParser:
                                      "a subset with pytest --elizon-results) into one: cases "
                                      "joined per suite, metrics and verdicts recomputed. A case "
                                      "in two shards, or a suite whose file hash differs between "
-                                     "shards, is an error (exit 1).")
+                                     "shards, is an error (exit 1). A signature beside a shard "
+                                     "must be for it; signing the merge needs every shard "
+                                     "verified (or --allow-unsigned).")
     p.add_argument("shards", metavar="SHARD.json", nargs="+")
     p.add_argument("-o", "--output", metavar="ALL.json", required=True,
                    help="the merged results file")
@@ -475,7 +525,11 @@ def parser() -> argparse.ArgumentParser:
                    help="first verify every shard's signature with this public key")
     p.add_argument("--sign-key", metavar="PATH",
                    help="sign the merged file with this private key (default: the PEM in "
-                        "$ELIZON_SIGN_KEY, if set)")
+                        "$ELIZON_SIGN_KEY, if set); every shard must then carry a signature "
+                        "that verifies with --public-key or with this key's public half")
+    p.add_argument("--allow-unsigned", action="store_true",
+                   help="sign the merge even over shards no given key vouches for (a "
+                        "signature beside a shard must still be for it)")
     p.set_defaults(run=_merge)
 
     p = verbs.add_parser("acknowledge", help="a person acknowledges the results they saw",
@@ -518,12 +572,16 @@ def parser() -> argparse.ArgumentParser:
                                        "a promptfoo config: its tests, defaultTest, file:// "
                                        "test files, vars and assertions. What has no Elizon "
                                        "equivalent is listed at the end and kept as a comment "
-                                       "on its case. Providers are not converted. See "
-                                       "README.md#coming-from-promptfoo.")
+                                       "on its case. Providers are not converted. What is "
+                                       "written is checked first: a package that would not "
+                                       "load is an error and nothing is written. See "
+                                       "docs/cli.md#coming-from-promptfoo.")
     q.add_argument("config", metavar="CONFIG")
     q.add_argument("-o", "--output", metavar="DIR", required=True,
                    help="the package folder to write")
-    q.add_argument("--force", action="store_true", help="overwrite files that exist")
+    q.add_argument("--force", action="store_true",
+                   help="overwrite files that exist (a link is replaced, never written "
+                        "through)")
     q.set_defaults(run=_import_promptfoo)
 
     p = verbs.add_parser("probes", help="the red-team probe pack: probes list [--category C]",

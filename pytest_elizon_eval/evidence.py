@@ -7,13 +7,18 @@ Schema, verdicts that must follow from its cases); its cases become an
 :class:`~.reporting.aggregate.Aggregate` again, so metrics and verdicts are
 always recomputed by the same code the plugin runs; shards of a CI matrix
 are merged into one document; and an acknowledgement (``<results>.ack.json``)
-binds a person to exactly one document. No pytest import here.
+binds a person to exactly one document. What the command writes replaces what is
+at its path, whole, never writing through a link (:func:`replace_file`). No pytest
+import here.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
+import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +41,7 @@ __all__ = [
     "read_document",
     "read_json_file",
     "regression_of",
+    "replace_file",
 ]
 
 #: Largest results file read (a run of 10,000 cases with long outputs stays well under it).
@@ -197,6 +203,25 @@ def regression_of(data: Mapping[str, Any]) -> Regression | None:
     changes = tuple(CaseChange(c["nodeid"], c["change"], c["before"], c["after"])
                     for c in found["cases"])
     return Regression(found["baseline_file"], changes, tuple(found["changed_suites"]))
+
+
+def replace_file(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all (a reader never sees half a file).
+
+    Whatever is at ``path`` is replaced, never written through: a symbolic link placed
+    there is itself replaced, so the text cannot land wherever it points. The text goes to
+    a new file first (``O_EXCL``: not through a link or file someone placed there), which
+    then takes the name. OSError as raised."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.partial")
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(text.encode("utf-8", "backslashreplace"))
+        os.replace(partial, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(partial)
+        raise
 
 
 # -- merging ---------------------------------------------------------------------------------

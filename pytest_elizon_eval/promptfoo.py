@@ -28,6 +28,7 @@ from typing import Any
 
 import yaml
 
+from .evidence import replace_file
 from .loading import MAX_FILE_BYTES, LoadFailed, load_yaml
 
 __all__ = ["Conversion", "ImportFailed", "convert", "write"]
@@ -553,18 +554,20 @@ def _suite(cases: list[_Case], config_path: Path) -> str:
 
 
 def write(conversion: Conversion, out_dir: Path, *, force: bool = False) -> list[Path]:
-    """Write the package; an existing ``elizon.yaml`` is kept unless ``force``."""
+    """Write the package; an existing file (a link too, dangling or not) is kept unless
+    ``force``, which replaces it: a link is replaced, never written through."""
     files = {"elizon.yaml": conversion.manifest, SUITE_NAME: conversion.suite}
     if conversion.checks:
         files[f"{CHECKS_MODULE}.py"] = conversion.checks
     targets = [out_dir / name for name in files]
-    existing = [p for p in targets if p.exists()]
+    existing = [p for p in targets if os.path.lexists(p)]
     if existing and not force:
-        raise ImportFailed(f"{existing[0]} exists; use --force to overwrite")
+        link = " (a symbolic link)" if existing[0].is_symlink() else ""
+        raise ImportFailed(f"{existing[0]} exists{link}; use --force to overwrite")
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         for path, text in zip(targets, files.values(), strict=True):
-            path.write_text(text, encoding="utf-8")
+            replace_file(path, text)
     except OSError as exc:
         raise ImportFailed(f"cannot write into {out_dir}: {exc.strerror}") from None
     return targets

@@ -36,6 +36,7 @@ __all__ = [
     "SignatureInvalid",
     "SigningKey",
     "canonical",
+    "check_document",
     "document_sha256",
     "fingerprint",
     "generate",
@@ -184,11 +185,16 @@ def load_public_key(path: Path, source: str) -> Ed25519PublicKey:
     return key
 
 
-def verify(data: Any, signature: Any, public_key: Ed25519PublicKey) -> str:
-    """Check ``signature`` (a signature file's data, untrusted) over the document ``data``
-    with ``public_key``; the key's fingerprint when it verifies, else SignatureInvalid."""
-    from cryptography.exceptions import InvalidSignature
+def check_document(data: Any, signature: Any) -> str:
+    """What can be checked of ``signature`` (a signature file's data, untrusted) without a
+    key: its form, and that it is for the document ``data``. The fingerprint of the key it
+    names (not yet verified); SignatureInvalid says why it is not for this document."""
+    return _for_document(data, signature)[0]
 
+
+def _for_document(data: Any, signature: Any) -> tuple[str, bytes]:
+    """:func:`check_document`'s fingerprint, and the canonical bytes (made once: a results
+    file may be large)."""
     if not isinstance(signature, dict) or signature.get("format") != SIGNATURE_FORMAT:
         raise SignatureInvalid(f"the signature file is not a {SIGNATURE_FORMAT} file")
     if signature.get("algorithm") != ALGORITHM:
@@ -204,10 +210,22 @@ def verify(data: Any, signature: Any, public_key: Ed25519PublicKey) -> str:
             "the signature is for another document (it names document sha256 "
             f"{str(signature.get('document_sha256'))[:64]}, this one is {digest}): the results "
             "were changed after signing, or the signature file belongs to another results file")
+    named = signature.get("public_key_fingerprint")
+    if not isinstance(named, str):
+        raise SignatureInvalid("the signature file names no public key fingerprint")
+    return named, body
+
+
+def verify(data: Any, signature: Any, public_key: Ed25519PublicKey) -> str:
+    """Check ``signature`` (a signature file's data, untrusted) over the document ``data``
+    with ``public_key``; the key's fingerprint when it verifies, else SignatureInvalid."""
+    from cryptography.exceptions import InvalidSignature
+
+    named, body = _for_document(data, signature)
     expected = fingerprint(public_key)
-    if signature.get("public_key_fingerprint") != expected:
+    if named != expected:
         raise SignatureInvalid(
-            f"signed with another key ({str(signature.get('public_key_fingerprint'))[:80]}), "
+            f"signed with another key ({named[:80]}), "
             f"not the given public key ({expected})")
     raw = signature.get("signature")
     try:

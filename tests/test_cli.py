@@ -1,6 +1,6 @@
 """The ``elizon-eval`` command and signed results, as a CI job uses them.
 
-One module-scoped run of README's "From CI to activation" workflow (its ``pytest`` and
+One module-scoped run of docs/ci.md's "From CI to activation" workflow (its ``pytest`` and
 ``elizon-eval`` commands as written, the matrix expanded, beside one full run of the
 examples) gives the material; the other tests run the real console script on it.
 """
@@ -45,8 +45,8 @@ def run(*args: str, cwd: Path, env: dict[str, str] | None = None
 
 
 def workflow() -> dict[str, Any]:
-    """The workflow of README's "From CI to activation" section."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    """The workflow of the CI recipes' "From CI to activation" section (docs/ci.md)."""
+    text = (ROOT / "docs" / "ci.md").read_text(encoding="utf-8")
     section = text.split("## From CI to activation", 1)[1]
     block = re.search(r"```yaml\n(.*?)```", section, re.S)
     assert block is not None
