@@ -200,3 +200,239 @@ def test_the_command_writes_a_package_that_runs_under_pytest(
         "FAILED pkg/suite.yaml::case-5 - ✗ equals*",  # the CSV's plain value: equals 'ok'
         # every mapped assertion is checked: this app reports no usage for maxCostUsd
         "FAILED pkg/suite.yaml::refund-question - ✗ maxCostUsd: cost unknown*"])
+
+
+def _config(folder: Path, text: str, **files: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, content in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(textwrap.dedent(content))
+    config = folder / "promptfooconfig.yaml"
+    config.write_text(textwrap.dedent(text))
+    return config
+
+
+# promptfoo's documented example reads the prompt and a var; this one also reads the test,
+# the assertion's config and the provider's response, each of which promptfoo passes.
+CONTEXT_ASSERT = """
+def get_assert(output, context):
+    print('Prompt:', context['prompt'])
+    wanted = context['config']['wanted']
+    checks = {
+        'prompt': context['prompt'] == 'Summarise ' + context['vars']['topic'],
+        'test': context['test']['description'].startswith('About'),
+        'vars': context['test']['vars'] == context['vars'],
+        'response': context['providerResponse']['output'] == output,
+        'provider': isinstance(context['provider']['id'], str),
+        'wanted': wanted in output,
+    }
+    failed = [name for name, ok in checks.items() if not ok]
+    return {'pass': not failed, 'score': 1.0, 'reason': 'failed: ' + ', '.join(failed)}
+"""
+
+
+def test_python_asserts_get_the_context_promptfoo_passes(
+    packages: Packages, pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = _config(pytester.path / "pf", """
+        prompts: ["Summarise {{topic}}"]
+        defaultTest:
+          assert:
+            - type: python
+              value: file://check.py
+              config: {wanted: cats}
+        tests:
+          - description: About cats
+            vars: {topic: cats}
+          - description: About dogs
+            vars: {topic: dogs}
+        """, **{"check.py": CONTEXT_ASSERT})
+    assert cli.main(["import", "promptfoo", str(config), "-o", str(pytester.path / "pkg")]) == 0
+    assert "not converted: nothing" in capsys.readouterr().out  # config went to the function
+    packages.write("pkg/app.py", "def answer(topic):\n    return f'All about {topic}'\n")
+    manifest = pytester.path / "pkg" / "elizon.yaml"
+    manifest.write_text("entry: app:answer\n" + manifest.read_text())
+    result = pytester.runpytest("-p", "no:cacheprovider", "-rA", "pkg")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines_random([
+        "PASSED pkg/suite.yaml::about-cats", "FAILED pkg/suite.yaml::about-dogs - ✗ checks*",
+        "*found:    returned False — failed: wanted"])  # only what this output lacks
+
+
+def test_templates_in_assertion_values_are_rendered_per_test(tmp_path: Path) -> None:
+    config = _config(tmp_path, """
+        defaultTest:
+          assert:
+            - type: icontains
+              value: '{{ topic }}'
+        tests:
+          - description: Cats
+            vars: {topic: cats, expected: Cats are mammals., user: {name: Ann}, n: 2.0}
+            assert:
+              - type: llm-rubric
+                value: 'Describes {{topic}} accurately for {{ user.name }}'
+              - type: equals
+                value: '{{expected}}'
+              - type: contains-any
+                value: ['{{user.name}}', '{{ n }} facts', plain]
+              - type: contains
+                value: '{{ topic | upper }}'
+              - type: not-contains
+                value: '{% if topic %}dogs{% endif %}'
+              - type: starts-with
+                value: '{{ missing }}'
+          - description: Dogs
+            vars: {topic: dogs}
+        """)
+    conversion = convert(config, tmp_path / "out")
+    cats, dogs = yaml.safe_load(conversion.suite)["cases"]
+    assert cats["expect"] == {
+        "judge": {"rubric": "Describes cats accurately for Ann", "threshold": 0.5},
+        "equals": "Cats are mammals.", "containsAny": ["Ann", "2 facts", "plain"],
+        "contains": ["cats"]}
+    assert dogs["expect"] == {"contains": ["dogs"]}  # defaultTest's, with this test's vars
+    assert conversion.unconverted == [
+        "cats: contains '{{ topic | upper }}': the template '{{ topic | upper }}' is nunjucks "
+        "the importer does not render (a filter, tag, comment or expression; it renders "
+        "{{ var }} and {{ var.field }}); not converted",
+        "cats: not-contains '{% if topic %}dogs{% endif %}': the template '{% if topic %}' is "
+        "nunjucks the importer does not render (a filter, tag, comment or expression; it "
+        "renders {{ var }} and {{ var.field }}); not converted",
+        "cats: starts-with '{{ missing }}': the template '{{ missing }}' names a var the test "
+        "does not have; not converted"]
+
+
+def test_configs_are_read_as_yaml_1_2(tmp_path: Path) -> None:
+    config = _config(tmp_path, """
+        tests:
+          - vars: {body: Yes, answer: no, flag: On, real: true, n: 0123, octal: 0o17,
+                   t: 1:30, day: 2024-01-02, nothing: ~}
+            assert:
+              - type: equals
+                value: Yes
+        """)
+    case = yaml.safe_load(convert(config, tmp_path / "out").suite)["cases"][0]
+    assert case["input"] == {"body": "Yes", "answer": "no", "flag": "On", "real": True,
+                             "n": 123, "octal": 15, "t": "1:30", "day": "2024-01-02",
+                             "nothing": None}
+    assert case["expect"] == {"equals": "Yes"}
+
+
+def test_options_are_converted_or_named_with_the_tests_they_affect(tmp_path: Path) -> None:
+    config = _config(tmp_path, """
+        defaultTest:
+          options:
+            provider: openai:chat:gpt-4o-mini
+            transform: output.trim()
+        tests:
+          - description: Graded
+            vars: {topics: [a, b]}
+            options: {disableVarExpansion: true, runSerially: true}
+            assert:
+              - type: llm-rubric
+                value: Is polite
+          - description: Listed
+            vars: {topics: [c, d]}
+            options: {transform: JSON.parse(output).answer, prefix: 'Q: '}
+        """)
+    conversion = convert(config, tmp_path / "out")
+    assert conversion.unconverted == [
+        "graded: options.transform 'output.trim()' (from defaultTest): not converted: the "
+        "assertions see the output untransformed; transform it in the entry point (or read "
+        "a JSON field with expect.path)",
+        "graded: options.runSerially true (from the test): not converted: cases share "
+        "--elizon-concurrency; give --elizon-concurrency=1 to run one at a time",
+        "listed: var topics is a list: promptfoo makes one test per item; here it is one "
+        "input",
+        "listed: options.transform 'JSON.parse(output).answer' (from the test): not "
+        "converted: the assertions see the output untransformed; transform it in the entry "
+        "point (or read a JSON field with expect.path)",
+        "listed: options.prefix 'Q: ' (from the test): not converted: promptfoo adds it to "
+        "the prompt, and prompts are not converted; add it in the entry point"]
+    assert conversion.mapped == {"llm-rubric": 1, "options.disableVarExpansion": 1,
+                                 "options.provider": 1}
+    assert yaml.safe_load(conversion.manifest)["judge"] == {
+        "url": "https://api.openai.com/v1", "model": "gpt-4o-mini",
+        "apiKeyEnv": "OPENAI_API_KEY"}
+    # a grading provider that is no endpoint judge: named on the judged tests, no judge
+    config.write_text(config.read_text().replace("openai:chat:gpt-4o-mini",
+                                                 "anthropic:messages:claude"))
+    conversion = convert(config, tmp_path / "out")
+    assert "judge" not in yaml.safe_load(conversion.manifest)
+    assert ("graded: options.provider 'anthropic:messages:claude' (from defaultTest; grades "
+            "llm-rubric): not converted: only OpenAI chat models (openai:<model>) map onto an "
+            "endpoint judge; bind a judge (elizon.yaml judge: or an elizon_judge fixture)"
+            ) in conversion.unconverted
+
+
+def test_local_refs_are_resolved(tmp_path: Path) -> None:
+    config = _config(tmp_path, """
+        assertionTemplates:
+          polite: {type: llm-rubric, value: 'Polite about {{topic}}'}
+          short: {type: not-contains, value: [sorry]}
+        defaultTest:
+          assert:
+            - $ref: '#/assertionTemplates/short'
+        tests:
+          - vars: {topic: cats}
+            assert:
+              - $ref: '#/assertionTemplates/polite'
+                threshold: 0.8
+              - $ref: 'shared.yaml#/assertions/0'
+          - file://more.yaml
+        """, **{"more.yaml": """
+        - vars: {topic: dogs}
+          assert: [{$ref: '#/1/assert/0'}]  # a pointer into the test file itself
+        - vars: {topic: birds}
+          assert: [{type: icontains, value: '{{topic}}'}]
+        """})
+    conversion = convert(config, tmp_path / "out")
+    cats, dogs, birds = yaml.safe_load(conversion.suite)["cases"]
+    assert cats["expect"] == {"judge": {"rubric": "Polite about cats", "threshold": 0.8},
+                              "notContains": ["sorry"]}
+    assert dogs["expect"] == {"contains": ["dogs"], "notContains": ["sorry"]}
+    assert birds["expect"] == {"contains": ["birds"], "notContains": ["sorry"]}
+    assert conversion.unconverted == [
+        "case-1: assertion $ref 'shared.yaml#/assertions/0': not resolved (only '#/…' "
+        "pointers into the same file are); copy the assertion in"]
+
+
+@pytest.mark.parametrize(("config", "message"), [
+    ("tests: [{assert: [{$ref: '#/a'}]}]\na: {$ref: '#/b'}\nb: [{$ref: '#/a'}]",
+     "$ref '#/a' refers to itself (through #/a -> #/b)"),
+    ("tests: [{assert: [{$ref: '#/nope/0'}]}]", "$ref '#/nope/0' points at nothing"),
+    ("tests: [{assert: [{$ref: '#polite'}]}]", "$ref '#polite' is not a JSON pointer"),
+    ("tests: [{vars: {a: 1, a: 2}}]", "duplicate key 'a' (first at line 1); promptfoo "
+                                      "refuses it too"),
+    ("tests: [{options: [transform]}]", "tests[0].options: expected a mapping"),
+])
+def test_bad_refs_and_keys_are_clear_errors(tmp_path: Path, config: str, message: str) -> None:
+    (tmp_path / "promptfooconfig.yaml").write_text(config)
+    with pytest.raises(ImportFailed) as failed:
+        convert(tmp_path / "promptfooconfig.yaml", tmp_path / "out")
+    assert message in str(failed.value)
+
+
+def test_a_package_that_would_not_load_is_an_error_and_nothing_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = _config(tmp_path, "tests: [file://tests.csv]\n", **{
+        "tests.csv": "question,__expected\nhours?,contains: 9am\nbroken?,regex: (unclosed\n"})
+    out = tmp_path / "out"
+    assert cli.main(["import", "promptfoo", str(config), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("elizon-eval import: the converted package would not load, so "
+                          "nothing was written: suite.yaml:")
+    assert ("(case case-2, from tests.csv:3): cases[1].expect.matches[0]: invalid regex "
+            "'(unclosed'") in err
+    assert not out.exists()
+
+
+def test_a_test_file_that_is_a_symlink_loop_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = _config(tmp_path, "tests: [file://loop.yaml]\n")
+    (tmp_path / "loop.yaml").symlink_to("loop.yaml")
+    assert cli.main(["import", "promptfoo", str(config), "-o", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err == ("elizon-eval import: tests[0]: 'file://loop.yaml' is a "
+                                       "symlink loop\n")
