@@ -354,7 +354,7 @@ class CaseItem(compat.FixtureItem):
         if self.config.stash[SETTINGS].record is not None:
             self.stash[_RECORDING] = recording(
                 self.identity.suite.key, self.name, self._recorded_input,
-                [[t.call for t in a.turns] or [a.call] for a in run.attempts], plan.timeout_s,
+                [list(a.entry_calls) for a in run.attempts], plan.timeout_s,
                 conversation=self.case.conversation)
         return result
 

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+from .answers import MAX_TOKENS
 from .calling import call_with_deadline, run_blocking
 from .calls import EntryCall, Usage
 from .http_client import HttpClient, HttpError, HttpReply, PastDeadline, excerpt, limit_key_of
@@ -56,6 +57,14 @@ GRADING_SYSTEM_PROMPT = (
 _QUOTED = 200
 #: Largest response body read from a judge endpoint.
 MAX_RESPONSE_BYTES = 1024 * 1024
+
+
+def _tokens(value: object) -> int | None:
+    """A judge's token count as usage keeps it: a whole number that fits in 64 bits (as an
+    entry point's must), else unknown — the grade itself does not depend on it."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKENS:
+        return None
+    return value
 
 
 class JudgeError(Exception):
@@ -242,15 +251,13 @@ class EndpointJudge:
         try:
             data = json.loads(reply.body)
             content = data["choices"][0]["message"]["content"]
-        except (ValueError, KeyError, IndexError, TypeError):
+        except (ValueError, KeyError, IndexError, TypeError, RecursionError):
             raise ValueError(f"the reply is not a chat completion: "
                              f"{excerpt(reply.body, _QUOTED)}") from None
         usage = data.get("usage") if isinstance(data, dict) else None
         if isinstance(usage, dict):
             tokens_in, tokens_out = usage.get("prompt_tokens"), usage.get("completion_tokens")
-            spent.append(Usage(tokens_in if isinstance(tokens_in, int) else None,
-                               tokens_out if isinstance(tokens_out, int) else None,
-                               model=self.model))
+            spent.append(Usage(_tokens(tokens_in), _tokens(tokens_out), model=self.model))
         if not isinstance(content, str):
             raise ValueError(f"the reply's content is {type(content).__name__}, not text")
         return content

@@ -2,7 +2,8 @@
 
 The request's ``model`` picks the behaviour, so one server serves every scenario:
 a good grade, a low one, fenced JSON in prose, malformed then good, always
-malformed, HTTP errors, a slow answer, a body that is not JSON, an endless body,
+malformed, nested past the JSON parser's depth, token counts past 64 bits, HTTP
+errors, a slow answer, a body that is not JSON, an endless body,
 and a key check. Every request is recorded for assertions.
 """
 
@@ -55,6 +56,11 @@ class ChatServer:
             return 500, b'{"error": "overloaded"}', 0
         if model == "slow":
             return 200, completion(json.dumps(grade)), 5.0
+        if model == "deep":  # deeper than Python's JSON parser can go
+            return 200, b'{"choices": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", 0
+        if model == "huge-usage":  # token counts no usage can keep; the grade is good
+            return 200, completion(json.dumps(grade))[:-1] + (
+                b', "usage": {"prompt_tokens": 1' + b"0" * 400 + b', "completion_tokens": 5}}'), 0
         if model == "badbody":
             return 200, b"<html>gateway</html>", 0
         if model == "needs-key":

@@ -3,6 +3,7 @@ binding errors."""
 
 from __future__ import annotations
 
+import json
 import socket
 from collections.abc import Iterator
 
@@ -124,6 +125,10 @@ ANSWERS = [
                            "'{\"error\": \"overloaded\"}'", 1),
     ("badbody", "failed", "*malformed answer twice: the reply is not a chat completion: "
                           "'<html>gateway</html>'", 2),
+    ("deep", "failed", "*malformed answer twice: the reply is not a chat completion: "
+                       "'{\"choices\": [[[[*", 2),
+    # the grade stands; token counts no usage can keep are unknown, not a crash
+    ("huge-usage", "passed", None, 1),
     # too large is an HTTP failure, not a malformed answer: it is not asked again
     ("endless", "failed", "judge chat-completions judge 'endless' at * failed: the response "
                           "body from http://127.0.0.1:*/v1/chat/completions is larger than "
@@ -136,7 +141,7 @@ def test_endpoint_judge_answers(packages: Packages, pytester: pytest.Pytester,
     """One package per model of the chat server, all in one run."""
     for model, *_ in ANSWERS:
         endpoint_package(packages, chat, model, name=f"judged-{model}")
-    result = pytester.runpytest("-v")
+    result = pytester.runpytest("-v", "--elizon-results=r.json")
     outcomes = [outcome for _, outcome, *_ in ANSWERS]
     result.assert_outcomes(passed=outcomes.count("passed"), failed=outcomes.count("failed"))
     # each failed case's section: from its first line to the next case's
@@ -151,6 +156,10 @@ def test_endpoint_judge_answers(packages: Packages, pytester: pytest.Pytester,
         assert chat.count(model) == requests, model
         if found:
             sections[f"judged-{model}"].fnmatch_lines([f"      found:    {found}"])
+    cases = {s["package"]: s["cases"][0]
+             for s in json.loads((pytester.path / "r.json").read_text())["suites"]}
+    assert cases["judged-huge-usage"]["judge_usage"]["input_tokens"] is None
+    assert cases["judged-huge-usage"]["judge_usage"]["output_tokens"] == 5
 
 
 def test_a_slow_judge_is_a_failure_within_the_case_limit(
