@@ -22,6 +22,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
 import re
 from collections.abc import Iterator
@@ -548,8 +549,9 @@ class _Mapper:
                 raise ValueError("a schema given as a file or text is not converted")
             return set()
         if kind in ("latency", "cost"):
-            if not isinstance(threshold, (int, float)) or isinstance(threshold, bool):
-                raise ValueError("needs a numeric threshold")
+            if not isinstance(threshold, (int, float)) or isinstance(threshold, bool) \
+                    or not math.isfinite(threshold):
+                raise ValueError("needs a finite numeric threshold")
             if kind == "latency":
                 _add(expect, "maxLatencyMs", int(threshold))
             else:

@@ -456,7 +456,7 @@ def test_promptfoo_unusual_assertion_forms_become_notes(tmp_path: Path) -> None:
         "equals {\"a\": 1}: value is not text",
         "equals 'two': a second equals ('two') besides 'one'",
         "a schema given as a file or text is not converted",
-        "latency null: needs a numeric threshold",
+        "latency null: needs a finite numeric threshold",
         "the rubric is not text",
         "threshold is not a number from 0 to 1",
         "inline Python code is not converted",

@@ -436,3 +436,23 @@ def test_a_test_file_that_is_a_symlink_loop_is_a_clear_error(
     assert cli.main(["import", "promptfoo", str(config), "-o", str(tmp_path / "out")]) == 2
     assert capsys.readouterr().err == ("elizon-eval import: tests[0]: 'file://loop.yaml' is a "
                                        "symlink loop\n")
+
+
+@pytest.mark.parametrize("threshold", [".inf", "-.inf", ".nan", "1.0e+999"])
+def test_a_latency_or_cost_threshold_that_is_not_finite_is_named_not_converted(
+        tmp_path: Path, threshold: str) -> None:
+    config = tmp_path / "promptfooconfig.yaml"
+    config.write_text(textwrap.dedent(f"""
+        prompts: ["{{{{q}}}}"]
+        tests:
+          - vars: {{q: hi}}
+            assert:
+              - {{type: latency, threshold: {threshold}}}
+              - {{type: cost, threshold: {threshold}}}
+              - {{type: contains, value: hi}}
+    """))
+    conversion = convert(config, tmp_path / "out")
+    notes = "\n".join(conversion.unconverted)
+    assert notes.count("needs a finite numeric threshold") == 2
+    expect = yaml.safe_load(conversion.suite)["cases"][0]["expect"]
+    assert expect == {"containsExact": ["hi"]}
