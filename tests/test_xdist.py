@@ -220,9 +220,10 @@ def test_xdist_shows_and_writes_what_a_serial_run_does_and_replays_the_same(
     assert "| `fails-with-it` | failed |" in markdown
 
     # -- concurrency with xdist: every case called once, on one worker, calls overlapping
-    # ("raises" fails before it logs)
+    # ("raises" gets its mapping whole, docs/contract.md#passing-input, and fails on it)
     calls = test_concurrency.calls(pytester, "conc")
-    inputs = [text for text, _ in calls]
+    inputs = [text for text, _ in calls if isinstance(text, str)]
+    assert [text for text, _ in calls if not isinstance(text, str)] == [{"unexpected": "keyword"}]
     assert len(inputs) == len(set(inputs)) == 10, inputs
     assert max(running for _, running in calls) > 1, "no two calls overlapped"
 
