@@ -12,6 +12,7 @@ the models the plugin needs.
 from __future__ import annotations
 
 import importlib
+from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -21,7 +22,12 @@ if TYPE_CHECKING:
     from .retrying import RateLimited
 
 __all__ = ["Answer", "AssertionResult", "CaseResult", "EntryCall", "ErrorInfo", "RateLimited",
-           "SuiteInfo", "ToolCall", "Usage"]
+           "SuiteInfo", "ToolCall", "Usage", "__version__"]
+
+try:
+    __version__: str = metadata.version("pytest-elizon-eval")
+except metadata.PackageNotFoundError:  # a source tree that was never installed
+    __version__ = "0+unknown"
 
 _HOME = {"Answer": "calls", "EntryCall": "calls", "ErrorInfo": "calls", "ToolCall": "calls",
          "Usage": "calls", "AssertionResult": "assertions", "CaseResult": "outcomes",

@@ -27,6 +27,10 @@ from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
 from . import evidence, probe_names, provenance, signing
+from .errors import ELIZON_RESULTS_INVALID as ELIZON_RESULTS_INVALID
+from .errors import ELIZON_RESULTS_SIGNATURE_INVALID as ELIZON_RESULTS_SIGNATURE_INVALID
+from .errors import EVALUATION_GATE_FAILED as EVALUATION_GATE_FAILED
+from .errors import EVALUATION_NOT_ACKNOWLEDGED as EVALUATION_NOT_ACKNOWLEDGED
 from .evidence import Document, EvidenceError
 from .outcomes import ERROR, FAILED, PASSED, TIMEOUT, blocks, display_reason
 from .reporting import html, junit, markdown, terminal
@@ -37,10 +41,6 @@ __all__ = ["EXIT_NO", "EXIT_OK", "EXIT_USAGE", "main"]
 
 EXIT_OK, EXIT_NO, EXIT_USAGE = 0, 1, 2
 
-EVALUATION_NOT_ACKNOWLEDGED = "EVALUATION_NOT_ACKNOWLEDGED"
-ELIZON_RESULTS_SIGNATURE_INVALID = "ELIZON_RESULTS_SIGNATURE_INVALID"
-ELIZON_RESULTS_INVALID = "ELIZON_RESULTS_INVALID"
-EVALUATION_GATE_FAILED = "EVALUATION_GATE_FAILED"
 
 _ANSI = {"bold": "1", "red": "31", "green": "32", "yellow": "33"}
 _MARK = {PASSED: "✓", FAILED: "✗", TIMEOUT: "⏱", ERROR: "!"}
@@ -478,7 +478,10 @@ def parser() -> argparse.ArgumentParser:
                     "run: show it, compare two, merge the shards of a CI matrix, acknowledge "
                     "it, verify it before activating.",
         epilog="Exit status: 0 ok; 1 the data (or the person asked) said no; 2 usage error "
-               "or a file that cannot be used. See docs/contract.md#the-elizon-eval-command.")
+               "or a file that cannot be used. 'elizon-eval VERB --help' describes each verb.")
+    from . import __version__  # the installed distribution's, read once at import
+
+    top.add_argument("--version", action="version", version=f"elizon-eval {__version__}")
     verbs = top.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
 
     p = verbs.add_parser("keygen", help="write a new Ed25519 key pair into DIR",
@@ -574,8 +577,7 @@ def parser() -> argparse.ArgumentParser:
                                        "equivalent is listed at the end and kept as a comment "
                                        "on its case. Providers are not converted. What is "
                                        "written is checked first: a package that would not "
-                                       "load is an error and nothing is written. See "
-                                       "docs/cli.md#coming-from-promptfoo.")
+                                       "load is an error and nothing is written.")
     q.add_argument("config", metavar="CONFIG")
     q.add_argument("-o", "--output", metavar="DIR", required=True,
                    help="the package folder to write")
@@ -585,8 +587,10 @@ def parser() -> argparse.ArgumentParser:
     q.set_defaults(run=_import_promptfoo)
 
     p = verbs.add_parser("probes", help="the red-team probe pack: probes list [--category C]",
-                         description="The probe pack shipped with the plugin "
-                                     "(docs/format.md#probes).")
+                         description="The probe pack shipped with the plugin, one "
+                                     "file per category ("
+                                     + ", ".join(probe_names.CATEGORIES)
+                                     + "), which a manifest's probes: includes.")
     actions = p.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser,
                                required=True)
     q = actions.add_parser("list", help="print the catalogue",

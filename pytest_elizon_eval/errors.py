@@ -1,17 +1,22 @@
 """The error codes a user can see, and the exceptions that carry them.
 
-Every code listed here is documented in README.md ("Error codes") and
-docs/format.md. A code is
-always the first word of the message, so it can be grepped in CI logs.
+:data:`CODES` is the one table of every code with what it means; the reference
+(docs/reference.md#error-codes) is generated from it, and a test fails when a code
+appears in the package without a row here. A code is always the first word of the
+message, so it can be grepped in CI logs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from .loading import Problem
+if TYPE_CHECKING:  # types only
+    from .loading import Problem
 
 __all__ = [
+    "CODES",
     "ELIZON_CASSETTE_MISSING",
     "ELIZON_CASSETTE_STALE",
     "ELIZON_ENTRY_INVALID",
@@ -19,8 +24,15 @@ __all__ = [
     "ELIZON_JUDGE_INVALID",
     "ELIZON_JUDGE_UNBOUND",
     "ELIZON_MANIFEST_INVALID",
+    "ELIZON_PROBES_INVALID",
+    "ELIZON_RESULTS_INVALID",
+    "ELIZON_RESULTS_SIGNATURE_INVALID",
+    "ELIZON_SECRETS_INVALID",
+    "EVALUATION_GATE_FAILED",
+    "EVALUATION_NOT_ACKNOWLEDGED",
     "EVALUATION_SUITE_INVALID",
     "EVALUATION_SUITE_MISSING",
+    "Code",
     "ElizonError",
 ]
 
@@ -33,6 +45,69 @@ ELIZON_JUDGE_UNBOUND = "ELIZON_JUDGE_UNBOUND"
 ELIZON_CASSETTE_MISSING = "ELIZON_CASSETTE_MISSING"
 ELIZON_CASSETTE_STALE = "ELIZON_CASSETTE_STALE"
 ELIZON_JUDGE_INVALID = "ELIZON_JUDGE_INVALID"
+ELIZON_PROBES_INVALID = "ELIZON_PROBES_INVALID"
+ELIZON_SECRETS_INVALID = "ELIZON_SECRETS_INVALID"
+# The elizon-eval command's (docs/cli.md).
+EVALUATION_NOT_ACKNOWLEDGED = "EVALUATION_NOT_ACKNOWLEDGED"
+ELIZON_RESULTS_SIGNATURE_INVALID = "ELIZON_RESULTS_SIGNATURE_INVALID"
+ELIZON_RESULTS_INVALID = "ELIZON_RESULTS_INVALID"
+EVALUATION_GATE_FAILED = "EVALUATION_GATE_FAILED"
+
+
+@dataclass(frozen=True)
+class Code:
+    """One error code: where it is reported and what it means, in one line."""
+
+    code: str
+    #: ``collection`` (the run stops before any case), ``case`` (that case is an error),
+    #: or ``elizon-eval`` (the command's error line).
+    where: str
+    meaning: str
+
+
+CODES: tuple[Code, ...] = (
+    Code(EVALUATION_SUITE_MISSING, "collection",
+         "a manifest lists a suite path with no file behind it"),
+    Code(EVALUATION_SUITE_INVALID, "collection",
+         "a suite file cannot be read as YAML or is not a valid suite (an unknown key, a case "
+         "without id or input, a repeated id, a wrong type, an invalid regex or JSON Schema, "
+         "a check that cannot be imported); a check the elizon_checks fixture lacks is this "
+         "error at that case's setup"),
+    Code(ELIZON_MANIFEST_INVALID, "collection",
+         "elizon.yaml cannot be read as YAML or is not valid (an unknown key, a bad gate, a "
+         "malformed entry or judge mapping, a suite path outside the package or listed twice)"),
+    Code(ELIZON_PROBES_INVALID, "collection",
+         "a probe file named by a manifest's probes: cannot be read or does not fit the probe "
+         "format"),
+    Code(ELIZON_SECRETS_INVALID, "case",
+         "the elizon_secrets fixture does not return a list of strings, each at least 8 "
+         "characters with no surrounding spaces"),
+    Code(ELIZON_ENTRY_UNBOUND, "case",
+         "no source (--elizon-entry, the elizon_entry fixture, the manifest's entry:, ini "
+         "elizon_entry) binds an entry point for the case"),
+    Code(ELIZON_ENTRY_INVALID, "case",
+         "the bound entry point cannot be imported, is not callable, or is not a valid command "
+         "or URL mapping"),
+    Code(ELIZON_JUDGE_UNBOUND, "case",
+         "the case has a judge: assertion and no judge is bound"),
+    Code(ELIZON_JUDGE_INVALID, "case",
+         "the judge cannot be imported, is not callable, or is not a valid endpoint mapping"),
+    Code(ELIZON_CASSETTE_MISSING, "case",
+         "with --elizon-replay, the case is not in the cassette, or has fewer recorded runs "
+         "than repeat asks for"),
+    Code(ELIZON_CASSETTE_STALE, "case",
+         "with --elizon-replay, the case's input changed since it was recorded"),
+    Code(ELIZON_RESULTS_INVALID, "elizon-eval",
+         "the file is not a usable results file (then nothing else is checked)"),
+    Code(ELIZON_RESULTS_SIGNATURE_INVALID, "elizon-eval",
+         "no RESULTS.sig, a signature for another document or by another key, or a signature "
+         "that does not verify"),
+    Code(EVALUATION_NOT_ACKNOWLEDGED, "elizon-eval",
+         "acknowledge got no 'yes' (or had no terminal to ask on), or verify --require-ack "
+         "found no RESULTS.ack.json for exactly this document"),
+    Code(EVALUATION_GATE_FAILED, "elizon-eval",
+         "verify --require-pass: a must-pass suite did not pass (recomputed from the cases)"),
+)
 
 
 class ElizonError(Exception):

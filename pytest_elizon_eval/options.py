@@ -1,8 +1,10 @@
 """Command-line options and ini keys, resolved once into frozen :class:`Settings`.
 
-Each setting's help text is written once and shared by ``addoption`` and
-``addini`` (the entry and the judge have two: on the command line they beat
-every other source, in an ini file they are the weakest). :func:`resolve`
+Every option and ini key is one row of :data:`OPTIONS`, which drives
+``addoption``/``addini`` (so ``pytest --help``) and the reference
+(docs/reference.md); a setting's help text is written once there (the entry and
+the judge have two: on the command line they beat every other source, in an
+ini file they are the weakest). :func:`resolve`
 reads them in one documented order (command line, then ini, then the
 default), checks every value once — an entry or judge given as text
 included — and says where a bad value came from.
@@ -14,7 +16,7 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -26,55 +28,106 @@ from .retrying import RetryPolicy
 if TYPE_CHECKING:  # types only: signing is imported when a results file is to be signed
     from .signing import SigningKey
 
-__all__ = ["HARD_LIMIT_S", "SETTINGS", "Settings", "register", "resolve"]
+__all__ = ["HARD_LIMIT_S", "OPTIONS", "SETTINGS", "Option", "Settings", "register", "resolve"]
 
 #: Elizon's hard per-case limit; options may lower it, never raise it
 #: (docs/contract.md#time-limits).
 HARD_LIMIT_S = 90.0
 
-_HELP = {
-    "entry": "Entry point for every case, beating fixtures, manifests and ini: "
-             "'module.path:attribute', '{command: [argv, ...], output: text|json}' or "
-             "'{url: http://..., headers: {...}, output: text|json}'.",
-    "entry_ini": "Entry point for the cases nothing else binds one for (the weakest source: "
-                 "--elizon-entry, an elizon_entry fixture and a manifest's entry: all win); "
-                 "the same forms as --elizon-entry.",
-    "timeout": f"Per-case time limit in seconds; may only lower the {HARD_LIMIT_S:g} s hard limit.",
-    "judge": "Judge for 'judge:' assertions, beating fixtures, manifests and ini: "
-             "'module.path:attribute' or '{url: ..., model: ..., apiKeyEnv: ...}'.",
-    "judge_ini": "Judge for the cases nothing else binds one for (the weakest source: "
-                 "--elizon-judge, an elizon_judge fixture and a manifest's judge: all win).",
-    "route_key": "Key of the route in structured output for 'route:' (a dotted path for "
-                 "nested keys; default: route).",
-    "junit": "Write JUnit XML of every case to PATH (one testsuite per suite).",
-    "markdown": "Write the markdown summary to PATH (it is also appended to "
-                "$GITHUB_STEP_SUMMARY when that is set).",
-    "results": "Write every result, metric and the verdict as JSON to PATH.",
-    "html": "Write one self-contained HTML page of the run (verdict, charts, every case) "
-            "to PATH.",
-    "baseline": "An earlier --elizon-results file: report what regressed, improved or stayed.",
-    "annotations": "GitHub Actions annotations for cases that did not pass: auto (when "
-                   "GITHUB_ACTIONS=true), on or off.",
-    "record": "Record every case's entry-point result into the cassette file PATH.",
-    "replay": "Answer every case from the cassette file PATH instead of calling the entry point.",
-    "concurrency": "Run up to N cases at once in this process (1-64; per worker with -n), "
-                   "for I/O-bound model calls (default 1); 'auto' or 'auto:MAX' adapts per "
-                   "entry point (per host for HTTP) to its rate limit, up to MAX (default 64).",
-    "retries": "Retries of a call refused with 429/502/503/504, a connection reset or "
-               "RateLimited, within the case's time limit (default 4; 0: none).",
-    "retry_on": "Further exception classes that mean 'rate limited', by dotted name (e.g. "
-                "openai.RateLimitError); their retry_after or response.headers are read.",
-    "retry_backoff": "Backoff without a hint from the server: 'BASE CAP' in seconds "
-                     "(default '0.5 8'); the wait is uniform in [0, min(CAP, BASE*2^n)].",
-    "strict": "Treat advisory suites as must-pass: their failures fail the run.",
-    "prices": "Prices to cost token usage that reports no cost: one 'MODEL INPUT OUTPUT' line "
-              "per model, in US dollars per 1M input and output tokens (a manifest's "
-              "prices: wins for its package).",
-    "suite_files": "Glob patterns of stand-alone suite files to collect (default: *.eval.yaml).",
-    "sign_key": "Sign the --elizon-results file with the Ed25519 private key in the PEM file "
+@dataclass(frozen=True)
+class Option:
+    """One setting as pytest knows it: a ``--elizon-*`` option, an ``elizon_*`` ini key, or
+    both, with one help text. :func:`register`, ``pytest --help`` and the reference
+    (docs/reference.md, generated by :mod:`.reference`) all read :data:`OPTIONS`."""
+
+    help: str
+    cli: str | None = None
+    ini: str | None = None
+    #: The ini key's help where it differs (entry and judge: there it is the weakest source).
+    ini_help: str | None = None
+    metavar: str | None = None
+    choices: tuple[str, ...] | None = None
+    #: ``store_true`` for a flag.
+    action: str | None = None
+    #: The command line's default (None: unset, the ini key or the built-in default applies).
+    default: object = None
+    #: pytest's ini type (None: a string); see :meth:`pytest.Parser.addini`.
+    ini_type: str | None = None
+    ini_default: object = None
+    #: What applies when nothing sets it, for people (the reference's "default" column).
+    unset: str = "none"
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option(cli="--elizon-entry", ini="elizon_entry", metavar="SPEC",
+           help="Entry point for every case, beating fixtures, manifests and ini: "
+                "'module.path:attribute', '{command: [argv, ...], output: text|json}' or "
+                "'{url: http://..., headers: {...}, output: text|json}'.",
+           ini_help="Entry point for the cases nothing else binds one for (the weakest "
+                    "source: --elizon-entry, an elizon_entry fixture and a manifest's entry: "
+                    "all win); the same forms as --elizon-entry."),
+    Option(cli="--elizon-judge", ini="elizon_judge", metavar="SPEC",
+           help="Judge for 'judge:' assertions, beating fixtures, manifests and ini: "
+                "'module.path:attribute' or '{url: ..., model: ..., apiKeyEnv: ...}'.",
+           ini_help="Judge for the cases nothing else binds one for (the weakest source: "
+                    "--elizon-judge, an elizon_judge fixture and a manifest's judge: all win)."),
+    Option(cli="--elizon-timeout", ini="elizon_timeout", metavar="SECONDS",
+           help=f"Per-case time limit in seconds; may only lower the {HARD_LIMIT_S:g} s hard "
+                "limit.", unset=f"{HARD_LIMIT_S:g}"),
+    Option(ini="elizon_route_key", ini_default="route", unset="route",
+           help="Key of the route in structured output for 'route:' (a dotted path for "
+                "nested keys; default: route)."),
+    Option(cli="--elizon-concurrency", ini="elizon_concurrency", metavar="N", unset="1",
+           help="Run up to N cases at once in this process (1-64; per worker with -n), "
+                "for I/O-bound model calls (default 1); 'auto' or 'auto:MAX' adapts per "
+                "entry point (per host for HTTP) to its rate limit, up to MAX (default 64)."),
+    Option(cli="--elizon-retries", ini="elizon_retries", metavar="N", unset="4",
+           help="Retries of a call refused with 429/502/503/504, a connection reset or "
+                "RateLimited, within the case's time limit (default 4; 0: none)."),
+    Option(ini="elizon_retry_on", ini_type="args", ini_default=[],
+           help="Further exception classes that mean 'rate limited', by dotted name (e.g. "
+                "openai.RateLimitError); their retry_after or response.headers are read."),
+    Option(ini="elizon_retry_backoff", unset="0.5 8",
+           help="Backoff without a hint from the server: 'BASE CAP' in seconds "
+                "(default '0.5 8'); the wait is uniform in [0, min(CAP, BASE*2^n)]."),
+    Option(cli="--elizon-strict", ini="elizon_strict", action="store_true", default=False,
+           ini_type="bool", ini_default=False, unset="false",
+           help="Treat advisory suites as must-pass: their failures fail the run."),
+    Option(cli="--elizon-junit", metavar="PATH",
+           help="Write JUnit XML of every case to PATH (one testsuite per suite)."),
+    Option(cli="--elizon-markdown", metavar="PATH",
+           help="Write the markdown summary to PATH (it is also appended to "
+                "$GITHUB_STEP_SUMMARY when that is set)."),
+    Option(cli="--elizon-results", metavar="PATH",
+           help="Write every result, metric and the verdict as JSON to PATH."),
+    Option(cli="--elizon-html", ini="elizon_html", metavar="PATH",
+           help="Write one self-contained HTML page of the run (verdict, charts, every case) "
+                "to PATH."),
+    Option(cli="--elizon-baseline", metavar="PATH",
+           help="An earlier --elizon-results file: report what regressed, improved or "
+                "stayed."),
+    Option(cli="--elizon-annotations", choices=("auto", "on", "off"), default="auto",
+           unset="auto",
+           help="GitHub Actions annotations for cases that did not pass: auto (when "
+                "GITHUB_ACTIONS=true), on or off."),
+    Option(cli="--elizon-record", metavar="PATH",
+           help="Record every case's entry-point result into the cassette file PATH."),
+    Option(cli="--elizon-replay", metavar="PATH",
+           help="Answer every case from the cassette file PATH instead of calling the entry "
+                "point."),
+    Option(ini="elizon_prices", ini_type="linelist", ini_default=[],
+           help="Prices to cost token usage that reports no cost: one 'MODEL INPUT OUTPUT' "
+                "line per model, in US dollars per 1M input and output tokens (a manifest's "
+                "prices: wins for its package)."),
+    Option(cli="--elizon-sign-key", ini="elizon_sign_key", metavar="PATH",
+           help="Sign the --elizon-results file with the Ed25519 private key in the PEM file "
                 "PATH (written beside it as RESULTS.sig); else ini elizon_sign_key, else the "
-                "PEM in $ELIZON_SIGN_KEY. Create keys with 'elizon-eval keygen DIR'.",
-}
+                "PEM in $ELIZON_SIGN_KEY. Create keys with 'elizon-eval keygen DIR'."),
+    Option(ini="elizon_suite_files", ini_type="args", ini_default=["*.eval.yaml"],
+           unset="*.eval.yaml",
+           help="Glob patterns of stand-alone suite files to collect (default: "
+                "*.eval.yaml)."),
+)
 
 
 @dataclass(frozen=True)
@@ -120,39 +173,24 @@ SETTINGS = pytest.StashKey[Settings]()
 
 
 def register(parser: pytest.Parser) -> None:
-    """Add the ``--elizon-*`` options and ``elizon_*`` ini keys."""
+    """Add the ``--elizon-*`` options and ``elizon_*`` ini keys of :data:`OPTIONS`."""
     group = parser.getgroup("elizon", "Elizon evaluation suites")
-    group.addoption("--elizon-entry", metavar="SPEC", default=None, help=_HELP["entry"])
-    group.addoption("--elizon-timeout", metavar="SECONDS", default=None, help=_HELP["timeout"])
-    group.addoption("--elizon-judge", metavar="SPEC", default=None, help=_HELP["judge"])
-    group.addoption("--elizon-junit", metavar="PATH", default=None, help=_HELP["junit"])
-    group.addoption("--elizon-markdown", metavar="PATH", default=None, help=_HELP["markdown"])
-    group.addoption("--elizon-results", metavar="PATH", default=None, help=_HELP["results"])
-    group.addoption("--elizon-html", metavar="PATH", default=None, help=_HELP["html"])
-    group.addoption("--elizon-baseline", metavar="PATH", default=None, help=_HELP["baseline"])
-    group.addoption("--elizon-annotations", choices=("auto", "on", "off"), default="auto",
-                    help=_HELP["annotations"])
-    group.addoption("--elizon-record", metavar="PATH", default=None, help=_HELP["record"])
-    group.addoption("--elizon-replay", metavar="PATH", default=None, help=_HELP["replay"])
-    group.addoption("--elizon-concurrency", metavar="N", default=None,
-                    help=_HELP["concurrency"])
-    group.addoption("--elizon-retries", metavar="N", default=None, help=_HELP["retries"])
-    group.addoption("--elizon-strict", action="store_true", default=False, help=_HELP["strict"])
-    group.addoption("--elizon-sign-key", metavar="PATH", default=None, help=_HELP["sign_key"])
-    parser.addini("elizon_entry", _HELP["entry_ini"], default=None)
-    parser.addini("elizon_timeout", _HELP["timeout"], default=None)
-    parser.addini("elizon_judge", _HELP["judge_ini"], default=None)
-    parser.addini("elizon_route_key", _HELP["route_key"], default="route")
-    parser.addini("elizon_concurrency", _HELP["concurrency"], default=None)
-    parser.addini("elizon_retries", _HELP["retries"], default=None)
-    parser.addini("elizon_retry_on", _HELP["retry_on"], type="args", default=[])
-    parser.addini("elizon_retry_backoff", _HELP["retry_backoff"], default=None)
-    parser.addini("elizon_strict", _HELP["strict"], type="bool", default=False)
-    parser.addini("elizon_html", _HELP["html"], default=None)
-    parser.addini("elizon_prices", _HELP["prices"], type="linelist", default=[])
-    parser.addini("elizon_sign_key", _HELP["sign_key"], default=None)
-    parser.addini("elizon_suite_files", _HELP["suite_files"], type="args",
-                  default=["*.eval.yaml"])
+    for option in OPTIONS:
+        if option.cli is None:
+            continue
+        kwargs: dict[str, Any] = {"default": option.default, "help": option.help}
+        if option.action is not None:
+            kwargs["action"] = option.action
+        if option.metavar is not None:
+            kwargs["metavar"] = option.metavar
+        if option.choices is not None:
+            kwargs["choices"] = option.choices
+        group.addoption(option.cli, **kwargs)
+    for option in OPTIONS:
+        if option.ini is not None:
+            parser.addini(option.ini, option.ini_help or option.help,
+                          type=option.ini_type,  # type: ignore[arg-type]
+                          default=option.ini_default)
 
 
 def _ini_source(config: pytest.Config, name: str) -> str:

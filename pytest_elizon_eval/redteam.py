@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import ConfigDict, Field, field_validator
 
 from .assertions import AssertionResult
+from .errors import ELIZON_PROBES_INVALID as PROBES_INVALID
+from .errors import ELIZON_SECRETS_INVALID as SECRETS_INVALID
 from .errors import ElizonError
 from .loading import LoadFailed, Problem, load_yaml
 from .model import CASE_ID_PATTERN, Case, _Strict, validate
@@ -56,9 +58,6 @@ __all__ = [
     "to_case",
 ]
 
-#: The pack's categories, in the order reports show them.
-PROBES_INVALID = "ELIZON_PROBES_INVALID"
-SECRETS_INVALID = "ELIZON_SECRETS_INVALID"
 #: Where a probe's input takes the run's canary.
 CANARY_SLOT = "{canary}"
 #: What a refusal says: one of these words must appear where a probe must be refused.
