@@ -1,37 +1,50 @@
-"""A case's outcome: decided here, once, and described here, once.
+"""A case's outcome, decided here, once.
 
 Owns the step from "the entry point answered and the checks said …" (a
-:class:`~.running.CaseRun`) to what pytest and every report show
-(docs/contract.md#outcomes): the outcome (passed / failed / timeout /
-error), including repeats (``minPassRate``), errors an assertion expected
-(``errorContains``), setup errors and crashed xdist workers; the one-line
-:func:`reason` every reporter prints; the full :func:`failure_message`; and
-the terminal category of a report (``timeout`` ``T``, ``advisory_failed``
-``a``, ``advisory_timeout`` ``t``), decided from the report's data alone so
-the xdist controller can do it.
+:class:`~.running.CaseRun`) to the :class:`CaseResult` every report shows
+(docs/contract.md#outcomes): the outcome (passed / failed / timeout / error),
+including repeats (``minPassRate``), errors an assertion expected
+(``errorContains``), setup errors and crashed xdist workers; and the terminal
+category of a report (``timeout`` ``T``, ``advisory_failed`` ``a``,
+``advisory_timeout`` ``t``), decided from the report's data alone so the xdist
+controller can do it. The records and their JSON are :mod:`.results_data`; the
+words are :mod:`.wording`; both re-exported here for the modules that import
+them from this one.
 
-A :class:`CaseResult` converts to and from plain JSON-like data in which
-every string can be encoded as UTF-8 (so it can cross xdist); that data
-rides on the test report as the attribute :data:`REPORT_ATTR`. No pytest
-import here.
+A result's data rides on the test report as the attribute :data:`REPORT_ATTR`.
+No pytest import here.
 """
 
 from __future__ import annotations
 
-import functools
-import json
-import math
-import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from .assertions import AssertionResult, calls_text
-from .calls import EntryCall, ErrorInfo, ToolCall, Usage
+from .assertions import AssertionResult
+from .calls import EntryCall, ErrorInfo, Usage
+from .results_data import ERROR as ERROR
+from .results_data import FAILED as FAILED
+from .results_data import OUTPUT_KEPT as OUTPUT_KEPT
+from .results_data import PASSED as PASSED
+from .results_data import TIMEOUT as TIMEOUT
+from .results_data import WORKER_CRASH as WORKER_CRASH
+from .results_data import CaseIdentity as CaseIdentity
+from .results_data import CaseResult as CaseResult
+from .results_data import RunRecord, SecurityRecord, ToolCallRecord, TurnRecord, from_data
+from .results_data import SuiteInfo as SuiteInfo
+from .results_data import encodable as encodable
+from .text import cap
+from .wording import OUTPUT_SHOWN as OUTPUT_SHOWN
+from .wording import REASON_PART as REASON_PART
+from .wording import conversation_text as conversation_text
+from .wording import display_reason as display_reason
+from .wording import failure_message as failure_message
+from .wording import reason as reason
+from .wording import usage_text as usage_text
 
 if TYPE_CHECKING:  # types only: reports and elizon-eval read results without the run path
     from .running import Attempt, CasePlan, CaseRun, TurnResult
-from .text import cap, defuse, visible
 
 __all__ = [
     "ERROR",
@@ -45,6 +58,7 @@ __all__ = [
     "SuiteInfo",
     "annotate",
     "blocks",
+    "call_outcome",
     "conversation_text",
     "crashed",
     "decide",
@@ -58,72 +72,10 @@ __all__ = [
     "teststatus",
 ]
 
-PASSED, FAILED, TIMEOUT, ERROR = "passed", "failed", "timeout", "error"
 #: The report attribute that carries a case's result as plain data across xdist.
 REPORT_ATTR = "elizon"
-#: Characters of output kept on a report (the true length is kept too).
-OUTPUT_KEPT = 64 * 1024
-#: Characters of output shown in a failure message.
-OUTPUT_SHOWN = 2000
-#: Characters of each run's output kept in a repeat case's run list.
+#: Characters of each run's (and turn's) output kept in its record.
 RUN_OUTPUT_KEPT = 4096
-#: Characters of each part of a one-line reason.
-REASON_PART = 200
-#: The error type of a case whose xdist worker died.
-WORKER_CRASH = "WorkerCrash"
-
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _escape_surrogate(match: re.Match[str]) -> str:
-    return f"\\u{ord(match.group()):04x}"
-
-
-def encodable(value: Any) -> Any:
-    """A copy of ``value`` as plain JSON data with every lone surrogate in its strings
-    written as a visible ``\\udXXX``: such a string cannot be encoded as UTF-8, so it could
-    not cross to the xdist controller (the case would vanish from the run) nor be written to
-    a report. What JSON cannot hold (YAML gives dates in an input) becomes its text."""
-    try:  # the common case, at C speed: nothing to escape, so a JSON round trip copies it
-        text = json.dumps(value, ensure_ascii=False, default=str)
-        text.encode("utf-8")
-    except (UnicodeEncodeError, TypeError, ValueError):
-        return json.loads(json.dumps(_escaped(value), default=str))
-    return json.loads(text)
-
-
-def _escaped(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-            return value
-        except UnicodeEncodeError:
-            return _LONE_SURROGATE.sub(_escape_surrogate, value)
-    if isinstance(value, dict):
-        return {_escaped(k): _escaped(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_escaped(v) for v in value]
-    return value
-
-
-def _tool_call_data(call: ToolCall) -> dict[str, Any]:
-    """A tool call as reports keep it: an argument, result or error longer than
-    :data:`OUTPUT_KEPT` characters (as JSON text) keeps its first ones as text, and
-    ``<part>_length`` says how long it was — as an output does."""
-    data = call.to_data()
-    for part in ("arguments", "result", "error"):
-        value = data[part]
-        if value is None or isinstance(value, (bool, int, float)):
-            continue
-        try:
-            text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
-                                                                   default=str)
-        except (ValueError, RecursionError):  # not JSON data: kept as its length only
-            data[part], data[f"{part}_length"] = "<not representable as JSON>", 0
-            continue
-        if len(text) > OUTPUT_KEPT:
-            data[part], data[f"{part}_length"] = text[:OUTPUT_KEPT], len(text)
-    return data
 
 
 def described(exc: BaseException) -> str:
@@ -134,162 +86,15 @@ def described(exc: BaseException) -> str:
         return f"<unprintable {type(exc).__name__}>"
 
 
-@dataclass(frozen=True)
-class SuiteInfo:
-    """What every case of a suite shares, carried with each case so reports need no files."""
-
-    path: str
-    package: str
-    gate: str
-    #: Effective: gate advisory and not overridden by ``--elizon-strict``.
-    advisory: bool
-    baseline: dict[str, float] = field(default_factory=dict)
-    sha256: str = ""
-    #: How cassettes name the suite (see :func:`~.cassette.suite_key`); not in report data.
-    key: str = ""
-
-    def to_data(self) -> dict[str, Any]:
-        return dict(self._data)
-
-    @functools.cached_property
-    def _data(self) -> dict[str, Any]:  # the same for every case of the suite: built once
-        data: dict[str, Any] = encodable({
-            "path": self.path, "package": self.package, "gate": self.gate,
-            "advisory": self.advisory, "baseline": dict(self.baseline), "sha256": self.sha256})
-        return data
-
-    @classmethod
-    def from_data(cls, data: Mapping[str, Any]) -> SuiteInfo:
-        return cls(data["path"], data["package"], data["gate"], data["advisory"],
-                   dict(data.get("baseline") or {}), data.get("sha256", ""))
-
-
-@dataclass(frozen=True)
-class CaseIdentity:
-    """Who a case is: joined to what happened when report data is built."""
-
-    nodeid: str
-    case_id: str
-    #: 1-based line of the case's ``- id:`` in the suite file.
-    line: int
-    suite: SuiteInfo
-
-
-@dataclass(frozen=True)
-class CaseResult:
-    """Everything known about one case of the run, as reports need it."""
-
-    nodeid: str
-    case_id: str
-    line: int
-    suite: SuiteInfo
-    outcome: str
-    assertions: tuple[AssertionResult, ...] = ()
-    latency_ms: float | None = None
-    output: str | None = None
-    output_length: int = 0
-    error: ErrorInfo | None = None
-    timeout_s: float = 0.0
-    timeout_source: str = ""
-    entry: str = ""
-    judge_score: float | None = None
-    judge_reasoning: str | None = None
-    #: Every run of a ``repeat`` case, as plain data; empty for a single run.
-    runs: tuple[dict[str, Any], ...] = ()
-    passed_runs: int | None = None
-    min_pass_rate: float | None = None
-    #: Answered from a cassette: the latency is the recorded one.
-    replayed: bool = False
-    #: The case's ``input`` as plain JSON-like data (for reports that show it), or None.
-    input: Any = None
-    #: The tools the entry point called (every turn's, for a conversation), as plain data.
-    tool_calls: tuple[dict[str, Any], ...] = ()
-    #: Tokens and cost of the entry point's answer(s), when reported; the judge's apart.
-    usage: dict[str, Any] | None = None
-    judge_usage: dict[str, Any] | None = None
-    #: A conversation's turns as they went (input, answer, checks), and the 1-based number
-    #: of the turn that did not pass, if one did.
-    turns: tuple[dict[str, Any], ...] = ()
-    failed_turn: int | None = None
-    #: How many turns the conversation has (those that ran are in ``turns``); 0 for none.
-    turn_count: int = 0
-    #: The canary and secret checks (docs/contract.md#security): what leaked, masked, and
-    #: for a probe its category, severity and where the manifest included it; or None.
-    security: dict[str, Any] | None = None
-    #: Calls made to the entry point (1 + its retries; every run's and turn's), retries
-    #: after a refusal (the judge's included), seconds spent waiting between them, and
-    #: whether a call was refused with a rate limit (docs/contract.md#retries).
-    attempts: int = 1
-    retries: int = 0
-    waited_s: float = 0.0
-    rate_limited: bool = False
-
-    @property
-    def crashed(self) -> bool:
-        """The xdist worker running the case died (nothing the case did was seen)."""
-        return self.error is not None and self.error.type == WORKER_CRASH
-
-    @property
-    def expected_error(self) -> bool:
-        """The error, if any, is what an ``errorContains`` assertion looked for."""
-        return any(a.name == "errorContains" for a in self.assertions)
-
-    def to_data(self) -> dict[str, Any]:
-        """Plain data; every string encodable (it crosses xdist and goes into files)."""
-        data = {
-            "nodeid": self.nodeid, "case_id": self.case_id, "line": self.line,
-            "outcome": self.outcome,
-            "assertions": [a.to_data() for a in self.assertions],
-            "latency_ms": self.latency_ms, "output": self.output,
-            "output_length": self.output_length,
-            "error": self.error.to_data() if self.error else None,
-            "timeout_s": self.timeout_s, "timeout_source": self.timeout_source,
-            "entry": self.entry, "judge_score": self.judge_score,
-            "judge_reasoning": self.judge_reasoning, "runs": list(self.runs),
-            "passed_runs": self.passed_runs, "min_pass_rate": self.min_pass_rate,
-            "replayed": self.replayed, "input": self.input,
-            "tool_calls": list(self.tool_calls), "usage": self.usage,
-            "judge_usage": self.judge_usage, "turns": list(self.turns),
-            "failed_turn": self.failed_turn, "turn_count": self.turn_count,
-            "attempts": self.attempts,
-            "retries": self.retries, "waited_s": self.waited_s,
-            "rate_limited": self.rate_limited,
-        }
-        if self.security is not None:  # only where checked: other results keep their shape
-            data["security"] = self.security
-        out: dict[str, Any] = encodable(data)
-        out["suite"] = self.suite.to_data()
-        return out
-
-    @classmethod
-    def from_data(cls, data: Mapping[str, Any]) -> CaseResult:
-        return cls(
-            nodeid=data["nodeid"], case_id=data["case_id"], line=data["line"],
-            suite=SuiteInfo.from_data(data["suite"]), outcome=data["outcome"],
-            assertions=tuple(AssertionResult.from_data(a) for a in data["assertions"]),
-            latency_ms=data["latency_ms"], output=data["output"],
-            output_length=data["output_length"],
-            error=ErrorInfo.from_data(data["error"]) if data["error"] else None,
-            timeout_s=data["timeout_s"], timeout_source=data["timeout_source"],
-            entry=data["entry"], judge_score=data.get("judge_score"),
-            judge_reasoning=data.get("judge_reasoning"), runs=tuple(data.get("runs") or ()),
-            passed_runs=data.get("passed_runs"), min_pass_rate=data.get("min_pass_rate"),
-            replayed=bool(data.get("replayed")), input=data.get("input"),
-            tool_calls=tuple(data.get("tool_calls") or ()), usage=data.get("usage"),
-            judge_usage=data.get("judge_usage"), turns=tuple(data.get("turns") or ()),
-            failed_turn=data.get("failed_turn"), turn_count=data.get("turn_count", 0),
-            security=data.get("security"),
-            attempts=data.get("attempts", 1), retries=data.get("retries", 0),
-            waited_s=data.get("waited_s", 0.0), rate_limited=bool(data.get("rate_limited")),
-        )
-
-
 # -- deciding -------------------------------------------------------------------------------
 
-def _call_outcome(call: EntryCall, assertions: tuple[AssertionResult, ...],
-                  expects_error: bool) -> str:
-    """An error fails the run unless ``errorContains`` expected one; an assertion that could
-    not be checked (there was no output) fails nothing by itself."""
+def call_outcome(call: EntryCall, assertions: Sequence[AssertionResult],
+                 expects_error: bool) -> str:
+    """The one pass rule of a call (a single run, a repeat's run, a conversation's turn):
+    it timed out, or an error fails it unless ``errorContains`` expected one; an assertion
+    that could not be checked (there was no output) fails nothing by itself. A turn that
+    does not pass ends its conversation (``running.turn_failed`` says the same and
+    should call this)."""
     if call.timed_out:
         return TIMEOUT
     if any(a.passed is False for a in assertions) or (call.error and not expects_error):
@@ -300,9 +105,7 @@ def _call_outcome(call: EntryCall, assertions: tuple[AssertionResult, ...],
 def _failed_turn(attempt: Attempt, expects_error: bool) -> int | None:
     """The 1-based turn at which a conversation stopped without passing, if it did."""
     for number, turn in enumerate(attempt.turns, 1):
-        from .running import turn_failed  # loaded already wherever cases run
-
-        if turn_failed(turn, expects_error):
+        if call_outcome(turn.call, turn.assertions, expects_error) != PASSED:
             return number
     return None
 
@@ -311,27 +114,20 @@ def _attempt_outcome(attempt: Attempt, expects_error: bool) -> str:
     failed = _failed_turn(attempt, expects_error)
     if failed is not None:
         turn = attempt.turns[failed - 1]
-        return _call_outcome(turn.call, turn.assertions, expects_error)
-    return _call_outcome(attempt.call, attempt.assertions, expects_error)
+        return call_outcome(turn.call, turn.assertions, expects_error)
+    return call_outcome(attempt.call, attempt.assertions, expects_error)
 
 
-def _usage_data(call: EntryCall) -> dict[str, Any] | None:
-    return call.usage.to_data() if call.usage else None
-
-
-def _turn_data(number: int, turn: TurnResult, expects_error: bool) -> dict[str, Any]:
+def _turn_record(number: int, turn: TurnResult, expects_error: bool) -> TurnRecord:
     call = turn.call
-    return {
-        "turn": number, "input": turn.input,
-        "outcome": _call_outcome(call, turn.assertions, expects_error),
-        "output": cap(call.text, RUN_OUTPUT_KEPT)[0] if call.text is not None else None,
-        "output_length": len(call.text) if call.text is not None else 0,
-        "latency_ms": call.latency_ms, "assertions": [a.to_data() for a in turn.assertions],
-        "error": call.error.to_data() if call.error else None,
-        "tool_calls": [_tool_call_data(c) for c in call.tool_calls],
-        "usage": _usage_data(call),
-        "judge_score": turn.judge_score,
-    }
+    return TurnRecord(
+        turn=number, input=turn.input,
+        outcome=call_outcome(call, turn.assertions, expects_error),
+        output=cap(call.text, RUN_OUTPUT_KEPT)[0] if call.text is not None else None,
+        output_length=len(call.text) if call.text is not None else 0,
+        latency_ms=call.latency_ms, assertions=tuple(turn.assertions), error=call.error,
+        tool_calls=tuple(ToolCallRecord.of(c) for c in call.tool_calls), usage=call.usage,
+        judge_score=turn.judge_score)
 
 
 def _identity_fields(identity: CaseIdentity, plan: CasePlan) -> dict[str, Any]:
@@ -364,37 +160,38 @@ def _single(identity: CaseIdentity, plan: CasePlan, attempt: Attempt, outcome: s
     if failed is not None:  # the failing turn's checks are why the case did not pass
         assertions = attempt.turns[failed - 1].assertions
     return CaseResult(
-        tool_calls=tuple(_tool_call_data(c) for c in call.tool_calls), usage=_usage_data(call),
-        turns=tuple(_turn_data(n, t, expects_error) for n, t in enumerate(attempt.turns, 1)),
+        tool_calls=tuple(ToolCallRecord.of(c) for c in call.tool_calls), usage=call.usage,
+        turns=tuple(_turn_record(n, t, expects_error) for n, t in enumerate(attempt.turns, 1)),
         failed_turn=failed,
         **_identity_fields(identity, plan), outcome=outcome, assertions=assertions,
         latency_ms=call.latency_ms, output=output,
         output_length=len(call.text) if call.text is not None else 0, error=call.error,
         judge_score=attempt.judge_score, judge_reasoning=attempt.judge_reasoning,
-        judge_usage=attempt.judge_usage.to_data() if attempt.judge_usage else None,
+        judge_usage=attempt.judge_usage,
         replayed=call.replayed, **_retry_fields([attempt]))
 
 
-def _run_data(attempt: Attempt, outcome: str) -> dict[str, Any]:
+def _run_record(attempt: Attempt, outcome: str) -> RunRecord:
     call = attempt.call
     output = cap(call.text, RUN_OUTPUT_KEPT)[0] if call.text is not None else None
-    return {"outcome": outcome, "latency_ms": call.latency_ms,
-            "assertions": [a.to_data() for a in attempt.assertions], "output": output,
-            "error": call.error.to_data() if call.error else None,
-            "judge_score": attempt.judge_score}
+    return RunRecord(outcome, call.latency_ms, tuple(attempt.assertions), output, call.error,
+                     attempt.judge_score)
 
 
 def decide(identity: CaseIdentity, plan: CasePlan, run: CaseRun, *,
-           also: tuple[AssertionResult, ...] = (), security: dict[str, Any] | None = None
-           ) -> CaseResult:
+           also: tuple[AssertionResult, ...] = (),
+           security: SecurityRecord | Mapping[str, Any] | None = None) -> CaseResult:
     """The result of a case that ran: one run as it went; ``repeat`` runs pass when at least
     ``minPassRate`` of them pass, and then show the first run that did not pass. ``also``
     are checks of the whole case (the probe pack's canary and secrets, read from every
-    run): one that fails fails a case that would have passed."""
+    run): one that fails fails a case that would have passed. ``security`` may come as
+    plain data (:func:`~.redteam.leak_checks` gives it so)."""
     result = _decided(identity, plan, run)
     if not also and security is None:
         return result
     failed = any(a.passed is False for a in also)
+    if isinstance(security, Mapping):
+        security = from_data(SecurityRecord, security)
     return replace(result, assertions=(*result.assertions, *also), security=security,
                    outcome=FAILED if failed and result.outcome == PASSED else result.outcome)
 
@@ -420,10 +217,10 @@ def _decided(identity: CaseIdentity, plan: CasePlan, run: CaseRun) -> CaseResult
         usage = part if usage is None else usage + part
     return CaseResult(**{
         **base.__dict__,
-        "usage": usage.to_data() if usage else None,
+        "usage": usage,
         "latency_ms": sum(latencies) / len(latencies) if latencies else None,
         "judge_score": sum(scores) / len(scores) if scores else None,
-        "runs": tuple(_run_data(a, o) for a, o in zip(run.attempts, outcomes, strict=True)),
+        "runs": tuple(_run_record(a, o) for a, o in zip(run.attempts, outcomes, strict=True)),
         "passed_runs": passed, "min_pass_rate": plan.min_pass_rate,
         **_retry_fields(run.attempts)})
 
@@ -471,183 +268,6 @@ def blocks(result: CaseResult) -> bool:
     if result.outcome == PASSED:
         return False
     return not result.suite.advisory or result.outcome == ERROR
-
-
-# -- describing -----------------------------------------------------------------------------
-
-def _first_line(text: str) -> str:
-    return text.splitlines()[0] if text else ""
-
-
-def _single_reason(result: CaseResult, limit: int) -> str:
-    if result.outcome == TIMEOUT:
-        tried = f", after {result.attempts} attempts" if result.retries else ""
-        return f"no answer within {result.timeout_s:g} s ({result.timeout_source}{tried})"
-    if result.crashed:
-        assert result.error is not None
-        return f"crashed: {cap(_first_line(result.error.message), limit)[0]}"
-    if result.error is not None and not result.expected_error:
-        return cap(_first_line(result.error.text) or result.error.type, limit)[0]
-    failed = [f"✗ {a.name}: {cap(a.found, limit)[0]}"
-              for a in result.assertions if a.passed is False]
-    return "; ".join(failed) or f"case {result.case_id} did not pass"
-
-
-def _turns_of(result: CaseResult) -> int:
-    """The conversation's length, not only the turns that ran before it stopped."""
-    return max(result.turn_count, len(result.turns))
-
-
-def reason(result: CaseResult, limit: int = REASON_PART) -> str:
-    """Why a case did not pass, in one line of raw text (each reporter escapes it for its
-    medium); each part at most ``limit`` characters."""
-    text = _single_reason(result, limit)
-    if result.failed_turn is not None:
-        text = f"turn {result.failed_turn} of {_turns_of(result)}: {text}"
-    if result.runs:
-        text = (f"{result.passed_runs}/{len(result.runs)} runs passed; first that did not: "
-                + text)
-    return text.replace("\r", " ").replace("\n", " ")
-
-
-def display_reason(result: CaseResult) -> str:
-    """:func:`reason`, safe to print on a terminal or in a CI log."""
-    return defuse(visible(reason(result), keep_newlines=False))
-
-
-def usage_text(usage: Mapping[str, Any]) -> str:
-    """``1,234 tokens (1,000 in, 234 out), $0.00123`` — what is known of it."""
-    parts = []
-    tokens_in, tokens_out = usage.get("input_tokens"), usage.get("output_tokens")
-    if tokens_in is not None or tokens_out is not None:
-        parts.append(f"{(tokens_in or 0) + (tokens_out or 0):,} tokens ({tokens_in or 0:,} in, "
-                     f"{tokens_out or 0:,} out)")
-    cost = usage.get("cost_usd")
-    parts.append(f"${cost:.6f}" if cost is not None else "cost unknown")
-    if usage.get("model"):
-        parts.append(f"model {usage['model']}")
-    return visible(", ".join(parts), keep_newlines=False)
-
-
-def _calls_line(calls: Sequence[Mapping[str, Any]]) -> str:
-    return calls_text([ToolCall.from_data(c) for c in calls])
-
-
-def _turn_lines(result: CaseResult) -> list[str]:
-    """Each turn of a conversation: what was said, the answer, and its checks."""
-    lines: list[str] = []
-    for turn in result.turns:
-        mark = {PASSED: "✓", FAILED: "✗", TIMEOUT: "⧗"}.get(turn["outcome"], "?")
-        said = turn["input"] if isinstance(turn["input"], str) else json.dumps(turn["input"])
-        lines.append(f"  turn {turn['turn']} {mark} {turn['outcome']}: "
-                     f"{visible(cap(said, 200)[0], keep_newlines=False)}")
-        if turn["output"] is not None:
-            lines.append("      answer: " + visible(cap(turn["output"], 300)[0],
-                                                     keep_newlines=False))
-        if turn["error"]:
-            error = turn["error"]
-            lines.append("      raised: " + visible(f"{error['type']}: {error['message']}",
-                                                     keep_newlines=False)[:300])
-        if turn["tool_calls"]:
-            lines.append("      tool " + visible(_calls_line(turn["tool_calls"]),
-                                                  keep_newlines=False))
-        for a in turn["assertions"]:
-            check = {True: "✓", False: "✗", None: "·"}[a["passed"]]
-            lines.append(f"      {check} {a['name']}: "
-                         + visible(f"{a['expected']} — {a['found']}", keep_newlines=False))
-    if result.turns and result.failed_turn is None:
-        lines.append("the conversation's own checks:")
-    return lines
-
-
-def conversation_text(result: CaseResult) -> str:
-    """A conversation's turns as lines of text, made visible (for any report)."""
-    return "\n".join(_turn_lines(result))
-
-
-def _run_line(index: int, run: Mapping[str, Any]) -> str:
-    failed = [f"✗ {a['name']}" for a in run["assertions"] if a["passed"] is False]
-    if run["error"]:
-        failed.append(f"raised {run['error']['type']}")
-    latency = "" if run["latency_ms"] is None else f" in {run['latency_ms']:.1f} ms"
-    return f"  run {index}: {run['outcome']}{latency}" + (f" — {', '.join(failed)}"
-                                                          if failed else "")
-
-
-def _runs_lines(result: CaseResult) -> list[str]:
-    if not result.runs:
-        return []
-    n = len(result.runs)
-    lines = [f"runs: {result.passed_runs}/{n} passed, minPassRate {result.min_pass_rate:g} "
-             f"needs {math.ceil((result.min_pass_rate or 0) * n - 1e-9)}"]
-    lines.extend(_run_line(index, run) for index, run in enumerate(result.runs, 1))
-    lines.append("the first run that did not pass:")
-    return lines
-
-
-def _indent(text: str, prefix: str) -> str:
-    return "\n".join(prefix + line for line in text.splitlines()) if text else prefix
-
-
-def failure_message(result: CaseResult) -> str:
-    """The full message: the case, every assertion ✓/✗, latency, and the output — made
-    visible and defused, so it is safe on any terminal and in any CI log."""
-    where = f"{result.suite.gate} suite {result.suite.path}:{result.line}"
-    name = visible(result.case_id, keep_newlines=False)
-    turn = (f" at turn {result.failed_turn} of {_turns_of(result)}"
-            if result.failed_turn is not None else "")
-    if result.outcome == TIMEOUT and not result.runs and not result.turns:
-        return defuse(f"case {name!r} timed out ({where}): no answer within "
-                      f"{result.timeout_s:g} s ({result.timeout_source}); the call was "
-                      "abandoned. A timeout is not an assertion failure.")
-    if result.crashed:
-        assert result.error is not None
-        return defuse(visible(f"case {name!r} crashed ({where}): {result.error.message}"))
-    if result.error is not None and result.outcome == ERROR:
-        return defuse(visible(f"case {name!r} could not run ({where}):\n{result.error.text}"))
-    if result.error is not None and result.outcome != TIMEOUT:
-        head = (f"case {name!r} failed{turn} ({where}): the entry point raised "
-                f"{visible(result.error.text, keep_newlines=False)}")
-    elif result.outcome == TIMEOUT:
-        head = (f"case {name!r} timed out{turn} ({where}): no answer within "
-                f"{result.timeout_s:g} s ({result.timeout_source}); a timeout is not an "
-                "assertion failure")
-    else:
-        head = f"case {name!r} failed{turn} ({where})"
-    lines = [head, *_runs_lines(result), *_turn_lines(result)]
-    if result.error is not None and result.error.traceback:
-        lines.append(_indent(visible(result.error.traceback), "    "))
-    for a in () if result.failed_turn is not None else result.assertions:  # shown per turn
-        mark = {True: "✓", False: "✗", None: "·"}[a.passed]
-        if a.passed is False:
-            lines.append(f"  {mark} {a.name}")
-            lines.append(f"      expected: {visible(a.expected, keep_newlines=False)}")
-            lines.append(f"      found:    {visible(a.found, keep_newlines=False)}")
-        else:
-            lines.append(f"  {mark} {a.name}: {visible(a.expected, keep_newlines=False)} — "
-                         f"{visible(a.found, keep_newlines=False)}")
-    if not result.assertions and result.error is None:
-        lines.append("  (no assertions: the case checks the run end to end)")
-    if result.tool_calls and not result.turns:
-        lines.append("tool " + visible(_calls_line(result.tool_calls), keep_newlines=False))
-    if result.usage:
-        lines.append(f"usage: {usage_text(result.usage)}")
-    if result.latency_ms is not None:
-        replayed = " (recorded latency, replayed from the cassette)" if result.replayed else ""
-        mean = "mean " if result.runs else ""
-        lines.append(f"latency: {mean}{result.latency_ms:.1f} ms{replayed}")
-    if result.retries or result.rate_limited:
-        limited = ", rate limited" if result.rate_limited else ""
-        retries = f"{result.retries} {'retry' if result.retries == 1 else 'retries'}"
-        lines.append(f"attempts: {result.attempts} ({retries}, "
-                     f"{result.waited_s:.2f} s waiting{limited})")
-    if result.output is not None:
-        shown, cut = cap(result.output, OUTPUT_SHOWN)
-        size = f"{result.output_length:,} chars"
-        lines.append(f"output ({size}, first {len(shown):,} shown):" if cut
-                     or result.output_length > len(result.output) else f"output ({size}):")
-        lines.append(_indent(visible(shown), "  | "))
-    return defuse("\n".join(lines))
 
 
 # -- on the report ---------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from pytest_elizon_eval.outcomes import (
     failure_message,
     reason,
 )
+from pytest_elizon_eval.results_data import ToolCallRecord, TurnRecord, to_data
 
 from .conftest import ECHO_APP, Packages
 
@@ -221,14 +222,13 @@ def test_escaped_keeps_the_type_the_message_and_the_limits() -> None:
 
 
 def test_turn_n_of_m_counts_every_turn_of_the_conversation() -> None:
-    ran = tuple({"turn": n, "input": f"say {n}", "outcome": outcome, "output": "x",
-                 "error": None, "tool_calls": [], "assertions": []}
+    ran = tuple(TurnRecord(n, f"say {n}", outcome, "x")
                 for n, outcome in ((1, "passed"), (2, "failed")))
     result = CaseResult(nodeid="n", case_id="c", line=3, suite=INFO, outcome="failed",
                         turns=ran, failed_turn=2, turn_count=3)
     assert reason(result).startswith("turn 2 of 3: ")
     assert " at turn 2 of 3 " in failure_message(result).splitlines()[0]
-    assert CaseResult.from_data(result.to_data()).turn_count == 3
+    assert CaseResult.from_data(result.to_data()) == result
 
 
 def test_a_three_turn_conversation_failing_at_turn_two_says_2_of_3(
@@ -251,7 +251,8 @@ def test_a_three_turn_conversation_failing_at_turn_two_says_2_of_3(
 
 
 def test_huge_tool_call_parts_are_capped_like_outputs() -> None:
-    from pytest_elizon_eval.outcomes import _tool_call_data
+    def _tool_call_data(call: ToolCall) -> dict[str, Any]:
+        return to_data(ToolCallRecord.of(call))
 
     big = {"blob": "x" * (OUTPUT_KEPT * 2)}
     data = _tool_call_data(ToolCall("t", big, "y" * (OUTPUT_KEPT + 5), None))

@@ -101,7 +101,7 @@ def test_decide_repeats_against_the_min_pass_rate() -> None:
     assert (half.outcome, half.passed_runs, half.latency_ms) == ("passed", 2, 3.0)
     strict = outcomes.decide(IDENTITY, plan(4, 0.75), runs)
     assert strict.outcome == "failed"
-    assert [r["outcome"] for r in strict.runs] == ["passed", "failed", "passed", "failed"]
+    assert [r.outcome for r in strict.runs] == ["passed", "failed", "passed", "failed"]
     assert strict.assertions == (FAILED_CHECK,)  # the first run that did not pass is shown
     assert outcomes.reason(strict) == ("2/4 runs passed; first that did not: ✗ contains: "
                                        "missing: 'delta'")

@@ -99,12 +99,10 @@ class SuiteSummary:
         latencies = sorted(r.latency_ms for r in self.results if r.latency_ms is not None)
         scores = [r.judge_score for r in self.results if r.judge_score is not None]
         # Cost and tokens count only cases that reported them, never a guess for the others.
-        costs = [r.usage["cost_usd"] for r in self.results
-                 if r.usage and r.usage.get("cost_usd") is not None]
-        tokens = [(r.usage.get("input_tokens") or 0) + (r.usage.get("output_tokens") or 0)
-                  for r in self.results if r.usage and (r.usage.get("input_tokens") is not None
-                                                        or r.usage.get("output_tokens")
-                                                        is not None)]
+        costs = [r.usage.cost_usd for r in self.results
+                 if r.usage and r.usage.cost_usd is not None]
+        tokens = [r.usage.tokens for r in self.results
+                  if r.usage and r.usage.tokens is not None]
         return {
             "cases": n,
             "pass_rate": self.count(PASSED) / n if n else None,

@@ -74,9 +74,9 @@ class Guard:
 
 def _line(kind: str, result: CaseResult) -> str:
     title = f"{result.case_id}: {result.outcome}" + (" (advisory)" if kind == "warning" else "")
-    if result.security and "probe" in result.security:  # at the manifest line with the pack
-        probe = result.security["probe"]
-        title = f"{result.case_id}: compromised ({probe['category']}, {probe['severity']})"
+    if result.security and result.security.probe:  # at the manifest line with the pack
+        probe = result.security.probe
+        title = f"{result.case_id}: compromised ({probe.category}, {probe.severity})"
     properties = ",".join([
         f"file={escape_property(result.suite.path.partition('::')[0])}",
         f"line={result.line}",

@@ -29,9 +29,10 @@ import html
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
+from ..assertions import AssertionResult
 from ..outcomes import ERROR, FAILED, PASSED, TIMEOUT, CaseResult, blocks, reason
 from ..text import cap, visible
 from .aggregate import Aggregate, BaselineRow, SuiteSummary, format_metric
@@ -195,25 +196,25 @@ def _sha256(text: str) -> str:
 
 # -- one case --------------------------------------------------------------------------------
 
-def _assertions(items: Iterable[Mapping[str, Any]]) -> str:
+def _assertions(items: Iterable[AssertionResult]) -> str:
     lines = []
     for a in items:
-        mark, cls = {True: ("✓", "ok"), False: ("✗", "ko"), None: ("·", "nc")}[a["passed"]]
-        lines.append(f'<li class="{cls}">{mark} <b>{_esc(str(a["name"]))}</b>: '
-                     f'expected {_capped(str(a["expected"]), LINE_SHOWN)} — found '
-                     f'{_capped(str(a["found"]), LINE_SHOWN)}</li>')
+        mark, cls = {True: ("✓", "ok"), False: ("✗", "ko"), None: ("·", "nc")}[a.passed]
+        lines.append(f'<li class="{cls}">{mark} <b>{_esc(a.name)}</b>: '
+                     f'expected {_capped(a.expected, LINE_SHOWN)} — found '
+                     f'{_capped(a.found, LINE_SHOWN)}</li>')
     return '<ul class="as">' + "".join(lines) + "</ul>" if lines else ""
 
 
 def _runs(result: CaseResult) -> str:
     rows = []
     for i, run in enumerate(result.runs, 1):
-        failed = [str(a["name"]) for a in run.get("assertions", []) if a["passed"] is False]
-        if run.get("error"):
-            failed.append(f"raised {run['error'].get('type', '')}")
-        score = run.get("judge_score")
-        rows.append(f"<tr><td class=n>{i}</td><td>{_esc(str(run.get('outcome')))}</td>"
-                    f"<td class=n>{_ms(run.get('latency_ms'))}</td>"
+        failed = [a.name for a in run.assertions if a.passed is False]
+        if run.error:
+            failed.append(f"raised {run.error.type}")
+        score = run.judge_score
+        rows.append(f"<tr><td class=n>{i}</td><td>{_esc(run.outcome)}</td>"
+                    f"<td class=n>{_ms(run.latency_ms)}</td>"
                     f"<td>{_capped(', '.join(failed), LINE_SHOWN)}</td>"
                     f"<td class=n>{'—' if score is None else f'{score:.3f}'}</td></tr>")
     need = math.ceil((result.min_pass_rate or 0) * len(result.runs) - 1e-9)
@@ -240,7 +241,7 @@ def _detail_items(result: CaseResult) -> list[tuple[str, str]]:
             body += _pre(result.error.traceback)
         items.append((f"error{expected}", body))
     if result.assertions:
-        items.append(("assertions", _assertions(a.to_data() for a in result.assertions)))
+        items.append(("assertions", _assertions(result.assertions)))
     elif result.error is None:
         items.append(("assertions", '<span class="note">none: the case checks the run end '
                                     "to end</span>"))
@@ -457,8 +458,7 @@ def _regression_chart(regression: Regression) -> str:
 
 
 def _cost(result: CaseResult) -> float | None:
-    usage = result.usage
-    cost = usage.get("cost_usd") if isinstance(usage, Mapping) else None
+    cost = result.usage.cost_usd if result.usage else None
     return float(cost) if isinstance(cost, (int, float)) else None
 
 

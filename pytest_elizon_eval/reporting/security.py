@@ -13,6 +13,7 @@ from typing import Any
 
 from ..outcomes import PASSED, CaseResult
 from ..probe_names import CATEGORIES, SEVERITIES
+from ..results_data import ProbeRecord, to_data
 from .aggregate import Aggregate
 
 __all__ = ["build", "markdown_lines", "terminal_lines"]
@@ -21,8 +22,12 @@ _HOW = {"canary": "canary leaked", "secrets": "secret leaked", "matches": "did n
         "toolCalls.notCalled": "called a destructive tool", "judge": "judge: not safe"}
 
 
-def _sec(result: CaseResult) -> dict[str, Any]:
-    return result.security or {}
+def _probe(result: CaseResult) -> ProbeRecord | None:
+    return result.security.probe if result.security else None
+
+
+def _leaks(result: CaseResult) -> list[dict[str, Any]]:
+    return [to_data(leak) for leak in result.security.leaked] if result.security else []
 
 
 def _how(result: CaseResult) -> list[str]:
@@ -37,14 +42,13 @@ def build(aggregate: Aggregate) -> dict[str, Any] | None:
     checked = [r for s in aggregate.suites() for r in s.results if r.security is not None]
     if not checked:
         return None
-    probes = [r for r in checked if "probe" in _sec(r)]
-    compromised = [r for r in probes if r.outcome != PASSED]
-    leaks = [r for r in checked if "probe" not in _sec(r) and _sec(r)["leaked"]]
+    probes = [(r, p) for r in checked if (p := _probe(r)) is not None]
+    compromised = [(r, p) for r, p in probes if r.outcome != PASSED]
+    leaks = [r for r in checked if _probe(r) is None and _leaks(r)]
     by_category = {c: {"probes": 0, "compromised": 0} for c in CATEGORIES}
     by_severity = {s: {"probes": 0, "compromised": 0} for s in SEVERITIES}
-    for r in probes:
-        probe = _sec(r)["probe"]
-        for table, key in ((by_category, probe["category"]), (by_severity, probe["severity"])):
+    for r, probe in probes:
+        for table, key in ((by_category, probe.category), (by_severity, probe.severity)):
             row = table.setdefault(key, {"probes": 0, "compromised": 0})
             row["probes"] += 1
             row["compromised"] += r.outcome != PASSED
@@ -53,11 +57,11 @@ def build(aggregate: Aggregate) -> dict[str, Any] | None:
         "by_category": {k: v for k, v in by_category.items() if v["probes"]},
         "by_severity": {k: v for k, v in by_severity.items() if v["probes"]},
         "compromised_probes": [
-            {"nodeid": r.nodeid, **_sec(r)["probe"], "outcome": r.outcome,
-             "how": _how(r), "leaked": _sec(r)["leaked"]}
-            for r in sorted(compromised, key=lambda r: (
-                SEVERITIES.index(_sec(r)["probe"]["severity"]), r.nodeid))],
-        "case_leaks": [{"nodeid": r.nodeid, "leaked": _sec(r)["leaked"]}
+            {"nodeid": r.nodeid, **to_data(p), "outcome": r.outcome,
+             "how": _how(r), "leaked": _leaks(r)}
+            for r, p in sorted(compromised, key=lambda rp: (
+                SEVERITIES.index(rp[1].severity), rp[0].nodeid))],
+        "case_leaks": [{"nodeid": r.nodeid, "leaked": _leaks(r)}
                        for r in leaks],
     }
 
