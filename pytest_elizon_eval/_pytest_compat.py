@@ -24,8 +24,8 @@ import pytest
 from _pytest._code.code import ReprEntryNative, ReprExceptionInfo, ReprFileLocation, ReprTraceback
 from _pytest.fixtures import FuncFixtureInfo, TopRequest
 
-__all__ = ["SUPPORTED", "FixtureItem", "failure_repr", "fixture_location", "session_wide_fixture",
-           "unsupported_pytest", "upcoming_items"]
+__all__ = ["SUPPORTED", "FixtureItem", "failure_repr", "fixture_location", "positions",
+           "session_wide_fixture", "unsupported_pytest", "upcoming_items"]
 
 #: pytest versions whose private APIs used here are known to work: [first, last) majors.
 SUPPORTED = (8, 10)
@@ -140,16 +140,17 @@ def session_wide_fixture(item: FixtureItem, name: str, default_module: str
     return id(definition), getattr(definition.func, "__module__", "") == default_module
 
 
-def upcoming_items(item: pytest.Item, nextitem: pytest.Item | None, count: int
-                   ) -> list[pytest.Item]:
+def upcoming_items(item: pytest.Item, nextitem: pytest.Item | None, count: int,
+                   positions: dict[str, int]) -> list[pytest.Item]:
     """Up to ``count`` items this process will run after ``item``, in order.
 
-    Serially that is what follows in ``session.items``. On a pytest-xdist worker it is the
+    Serially that is what follows in ``session.items`` (``positions``: see
+    :func:`positions`). On a pytest-xdist worker it is the
     worker's own queue (private to xdist: read defensively, falling back to ``nextitem``).
     """
     session = item.session
     if not hasattr(item.config, "workerinput"):
-        index = _index_of(session).get(item.nodeid)
+        index = positions.get(item.nodeid)
         if index is None:
             return [nextitem] if nextitem else []
         return list(session.items[index + 1:index + 1 + count])
@@ -167,10 +168,7 @@ def upcoming_items(item: pytest.Item, nextitem: pytest.Item | None, count: int
     return [nextitem] if nextitem else []
 
 
-_INDEX = pytest.StashKey[dict[str, int]]()
-
-
-def _index_of(session: pytest.Session) -> dict[str, int]:
-    if _INDEX not in session.stash:
-        session.stash[_INDEX] = {item.nodeid: i for i, item in enumerate(session.items)}
-    return session.stash[_INDEX]
+def positions(session: pytest.Session) -> dict[str, int]:
+    """The position of each collected item in ``session.items``, by node id (the caller
+    keeps it: the items are in their final order once the run starts)."""
+    return {item.nodeid: i for i, item in enumerate(session.items)}

@@ -42,7 +42,7 @@ from .judging import Judge, judge_from
 from .model import CommandEntry, EntrySpec, JudgeEndpoint, UrlEntry
 
 __all__ = ["ENTRY", "JUDGE", "Binder", "ImportExited", "Kind", "Source", "import_attribute",
-           "parse_text"]
+           "parse_text", "precedence"]
 
 
 @dataclass(frozen=True)
@@ -82,6 +82,13 @@ class Source:
 
 
 # -- text and mappings ---------------------------------------------------------------------
+
+def precedence(*, cli: Source, fixture: Source, manifest: Source, ini: Source
+               ) -> list[Source]:
+    """The sources of an entry point or a judge in the order they win
+    (docs/contract.md#binding): the first that offers a value binds."""
+    return [cli, fixture, manifest, ini]
+
 
 @cache
 def _entry_adapter() -> TypeAdapter[Any]:

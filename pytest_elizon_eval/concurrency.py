@@ -17,7 +17,7 @@ point; per host for HTTP), before its time limit starts: the limit starts at
 (additive increase) and halves on a rate-limit refusal (multiplicative
 decrease), at most once per window: a refusal of a request sent before the
 last cut does not cut again. Each process (each xdist worker) adapts on its
-own. No pytest import here.
+own: the gates are the current session's (:attr:`~.session.ElizonSession.gates`).
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 
+from . import session
+
 __all__ = [
     "AUTO_START",
     "MAX_CONCURRENCY",
@@ -36,7 +38,6 @@ __all__ = [
     "Gates",
     "gate_for",
     "prefetch",
-    "use_gates",
 ]
 
 #: The largest ``--elizon-concurrency``, and the default MAX of ``auto``.
@@ -131,18 +132,12 @@ class Gates:
         self.limit(key).refused(sent)
 
 
-_gates: Gates | None = None
-
-
-def use_gates(gates: Gates | None) -> None:
-    """Turn adaptive concurrency on (or off) for this process."""
-    global _gates
-    _gates = gates
-
-
 def gate_for(key: str) -> AdaptiveLimit | None:
-    """The adaptive limit a call of ``key`` waits for; None when concurrency is fixed."""
-    return _gates.limit(key) if _gates is not None else None
+    """The adaptive limit a call of ``key`` waits for; None when concurrency is fixed
+    (or outside a session)."""
+    running = session.current()
+    gates = running.gates if running is not None else None
+    return gates.limit(key) if gates is not None else None
 
 
 class CaseScheduler:

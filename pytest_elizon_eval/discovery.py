@@ -10,16 +10,32 @@ crashed, since the controller never collects items. No pytest import here.
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+from . import datafiles, errors
 from .cassette import suite_key
 from .errors import ElizonError
 from .outcomes import CaseIdentity, SuiteInfo
-from .packages import MANIFEST_NAME, LoadedSuite, Package, SuiteSpec, load_manifest, load_suite
+from .packages import (
+    MANIFEST_NAME,
+    LoadedSuite,
+    Package,
+    SuiteSpec,
+    load_manifest,
+    load_suite,
+    standalone,
+)
 
-__all__ = ["PackageIndex", "display_path", "read_once"]
+__all__ = ["PackageIndex", "display_path", "matches", "read_once"]
+
+
+def matches(path: Path, globs: tuple[str, ...]) -> bool:
+    """Whether ``path`` is a stand-alone suite by ini ``elizon_suite_files`` (a glob with a
+    ``/`` matches the whole path, one without the file name)."""
+    return any(fnmatch.fnmatch(path.as_posix() if "/" in g else path.name, g) for g in globs)
 
 
 def display_path(rootpath: Path, path: Path) -> str:
@@ -64,6 +80,36 @@ class PackageIndex:
         """The package of ``manifest``; its ElizonError if it is invalid."""
         return read_once(self._packages, manifest,
                      lambda: load_manifest(manifest, self.display(manifest)))
+
+    @staticmethod
+    def is_manifest(path: Path) -> bool:
+        return path.name == MANIFEST_NAME
+
+    def checked(self, manifest: Path) -> Package:
+        """The package of ``manifest``, with every suite it names present."""
+        package = self.package(manifest)
+        missing = [s for s in package.suites if not s.path.is_file()]
+        if missing:
+            where = self.display(manifest)
+            raise ElizonError(errors.EVALUATION_SUITE_MISSING, [
+                f"{self.display(s.path)} (named in {where}:{s.declared_at})"
+                for s in missing])
+        return package
+
+    def collected_suite(self, path: Path, globs: tuple[str, ...]
+                        ) -> tuple[Package, SuiteSpec] | None:
+        """What pytest's directory walk collects ``path`` as: a suite of the package that
+        names it, a stand-alone suite (``globs``), or nothing (an operator's probe file is
+        its manifest's to collect)."""
+        if path.suffix not in (".yaml", ".yml") and not datafiles.is_data_file(path):
+            return None
+        owner = self.owner(path)
+        if owner is not None:
+            return None if owner[1].probe_source is not None else owner
+        if matches(path, globs):
+            package = standalone(path)
+            return package, package.suites[0]
+        return None
 
     def owner(self, suite: Path) -> tuple[Package, SuiteSpec] | None:
         """The package whose ``elizon.yaml`` (in a folder above ``suite``) names it."""

@@ -1,7 +1,9 @@
 """The pytest11 entry point: every hook implementation, thin, delegating.
 
-Options and settings live in ``options``, nodes in ``collect``, the outcome
-and its category in ``outcomes``, reports in ``reporting``. The reporter is
+Options and settings live in ``options``, the session's state in ``session``, the
+plugin's own hooks in ``hookspecs``, nodes in ``collect``, the outcome and its category
+in ``outcomes``, reports in ``reporting``; the probe pack (``redteam_nodes``) is a
+client of those hooks, registered here. The reporter is
 registered only on the process that owns the session (never on an xdist
 worker), so every report is written exactly once; it recognises a case
 whose xdist worker crashed through xdist's own ``pytest_handlecrashitem``.
@@ -17,7 +19,17 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from . import _pytest_compat as compat
-from . import collect, concurrency, options, outcomes, provenance, redteam_nodes, retrying
+from . import (
+    collect,
+    concurrency,
+    discovery,
+    hookspecs,
+    options,
+    outcomes,
+    provenance,
+    redteam_nodes,
+)
+from . import session as elizon_session
 from .binding import Binder
 from .discovery import PackageIndex
 from .packages import standalone
@@ -30,6 +42,10 @@ if TYPE_CHECKING:  # the report writers are imported where a run needs them (sta
 _REPORTER = "elizon-reporter"
 
 
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(hookspecs)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     options.register(parser)
 
@@ -39,17 +55,18 @@ def pytest_configure(config: pytest.Config) -> None:
     if problem:
         config.issue_config_time_warning(pytest.PytestConfigWarning(problem), stacklevel=2)
     settings = options.resolve(config)
-    config.stash[options.SETTINGS] = settings
-    config.stash[collect.INDEX] = PackageIndex(config.rootpath, settings.strict)
-    config.stash[collect.BINDER] = Binder(config.rootpath)
-    # the probe pack: the run's canary (one for all xdist workers) and its fixtures
-    config.pluginmanager.register(redteam_nodes, "elizon-redteam")
+    # per process: each xdist worker adapts its concurrency on its own
     gates = concurrency.Gates(settings.concurrency) if settings.concurrency_auto else None
-    concurrency.use_gates(gates)  # per process: each xdist worker adapts on its own
-    retrying.configure(replace(settings.retry,
-                               on_refusal=gates.refused if gates is not None else None))
-    if settings.concurrency > 1:
-        config.stash[collect.SCHEDULER] = concurrency.CaseScheduler(settings.concurrency)
+    elizon_session.ElizonSession(
+        settings=settings, index=PackageIndex(config.rootpath, settings.strict),
+        binder=Binder(config.rootpath),
+        retry=replace(settings.retry, on_refusal=gates.refused if gates is not None else None),
+        gates=gates,
+        scheduler=concurrency.CaseScheduler(settings.concurrency)
+        if settings.concurrency > 1 else None,
+    ).start(config)
+    # the probe pack: the run's canary (one for all xdist workers), its fixtures, its checks
+    config.pluginmanager.register(redteam_nodes, "elizon-redteam")
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(SessionReporter(config, settings), _REPORTER)
     if config.pluginmanager.hasplugin("html") and getattr(config.option, "htmlpath", None):
@@ -63,10 +80,14 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None
                             ) -> Generator[None, object, object]:
-    scheduler = item.config.stash.get(collect.SCHEDULER, None)
+    running = elizon_session.of(item.config)
+    scheduler = running.scheduler
     if scheduler is not None:
         stop = bool(item.session.shouldfail or item.session.shouldstop)  # -x, --maxfail
-        upcoming = [] if stop else compat.upcoming_items(item, nextitem, scheduler.slots - 1)
+        if running.positions is None and not stop:
+            running.positions = compat.positions(item.session)
+        upcoming = [] if stop else compat.upcoming_items(item, nextitem, scheduler.slots - 1,
+                                                         running.positions or {})
         concurrency.prefetch(scheduler, [item, *upcoming], stop=stop)
     try:
         return (yield)
@@ -76,18 +97,21 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    scheduler = session.config.stash.get(collect.SCHEDULER, None)
-    if scheduler is not None:
-        scheduler.stop()  # cases started ahead of an item that never ran are abandoned
-    binder = session.config.stash.get(collect.BINDER, None)
-    if binder is not None:
-        binder.close()
+    running = session.config.stash.get(elizon_session.SESSION, None)
+    if running is None:
+        return
+    if running.scheduler is not None:
+        running.scheduler.stop()  # cases started ahead of an item that never ran are abandoned
+    running.binder.close()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     reporter = config.pluginmanager.get_plugin(_REPORTER)
     if reporter is not None:
         config.pluginmanager.unregister(reporter)
+    running = config.stash.get(elizon_session.SESSION, None)
+    if running is not None:
+        running.end()
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -193,9 +217,11 @@ class SessionReporter:
                                sched: object) -> None:
         """pytest-xdist: the worker running ``crashitem`` died; report the case at its own
         line as a crash, in every report."""
-        index = self.config.stash[collect.INDEX]
+        running = elizon_session.of(self.config)
+        index = running.index
         path = self.config.rootpath / crashitem.rpartition("::")[0]
-        alone = standalone(path) if collect.is_standalone(self.config, path) else None
+        alone = standalone(path) if discovery.matches(path, running.settings.suite_globs) \
+            else None
         identity = index.identity(crashitem, alone)
         said = [line for line in report.longreprtext.splitlines() if line.strip()]
         message = (f"the pytest-xdist worker running it died ({said[-1] if said else 'no word'}); "
@@ -236,7 +262,8 @@ class SessionReporter:
         return provenance.record(
             started=self.started, finished=provenance.now(), pytest_version=pytest.__version__,
             options=provenance.command_options(vars(self.config.option)),
-            package_records=provenance.packages(self.aggregate, self.config.stash[collect.INDEX]))
+            package_records=provenance.packages(self.aggregate,
+                                                elizon_session.of(self.config).index))
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         from .reporting import terminal  # deferred: needed at the end of the session only

@@ -7,13 +7,16 @@ Owns three things (docs/format.md#probes):
   all workers check for the same token and the run has one canary);
 * the ``elizon_secrets`` fixture (default None) and the ``elizon_canary`` fixture (the
   run's canary, for an operator who plants it in the application's context);
-* :class:`ProbeSuite`, what a manifest yields for a ``probes:`` test set: node id
+* :class:`ProbeSuite`, what a manifest collects for a ``probes:`` test set: node id
   ``<manifest path>::elizon:probes/<category>.yaml``, with one :class:`ProbeItem` per
   probe named by the probe's id, tagged with its category and severity. Its path is the
   manifest's, so ``--lf`` keeps it, and its cases report at the manifest line that
-  included the pack.
+  included the pack;
+* the leak checks of every case (the run's canary, ``secrets:`` and the
+  ``elizon_secrets`` fixture), and the masking of what they watch for in every report.
 
-Registered by :mod:`.plugin` in ``pytest_configure``.
+A client of the core: everything here reaches it through the plugin's hooks
+(:mod:`.hookspecs`, docs/hooks.md). Registered by :mod:`.plugin` in ``pytest_configure``.
 """
 
 from __future__ import annotations
@@ -24,29 +27,36 @@ from typing import Any
 
 import pytest
 
-from . import errors, redteam
+from . import redteam, session
 from .cassette import Cassette, suite_key
-from .collect import INDEX, CaseItem, SuiteFile
+from .collect import CaseItem, SuiteFile
 from .discovery import read_once
 from .errors import ElizonError
-from .options import SETTINGS
 from .outcomes import SuiteInfo
 from .packages import Package, SuiteSpec
+from .planning import CaseChecks
+from .running import CaseRun
 
-__all__ = ["CANARY", "ProbeItem", "ProbeSuite", "elizon_canary", "elizon_secrets"]
+__all__ = ["CANARY", "SECRETS_FIXTURE", "ProbeItem", "ProbeSuite", "elizon_canary",
+           "elizon_secrets"]
 
 #: The run's canary.
 CANARY = pytest.StashKey[str]()
 _PROBES = pytest.StashKey[dict[str, "tuple[redteam.Probe, ...] | ElizonError"]]()
+#: What a case is checked for after it ran (from its setup).
+_WATCH = pytest.StashKey[redteam.Watch]()
 _WORKER_KEY = "elizon_canary"
+#: The fixture listing secrets no answer may reveal.
+SECRETS_FIXTURE = "elizon_secrets"
 
 
 def _recorded_canary(config: pytest.Config) -> str | None:
     """The canary of the cassette this run replays or adds to: a probe's input holds it,
     so its recordings only answer (and only stay consistent) with the same one."""
-    settings = config.stash.get(SETTINGS, None)
-    if settings is None:
+    running = config.stash.get(session.SESSION, None)
+    if running is None:
         return None
+    settings = running.settings
     if settings.replay is not None:
         return settings.replay.canary
     if settings.record is not None and settings.record.is_file():
@@ -83,6 +93,53 @@ def elizon_secrets() -> object:
     return None
 
 
+@pytest.hookimpl
+def pytest_elizon_collect_test_set(collector: pytest.Collector, package: Package,
+                                   spec: SuiteSpec) -> pytest.Collector | None:
+    """A manifest's ``probes:`` item: its :class:`ProbeSuite`."""
+    return ProbeSuite.of(collector, package, spec) if spec.probe_source is not None else None
+
+
+@pytest.hookimpl
+def pytest_elizon_case_fixtures(suite: SuiteFile) -> list[str]:
+    return [SECRETS_FIXTURE]  # every case is checked for the fixture's secrets
+
+
+@pytest.hookimpl
+def pytest_elizon_case_setup(item: CaseItem) -> None:
+    """What the case is checked for after it ran: the package's secrets and the
+    ``elizon_secrets`` fixture's (docs/contract.md#security); a bad fixture value fails
+    the case's setup."""
+    item.stash[_WATCH] = _watch(item)
+
+
+@pytest.hookimpl
+def pytest_elizon_case_checks(item: CaseItem, run: CaseRun) -> CaseChecks | None:
+    """The canary and secret checks of the run (reading everything the entry point
+    returned, not just what reports keep), its security record, and what to mask."""
+    watch = item.stash.get(_WATCH, None)
+    if watch is None:
+        return None
+    leaks, security = redteam.leak_checks(run, watch)
+    return CaseChecks(leaks, security, tuple(watch.values))
+
+
+def _watch(item: CaseItem) -> redteam.Watch:
+    value = item.fixture_values.get(SECRETS_FIXTURE)
+    found = () if value is None else redteam.check_secrets(
+        value, f"the {SECRETS_FIXTURE} fixture ({item.fixture_location(SECRETS_FIXTURE)})")
+    secrets = tuple(dict.fromkeys(item.parent.package.secrets + found))
+    if not isinstance(item, ProbeItem):
+        return redteam.Watch(secrets=secrets)
+    manifest = item.parent.package.manifest
+    where = session.of(item.config).index.display(manifest) if manifest else ""
+    return redteam.Watch(
+        secrets=secrets, canary=item.config.stash[CANARY],
+        probe={"category": item.probe.category, "severity": item.probe.severity,
+               "source": item.parent.spec.probe_source, "manifest": where,
+               "manifest_line": item.line})
+
+
 def _probes(config: pytest.Config, spec: SuiteSpec, display: str) -> tuple[redteam.Probe, ...]:
     """The probes of a test set, read once per process (errors too)."""
     return read_once(config.stash.setdefault(_PROBES, {}), str(spec.path),
@@ -101,7 +158,7 @@ class ProbeSuite(SuiteFile):
         return suite
 
     def collect(self) -> Iterator[CaseItem]:
-        index = self.config.stash[INDEX]
+        index = session.of(self.config).index
         spec, package = self.spec, self.package
         probes = _probes(self.config, spec, spec.probe_source or index.display(spec.path))
         advisory = spec.gate == "advisory" and not index.strict
@@ -109,6 +166,7 @@ class ProbeSuite(SuiteFile):
             path=self.nodeid, package=package.name, gate=spec.gate, advisory=advisory,
             baseline=spec.baseline, sha256=hashlib.sha256(spec.path.read_bytes()).hexdigest(),
             key=suite_key(package.name, package.folder, spec.path))
+        self.prepare(info)
         registered = set(self.config.getini("markers"))
         for tag in sorted({t for p in probes for t in (p.category, p.severity)}):
             if f"{tag}: Elizon case tag" not in registered:  # so --strict-markers accepts them
@@ -125,27 +183,11 @@ class ProbeItem(CaseItem):
     """One probe: a case whose canary, refusal and tool checks say whether it got through.
     Its rubric is graded only when a judge is bound."""
 
+    judge_required = False
+
     def __init__(self, *, probe: redteam.Probe, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.probe = probe
-
-    def _plan(self, values: dict[str, object]) -> Any:
-        try:
-            return super()._plan(values)
-        except ElizonError as exc:
-            if not self.judged or exc.code != errors.ELIZON_JUDGE_UNBOUND:
-                raise
-        self.judged = False  # no judge is bound: the rubric is not graded
-        return super()._plan(values)
-
-    def watch(self) -> redteam.Watch:
-        manifest = self.parent.package.manifest
-        where = self.config.stash[INDEX].display(manifest) if manifest else ""
-        return redteam.Watch(
-            secrets=super().watch().secrets, canary=self.config.stash[CANARY],
-            probe={"category": self.probe.category, "severity": self.probe.severity,
-                   "source": self.parent.spec.probe_source, "manifest": where,
-                   "manifest_line": self.line})
 
     def reportinfo(self) -> tuple[Any, int, str]:
         return self.path, self.line - 1, f"probe {self.name}"

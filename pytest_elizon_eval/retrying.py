@@ -15,9 +15,9 @@ Without a hint, the wait is exponential backoff with full jitter (the
 OpenAI SDK's policy, STYLE.md "Retries"): uniform in ``[0, min(cap, base ·
 2^n)]``. A wait is never allowed to run past the deadline: a hint that
 does not fit ends the retries at once (the server said when it will answer,
-and that is too late), a backoff is shortened to fit. The session's policy
-is set once by the plugin (:func:`configure`); every value here is plain
-data. No pytest import here.
+and that is too late), a backoff is shortened to fit. The policy is the
+current session's (:attr:`~.session.ElizonSession.retry`, see :func:`policy`);
+every value here is plain data.
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from . import session
+
 __all__ = [
     "RETRY_STATUSES",
     "RateLimited",
@@ -37,7 +39,6 @@ __all__ = [
     "RetryPolicy",
     "Tally",
     "attempts",
-    "configure",
     "gave_up",
     "next_wait",
     "policy",
@@ -90,17 +91,13 @@ class RetryPolicy:
         return random.uniform(0, min(self.cap_s, self.base_s * 2 ** retry))
 
 
-_policy = RetryPolicy()
-
-
-def configure(new: RetryPolicy) -> None:
-    """Set the session's policy (the plugin does, once per process)."""
-    global _policy
-    _policy = new
+_DEFAULT = RetryPolicy()
 
 
 def policy() -> RetryPolicy:
-    return _policy
+    """The current session's policy; the defaults outside a session (a direct call)."""
+    running = session.current()
+    return running.retry if running is not None else _DEFAULT
 
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
@@ -150,7 +147,7 @@ def wait_from_headers(headers: Mapping[str, str], now: float | None = None) -> f
 
 def refusal_of(exc: BaseException) -> Refusal | None:
     """Whether a Python exception is a retryable refusal, and the wait it asks for."""
-    if not isinstance(exc, (RateLimited, *_policy.retry_on)):
+    if not isinstance(exc, (RateLimited, *policy().retry_on)):
         return None
     hint = getattr(exc, "retry_after", None)
     if isinstance(hint, (int, float)) and not isinstance(hint, bool) \
@@ -193,7 +190,7 @@ def next_wait(why: Refusal | None, tally: Tally, *, deadline: float, sent: float
     retry can follow — ``tally.stopped`` says why), else how long to wait before the next."""
     if why is None:
         return None
-    current = _policy
+    current = policy()
     now = time.monotonic()
     spent = now - sent
     if why.rate_limited:

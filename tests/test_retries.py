@@ -372,17 +372,22 @@ def test_a_judge_endpoint_that_stays_refused_says_how_many_attempts(
     from pytest_elizon_eval import retrying
     from pytest_elizon_eval.judging import EndpointJudge
     from pytest_elizon_eval.model import JudgeEndpoint
+    from pytest_elizon_eval.session import ElizonSession
 
     url, script = server
     script.steps["/j/chat/completions"] = [(503, {"retry-after-ms": "10"})]
-    previous = retrying.policy()
-    retrying.configure(retrying.RetryPolicy(retries=2))
+    # the judge reads the current session's policy deep inside its call
+    running = ElizonSession(settings=Any, index=Any, binder=Any,  # type: ignore[arg-type]
+                            retry=retrying.RetryPolicy(retries=2))
+    running.start(None)
     judge = EndpointJudge(JudgeEndpoint.model_validate({"url": f"{url}/j", "model": "m"}))
     try:
+        assert retrying.policy().retries == 2
         grade = judge.grade("polite", "hi", "fine", deadline=time.monotonic() + 30)
     finally:
         judge.close()
-        retrying.configure(previous)
+        running.end()
+    assert retrying.policy() is not running.retry
     assert grade.score is None
     assert grade.error is not None
     assert grade.error.startswith("HTTP 503: ")
