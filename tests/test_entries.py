@@ -526,7 +526,7 @@ def test_output_json_is_accepted_outside_the_manifest(packages: Packages,
 
 def test_one_package_bound_three_ways(packages: Packages, pytester: pytest.Pytester,
                                       service: str) -> None:
-    """The same suite passes with a callable, a command and a URL (README's example)."""
+    """The same suite passes with a callable, a command and a URL (docs/contract.md#calling)."""
     packages.write("pkg/eval/suite.yaml", """
         cases:
           - id: routes
