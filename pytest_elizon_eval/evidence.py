@@ -28,6 +28,7 @@ from . import provenance, signing
 from .reporting import results
 from .reporting.aggregate import Aggregate
 from .reporting.regression import CaseChange, Regression
+from .results_data import case_of_file
 
 __all__ = [
     "ACK_FORMAT",
@@ -135,16 +136,6 @@ class Document:
     aggregate: Aggregate
 
 
-def _case_data(suite: Mapping[str, Any], case: Mapping[str, Any]) -> dict[str, Any]:
-    """A results file's case as report data again (the inverse of results' ``_case``)."""
-    data = dict(case)
-    data["case_id"] = data.pop("id")
-    data.setdefault("timeout_source", "")
-    data["suite"] = {k: suite[k] for k in ("path", "package", "gate", "advisory", "baseline",
-                                            "sha256")}
-    return data
-
-
 def aggregate_of(data: Mapping[str, Any], where: str = "") -> Aggregate:
     """The cases of a (schema-valid) document as an aggregate; a case twice is an error."""
     aggregate = Aggregate()
@@ -155,7 +146,7 @@ def aggregate_of(data: Mapping[str, Any], where: str = "") -> Aggregate:
         seen_paths.add(suite["path"])
         for case in suite["cases"]:
             before = len(aggregate)
-            aggregate.add(_case_data(suite, case))
+            aggregate.add(case_of_file(suite, case))
             if len(aggregate) == before:
                 raise EvidenceError(f"{where}the case {case['nodeid']} is listed twice")
     return aggregate
@@ -255,7 +246,7 @@ def merge(documents: Sequence[Document]) -> tuple[dict[str, Any], Aggregate]:
                                         f"{owner[case['nodeid']]} and {document.path}; "
                                         "each case must run in one shard only")
                 owner[case["nodeid"]] = document.path
-                aggregate.add(_case_data(suite, case))
+                aggregate.add(case_of_file(suite, case))
     try:
         merged_provenance = provenance.merge(
             [(str(d.path), d.sha256, d.data.get("provenance")) for d in documents])

@@ -21,7 +21,7 @@ import json
 import re
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -29,9 +29,30 @@ from .assertions import AssertionResult
 from .calls import ErrorInfo, ToolCall, Usage
 
 __all__ = [
-    "DATA", "ERROR", "FAILED", "OMIT_NONE", "OUTPUT_KEPT", "PASSED", "TIMEOUT", "WORKER_CRASH",
-    "CaseIdentity", "CaseResult", "LeakRecord", "ProbeRecord", "RunRecord", "SecurityRecord",
-    "SuiteInfo", "ToolCallRecord", "TurnRecord", "encodable", "from_data", "records", "to_data",
+    "DATA",
+    "ERROR",
+    "FAILED",
+    "OMIT_NONE",
+    "OUTPUT_KEPT",
+    "PASSED",
+    "TIMEOUT",
+    "WORKER_CRASH",
+    "CaseIdentity",
+    "CaseResult",
+    "LeakRecord",
+    "ProbeRecord",
+    "RunRecord",
+    "SecurityRecord",
+    "SuiteInfo",
+    "ToolCallRecord",
+    "TurnRecord",
+    "case_of_file",
+    "data_fields",
+    "encodable",
+    "file_case",
+    "from_data",
+    "records",
+    "to_data",
 ]
 
 PASSED, FAILED, TIMEOUT, ERROR = "passed", "failed", "timeout", "error"
@@ -80,12 +101,8 @@ def _escaped(value: Any) -> Any:
     return value
 
 
-@functools.cache
-def _schema_of(cls: type) -> tuple[tuple[dataclasses.Field[Any], Any], ...]:
-    """The fields of record ``cls`` that are data, each with its resolved type hint."""
-    hints = typing.get_type_hints(cls)
-    return tuple((f, hints[f.name]) for f in dataclasses.fields(cls)
-                 if f.compare and f.metadata.get(DATA, True))
+def _identity(value: Any) -> Any:
+    return value
 
 
 def _unwrapped(hint: Any) -> Any:
@@ -97,50 +114,81 @@ def _unwrapped(hint: Any) -> Any:
     return hint
 
 
-def _dump(hint: Any, value: Any) -> Any:
-    if value is None:
-        return None
-    hint = _unwrapped(hint)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _dump(h, getattr(value, f.name)) for f, h in _schema_of(type(value))
-                if not (f.metadata.get(OMIT_NONE) and getattr(value, f.name) is None)}
-    if typing.get_origin(hint) is tuple:
-        item = typing.get_args(hint)[0]
-        return [_dump(item, v) for v in value]
-    if typing.get_origin(hint) is dict:
-        return dict(value)
-    return value  # plain JSON values (and Any) as they are: encodable copies them
+# The type hints are read once per record class and turned into one converter per field,
+# so a case's data costs no more than the hand-written serialisers did.
 
-
-def _load(hint: Any, value: Any) -> Any:
-    if value is None:
-        return None
+@functools.cache
+def _dumper(hint: Any) -> Callable[[Any], Any]:
     hint = _unwrapped(hint)
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
-        return from_data(hint, value) if isinstance(value, Mapping) else value
-    origin = typing.get_origin(hint)
-    if origin is tuple:
-        item = typing.get_args(hint)[0]
-        return tuple(_load(item, v) for v in value)
-    if origin is dict:
-        return dict(value)
+        return _dump_record
+    if typing.get_origin(hint) is tuple:
+        item = _dumper(typing.get_args(hint)[0])
+        return lambda value: [None if v is None else item(v) for v in value]
+    if typing.get_origin(hint) is dict:
+        return dict
+    return _identity  # plain JSON values (and Any) as they are: encodable copies them
+
+
+@functools.cache
+def _loader(hint: Any) -> Callable[[Any], Any]:
+    hint = _unwrapped(hint)
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        record = hint
+        return lambda value: from_data(record, value) if isinstance(value, Mapping) else value
+    if typing.get_origin(hint) is tuple:
+        item = _loader(typing.get_args(hint)[0])
+        return lambda value: tuple(None if v is None else item(v) for v in value)
+    if typing.get_origin(hint) is dict:
+        return dict
     if hint is bool:
-        return bool(value)
-    return value
+        return bool
+    return _identity
+
+
+_Plan = tuple[tuple[str, Callable[[Any], Any], Callable[[Any], Any], bool], ...]
+
+
+@functools.cache
+def _plan(cls: type) -> _Plan:
+    """Each data field of record ``cls``: its name, how to dump and load its value, and
+    whether it is left out while None."""
+    hints = typing.get_type_hints(cls)
+    return tuple((f.name, _dumper(hints[f.name]), _loader(hints[f.name]),
+                  bool(f.metadata.get(OMIT_NONE)))
+                 for f in dataclasses.fields(cls) if f.compare and f.metadata.get(DATA, True))
+
+
+def data_fields(cls: type) -> tuple[str, ...]:
+    """The names (JSON keys) of record ``cls``'s fields that are data."""
+    return tuple(name for name, *_ in _plan(cls))
+
+
+def _dump_record(value: Any) -> Any:
+    if not dataclasses.is_dataclass(value) or isinstance(value, type):
+        return value  # already plain data (a hand-made result may hold it)
+    data: dict[str, Any] = {}
+    for name, dump, _, omit_none in _plan(type(value)):
+        part = getattr(value, name)
+        if part is None:
+            if not omit_none:
+                data[name] = None
+        else:
+            data[name] = dump(part)
+    return data
 
 
 def to_data(record: Any) -> dict[str, Any]:
     """``record`` (any record of this module, or one it holds) as plain data; strings are
     not yet made encodable (:func:`encodable` does that once, for the whole)."""
-    data: dict[str, Any] = _dump(None, record)
+    data: dict[str, Any] = _dump_record(record)
     return data
 
 
 def from_data(cls: type[_R], data: Mapping[str, Any]) -> _R:
     """A ``cls`` record from plain data (unknown keys ignored, missing ones defaulted)."""
-    fields = _schema_of(typing.cast(type, cls))
-    given = {f.name: _load(hint, data[f.name]) for f, hint in fields
-             if f.name in data}
+    given = {name: None if data[name] is None else load(data[name])
+             for name, _, load, _ in _plan(typing.cast(type, cls)) if name in data}
     return cls(**given)
 
 
@@ -344,6 +392,23 @@ class CaseResult:
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> CaseResult:
         return from_data(cls, data)
+
+
+def file_case(result: CaseResult) -> dict[str, Any]:
+    """A case as results files keep it: its one serialisation, with its id as ``id`` and
+    without the suite (the file's suite entry holds it)."""
+    data = result.to_data()
+    del data["suite"]
+    data["id"] = data.pop("case_id")
+    return data
+
+
+def case_of_file(suite: Mapping[str, Any], case: Mapping[str, Any]) -> dict[str, Any]:
+    """A results file's case as report data again: the inverse of :func:`file_case`."""
+    data = dict(case)
+    data["case_id"] = data.pop("id")
+    data["suite"] = {name: suite[name] for name in data_fields(SuiteInfo)}
+    return data
 
 
 def records() -> tuple[type, ...]:

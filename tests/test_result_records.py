@@ -11,7 +11,6 @@ from pytest_elizon_eval.assertions import AssertionResult
 from pytest_elizon_eval.calls import ErrorInfo, Usage
 from pytest_elizon_eval.reporting import results
 from pytest_elizon_eval.results_data import (
-    DATA,
     CaseResult,
     LeakRecord,
     ProbeRecord,
@@ -20,6 +19,7 @@ from pytest_elizon_eval.results_data import (
     SuiteInfo,
     ToolCallRecord,
     TurnRecord,
+    data_fields,
     from_data,
     records,
     to_data,
@@ -95,6 +95,5 @@ def test_every_record_field_is_in_the_results_schema() -> None:
     }
     assert set(where) == set(records())
     for record, known in where.items():
-        reported = {f.name for f in dataclasses.fields(record)
-                    if f.compare and f.metadata.get(DATA, True)}
+        reported = set(data_fields(record))
         assert reported <= known, (record.__name__, reported - known)

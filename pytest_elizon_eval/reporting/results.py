@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..loading import read_json
-from ..outcomes import CaseResult
+from ..results_data import file_case
 from . import security
 from .aggregate import Aggregate
 from .regression import Regression
@@ -37,14 +37,6 @@ def schema() -> dict[str, Any]:
     return data
 
 
-def _case(result: CaseResult) -> dict[str, Any]:
-    """A case as results files keep it: its one serialisation, without the suite it sits in."""
-    data = result.to_data()
-    del data["suite"]
-    data["id"] = data.pop("case_id")
-    return data
-
-
 def build(aggregate: Aggregate, regression: Regression | None = None, *,
           provenance: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The results file's data; ``provenance`` is docs/contract.md#provenance."""
@@ -58,7 +50,7 @@ def build(aggregate: Aggregate, regression: Regression | None = None, *,
             "comparison": [{"metric": r.metric, "baseline": r.baseline, "run": r.run,
                             "delta": r.delta, "comparison": r.comparison}
                            for r in summary.baseline_rows()],
-            "cases": [_case(r) for r in summary.results],
+            "cases": [file_case(r) for r in summary.results],
         })
     data: dict[str, Any] = {
         "format": FORMAT,
