@@ -58,7 +58,8 @@ class CaseChecks:
 
     #: Whole-case checks, decided with the case's own.
     assertions: tuple[AssertionResult, ...] = ()
-    #: The case's security record (reported as ``security``), if any.
+    #: The case's security record (``leaked``, a probe's ``probe``: docs/contract.md#security);
+    #: the ``leaked`` of every implementation are reported together.
     security: dict[str, Any] | None = None
     #: Strings every report must show masked.
     redact: tuple[str, ...] = ()
@@ -152,8 +153,9 @@ def decided(identity: CaseIdentity, plan: CasePlan, run: CaseRun,
     also = tuple(a for found in added for a in found.assertions)
     security: dict[str, Any] | None = None
     for found in added:
-        if found.security is not None:
-            security = {**(security or {}), **found.security}
+        if found.security is not None:  # one record: the leaks of every plugin, together
+            leaked = [*(security or {}).get("leaked", ()), *found.security.get("leaked", ())]
+            security = {**(security or {}), **found.security, "leaked": leaked}
     result = outcomes.decide(identity, plan, run, also=also, security=security)
     return redteam.redact(result, [v for found in added for v in found.redact])
 

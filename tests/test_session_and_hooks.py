@@ -1,0 +1,267 @@
+"""The session object, plan building as a pure function, and the plugin's hooks
+(docs/hooks.md) as a conftest.py uses them."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_elizon_eval import binding, concurrency, errors, planning, retrying
+from pytest_elizon_eval.binding import Source
+from pytest_elizon_eval.errors import ElizonError
+from pytest_elizon_eval.model import Case
+from pytest_elizon_eval.options import Settings
+from pytest_elizon_eval.packages import Package, SuiteSpec
+from pytest_elizon_eval.session import ElizonSession, current
+
+from .conftest import ECHO_APP, Packages
+
+PACKAGE_DIR = Path(__file__).resolve().parent.parent / "pytest_elizon_eval"
+
+# -- the session ----------------------------------------------------------------------------
+
+
+def _session(**retry: Any) -> ElizonSession:
+    return ElizonSession(settings=Any, index=Any, binder=Any,  # type: ignore[arg-type]
+                         retry=retrying.RetryPolicy(**retry),
+                         gates=concurrency.Gates(8))
+
+
+def test_the_innermost_session_gives_the_retry_policy_and_the_gates() -> None:
+    outer, inner = _session(retries=1), _session(retries=7)
+    before = current()
+    outer.start(None)
+    inner.start(None)
+    try:
+        assert current() is inner
+        assert retrying.policy().retries == 7
+        assert concurrency.gate_for("host") is inner.gates.limit("host")  # type: ignore[union-attr]
+        inner.end()
+        assert retrying.policy().retries == 1
+    finally:
+        inner.end()
+        outer.end()
+    assert current() is before
+
+
+def test_outside_a_session_the_defaults_apply() -> None:
+    if current() is None:  # this test process itself may run inside a session
+        assert retrying.policy() == retrying.RetryPolicy()
+        assert concurrency.gate_for("host") is None
+
+
+def test_session_state_is_one_stash_key_and_no_module_globals() -> None:
+    keys = {path.name: path.read_text(encoding="utf-8").count("StashKey[")
+            for path in PACKAGE_DIR.glob("*.py")}
+    assert keys["session.py"] == 1
+    assert keys["collect.py"] == 0
+    for name in ("retrying.py", "concurrency.py"):
+        assert "global " not in (PACKAGE_DIR / name).read_text(encoding="utf-8")
+
+
+def test_collect_imports_at_most_six_siblings_and_not_the_probe_pack() -> None:
+    tree = ast.parse((PACKAGE_DIR / "collect.py").read_text(encoding="utf-8"))
+    siblings: set[str] = set()
+    for node in tree.body:  # run-time imports only: those under TYPE_CHECKING are types
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            siblings.update([node.module] if node.module else [a.name for a in node.names])
+    assert len(siblings) <= 6, siblings
+    assert "redteam_nodes" not in siblings
+    assert "redteam" not in siblings
+
+
+# -- the plan, as a pure function -----------------------------------------------------------
+
+
+class _Bound:
+    def __init__(self, source: Source) -> None:
+        self.source = source
+        self.description = str(source.value)
+
+
+class _Binder:
+    """Binds the first source that offers a value, as binding.Binder does, keeping them all."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, list[Source]] = {}
+
+    def _bind(self, kind: binding.Kind, sources: list[Source]) -> _Bound:
+        self.seen[kind.key] = sources
+        chosen = next((s for s in sources if s.value is not None), None)
+        if chosen is None:
+            raise ElizonError(kind.unbound, ["nothing bound"])
+        return _Bound(chosen)
+
+    def entry(self, sources: list[Source], folder: Path, output: str = "text") -> _Bound:
+        return self._bind(binding.ENTRY, sources)
+
+    def judge(self, sources: list[Source], folder: Path) -> _Bound:
+        return self._bind(binding.JUDGE, sources)
+
+
+def _settings(cli: object = None, ini: object = None, judge: object = None) -> Settings:
+    return Settings(
+        cli={"entry": Source(cli, "--elizon-entry"), "judge": Source(None, "--elizon-judge")},
+        ini={"entry": Source(ini, "ini elizon_entry"), "judge": Source(judge, "ini elizon_judge")},
+        route_key="route", timeout_s=30.0, timeout_source="the default", strict=False,
+        suite_globs=(), junit=None, markdown=None, results=None, baseline=None,
+        annotations=False, step_summary=None, concurrency=1, record=None, replay=None,
+        prices={"m": (1.0, 2.0)})
+
+
+def _context(tmp_path: Path, manifest_entry: str | None = "app:answer", **spec: Any
+             ) -> planning.SuiteContext:
+    package = Package(name="pkg", folder=tmp_path, manifest=tmp_path / "elizon.yaml",
+                      entry=manifest_entry, entry_line=2 if manifest_entry else None,
+                      prices={"n": (3.0, 4.0)})
+    return planning.SuiteContext(package, SuiteSpec(tmp_path / "s.yaml", **spec),
+                                 "pkg/s.yaml", "pkg:s.yaml", manifest_display="pkg/elizon.yaml")
+
+
+def _case(**extra: Any) -> Case:
+    return Case.model_validate({"id": "c", "input": "hi", **extra})
+
+
+def _where(name: str) -> str:
+    return f"conftest.py:{len(name)}"
+
+
+def test_the_command_line_beats_the_fixture_beats_the_manifest_beats_the_ini(
+        tmp_path: Path) -> None:
+    context, given = _context(tmp_path), {"elizon_entry": "fixture:answer"}
+    binder = _Binder()
+    plan = planning.plan_case(_case(), context, _settings(cli="cli:answer", ini="ini:answer"),
+                              binder, given, _where, judged=False)  # type: ignore[arg-type]
+    assert plan.entry_description == "cli:answer"
+    assert [s.where for s in binder.seen["entry"]] == [
+        "--elizon-entry", "the elizon_entry fixture (conftest.py:12)",
+        "entry: in pkg/elizon.yaml:2", "ini elizon_entry"]
+    for fixtures, settings, expected in [
+        (given, _settings(ini="ini:answer"), "fixture:answer"),
+        ({"elizon_entry": None}, _settings(ini="ini:answer"), "app:answer"),
+    ]:
+        plan = planning.plan_case(_case(), context, settings, _Binder(), fixtures, _where,
+                                  judged=False)  # type: ignore[arg-type]
+        assert plan.entry_description == expected
+    plan = planning.plan_case(_case(), _context(tmp_path, None), _settings(ini="ini:answer"),
+                              _Binder(), {"elizon_entry": None}, _where,  # type: ignore[arg-type]
+                              judged=False)
+    assert plan.entry_description == "ini:answer"
+    assert binding.precedence(cli=Source(1, "a"), fixture=Source(2, "b"), manifest=Source(3, "c"),
+                              ini=Source(4, "d")) == [Source(1, "a"), Source(2, "b"),
+                                                      Source(3, "c"), Source(4, "d")]
+
+
+def test_the_plan_takes_repeat_pass_rate_and_prices_from_case_then_suite(tmp_path: Path) -> None:
+    context = _context(tmp_path, repeat=3, min_pass_rate=0.5)
+    values = {"elizon_entry": None}
+    plan = planning.plan_case(_case(), context, _settings(), _Binder(), values, _where,
+                              judged=False)  # type: ignore[arg-type]
+    assert (plan.repeat, plan.min_pass_rate, plan.timeout_s) == (3, 0.5, 30.0)
+    assert plan.prices == {"m": (1.0, 2.0), "n": (3.0, 4.0)}
+    plan = planning.plan_case(_case(repeat=2, minPassRate=1.0), context, _settings(), _Binder(),
+                              values, _where, judged=False)  # type: ignore[arg-type]
+    assert (plan.repeat, plan.min_pass_rate) == (2, 1.0)
+
+
+def test_an_unbound_judge_fails_the_plan_unless_it_is_optional(tmp_path: Path) -> None:
+    context = _context(tmp_path)
+    values = {"elizon_entry": None, "elizon_judge": None}
+    with pytest.raises(ElizonError) as raised:
+        planning.plan_case(_case(), context, _settings(), _Binder(), values, _where,
+                           judged=True)  # type: ignore[arg-type]
+    assert raised.value.code == errors.ELIZON_JUDGE_UNBOUND
+    plan = planning.plan_case(_case(), context, _settings(), _Binder(), values, _where,
+                              judged=True, judge_optional=True)  # type: ignore[arg-type]
+    assert plan.judge is None
+    plan = planning.plan_case(_case(), context, _settings(judge="j:grade"), _Binder(), values,
+                              _where, judged=True, judge_optional=True)  # type: ignore[arg-type]
+    assert plan.judge is not None
+
+
+# -- the hooks, from a conftest.py ----------------------------------------------------------
+
+SUITE = """
+cases:
+  - id: hello
+    input: hello there
+    expect:
+      contains: [hello]
+"""
+
+CONFTEST = '''
+import pytest
+from pytest_elizon_eval.assertions import AssertionResult
+from pytest_elizon_eval.errors import ElizonError
+from pytest_elizon_eval.planning import CaseChecks
+
+seen = []
+
+@pytest.fixture
+def house_style():
+    return "no shouting"
+
+def pytest_elizon_case_fixtures(suite):
+    return ["house_style"]
+
+def pytest_elizon_case_setup(item):
+    if item.fixture_values["house_style"] != "no shouting":
+        raise ElizonError("HOUSE_STYLE", ["unknown style"])
+    seen.append((item.name, item.plan.timeout_s))
+
+def pytest_elizon_case_checks(item, run):
+    said = run.attempts[0].call.text or ""
+    return CaseChecks(assertions=(AssertionResult("house", said.islower(), "no capitals",
+                                                  said),),
+                      security={"leaked": [{"kind": "house", "masked": "h***"}]},
+                      redact=("there",))
+'''
+
+
+def test_a_conftest_adds_fixtures_setup_and_whole_case_checks(
+        packages: Packages, pytester: pytest.Pytester) -> None:
+    packages.package(suite=SUITE, app=ECHO_APP)
+    pytester.makeconftest(CONFTEST)
+    result = pytester.runpytest("--elizon-results=out.json")
+    result.assert_outcomes(passed=1)
+    case = json.loads((pytester.path / "out.json").read_text())["suites"][0]["cases"][0]
+    assert case["assertions"][-1]["name"] == "house"
+    assert case["security"] == {"leaked": [{"kind": "house", "masked": "h***"}]}
+    assert "there" not in json.dumps(case)  # masked in every report
+
+
+def test_a_case_check_from_a_hook_fails_the_case(
+        packages: Packages, pytester: pytest.Pytester) -> None:
+    packages.package(suite=SUITE.replace("hello there", "Hello there").replace(
+        "[hello]", "[Hello]"), app=ECHO_APP)
+    pytester.makeconftest(CONFTEST)
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*house*"])
+
+
+def test_a_setup_hook_that_raises_is_a_setup_error(
+        packages: Packages, pytester: pytest.Pytester) -> None:
+    packages.package(suite=SUITE, app=ECHO_APP)
+    pytester.makeconftest(CONFTEST.replace('return "no shouting"', 'return "SHOUT"'))
+    result = pytester.runpytest()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*HOUSE_STYLE*unknown style*"])
+
+
+def test_a_plugin_collects_a_test_set_the_walk_does_not_reach(
+        packages: Packages, pytester: pytest.Pytester) -> None:
+    packages.package(suite=SUITE, app=ECHO_APP)
+    pytester.makeconftest('''
+from pytest_elizon_eval.collect import SuiteFile
+
+def pytest_elizon_collect_test_set(collector, package, spec):
+    return SuiteFile.from_parent(collector, path=spec.path, package=package, spec=spec,
+                                 nodeid=collector.nodeid + "::mine")
+''')
+    result = pytester.runpytest("--collect-only", "-q", "pkg/elizon.yaml")
+    result.stdout.fnmatch_lines(["pkg/elizon.yaml::mine::hello"])
