@@ -252,8 +252,7 @@ class SessionReporter:
 
         self.written, self.unwritten = files.write_all(self.aggregate, self.regression,
                                                        self.settings, self.recordings, made,
-                                                       self.config.stash.get(redteam_nodes.CANARY,
-                                                                             None))
+                                                       redteam_nodes.canary(self.config))
         if self.unwritten:
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -37,12 +38,19 @@ from .packages import Package, SuiteSpec
 from .planning import CaseChecks
 from .running import CaseRun
 
-__all__ = ["CANARY", "SECRETS_FIXTURE", "ProbeItem", "ProbeSuite", "elizon_canary",
+__all__ = ["SECRETS_FIXTURE", "ProbeItem", "ProbePack", "ProbeSuite", "canary", "elizon_canary",
            "elizon_secrets"]
 
-#: The run's canary.
-CANARY = pytest.StashKey[str]()
-_PROBES = pytest.StashKey[dict[str, "tuple[redteam.Probe, ...] | ElizonError"]]()
+
+@dataclass(eq=False)
+class ProbePack:
+    """The probe pack's state in a session: the run's canary and the probe files read."""
+
+    canary: str
+    probes: dict[str, tuple[redteam.Probe, ...] | ElizonError] = field(default_factory=dict)
+
+
+_PACK = pytest.StashKey[ProbePack]()
 #: What a case is checked for after it ran (from its setup).
 _WATCH = pytest.StashKey[redteam.Watch]()
 _WORKER_KEY = "elizon_canary"
@@ -69,20 +77,26 @@ def _recorded_canary(config: pytest.Config) -> str | None:
 
 def pytest_configure(config: pytest.Config) -> None:
     workerinput: dict[str, Any] = getattr(config, "workerinput", {})
-    config.stash[CANARY] = (workerinput.get(_WORKER_KEY) or _recorded_canary(config)
-                            or redteam.new_canary())
+    config.stash[_PACK] = ProbePack(workerinput.get(_WORKER_KEY) or _recorded_canary(config)
+                                    or redteam.new_canary())
+
+
+def canary(config: pytest.Config) -> str | None:
+    """The run's canary (None before the pack is configured)."""
+    pack = config.stash.get(_PACK, None)
+    return pack.canary if pack is not None else None
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     """pytest-xdist, on the controller: every worker gets this run's canary."""
-    node.workerinput[_WORKER_KEY] = node.config.stash[CANARY]
+    node.workerinput[_WORKER_KEY] = node.config.stash[_PACK].canary
 
 
 @pytest.fixture(scope="session")
 def elizon_canary(pytestconfig: pytest.Config) -> str:
     """This run's canary: plant it in your application's context; no answer may show it."""
-    return pytestconfig.stash[CANARY]
+    return pytestconfig.stash[_PACK].canary
 
 
 @pytest.fixture(scope="session")
@@ -134,7 +148,7 @@ def _watch(item: CaseItem) -> redteam.Watch:
     manifest = item.parent.package.manifest
     where = session.of(item.config).index.display(manifest) if manifest else ""
     return redteam.Watch(
-        secrets=secrets, canary=item.config.stash[CANARY],
+        secrets=secrets, canary=item.config.stash[_PACK].canary,
         probe={"category": item.probe.category, "severity": item.probe.severity,
                "source": item.parent.spec.probe_source, "manifest": where,
                "manifest_line": item.line})
@@ -142,7 +156,7 @@ def _watch(item: CaseItem) -> redteam.Watch:
 
 def _probes(config: pytest.Config, spec: SuiteSpec, display: str) -> tuple[redteam.Probe, ...]:
     """The probes of a test set, read once per process (errors too)."""
-    return read_once(config.stash.setdefault(_PROBES, {}), str(spec.path),
+    return read_once(config.stash[_PACK].probes, str(spec.path),
                      lambda: redteam.load_probes(spec.path, display))
 
 
@@ -171,7 +185,7 @@ class ProbeSuite(SuiteFile):
         for tag in sorted({t for p in probes for t in (p.category, p.severity)}):
             if f"{tag}: Elizon case tag" not in registered:  # so --strict-markers accepts them
                 self.config.addinivalue_line("markers", f"{tag}: Elizon case tag")
-        canary = self.config.stash[CANARY]
+        canary = self.config.stash[_PACK].canary
         assert spec.declared_at is not None
         for probe in probes:
             yield ProbeItem.from_parent(

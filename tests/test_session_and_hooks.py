@@ -59,6 +59,7 @@ def test_session_state_is_one_stash_key_and_no_module_globals() -> None:
             for path in PACKAGE_DIR.glob("*.py")}
     assert keys["session.py"] == 1
     assert keys["collect.py"] == 0
+    assert keys["redteam_nodes.py"] == 2  # the probe pack: its state, and a case's watch
     for name in ("retrying.py", "concurrency.py"):
         assert "global " not in (PACKAGE_DIR / name).read_text(encoding="utf-8")
 
