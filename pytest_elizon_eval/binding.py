@@ -223,8 +223,12 @@ def import_attribute(spec: str, folders: Sequence[Path]) -> object:
                   else importlib.import_module(module_name))
     except Exception as exc:
         at = _import_failure(exc, folder)
-        raise ValueError(f"cannot import {module_name!r}{where}: {type(exc).__name__}: {exc}"
-                         + (f" (at {at})" if at and at not in str(exc) else "")) from exc
+        try:
+            said = str(exc)
+        except Exception:  # a message that cannot be printed still names the failure
+            said = f"<unprintable {type(exc).__name__}>"
+        raise ValueError(f"cannot import {module_name!r}{where}: {type(exc).__name__}: {said}"
+                         + (f" (at {at})" if at and at not in said else "")) from exc
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt) or _pytest_outcome(exc):
             raise  # a real Ctrl-C, or pytest's own skip/fail/exit: pytest handles them

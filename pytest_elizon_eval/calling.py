@@ -45,7 +45,10 @@ def error_info(exc: BaseException) -> ErrorInfo:
     own = [i for i, f in enumerate(frames) if f.filename == __file__]
     shown = frames[own[-1] + 1:] if own else frames
     lines = "".join(traceback.format_list(shown)).splitlines()[-_TRACEBACK_LINES:]
-    message = str(exc)
+    try:
+        message = str(exc)
+    except Exception:  # a broken __str__: the case still fails with the exception's type
+        message = f"<unprintable {type(exc).__name__}>"
     if isinstance(exc, SystemExit):
         message = f"the entry point called sys.exit({exc.code!r})"
     elif isinstance(exc, KeyboardInterrupt):

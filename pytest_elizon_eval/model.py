@@ -401,11 +401,16 @@ class JudgeEndpoint(_Strict):
     api_key_env: str | None = Field(None, alias="apiKeyEnv")
 
 
+#: The most a price may be, in US dollars per 1M tokens: with token counts of at most 64
+#: bits, a cost worked out from prices then stays a finite number, however large.
+MAX_PRICE = 1_000_000.0
+
+
 class Price(_Strict):
     """What a model costs, in US dollars per 1M input and output tokens."""
 
-    input: float = Field(ge=0)
-    output: float = Field(ge=0)
+    input: float = Field(ge=0, le=MAX_PRICE)
+    output: float = Field(ge=0, le=MAX_PRICE)
 
 
 class Manifest(_Strict):

@@ -23,6 +23,7 @@ import pytest
 from .binding import ENTRY, JUDGE, Kind, Source, parse_text
 from .cassette import Cassette
 from .concurrency import MAX_CONCURRENCY
+from .model import MAX_PRICE
 from .retrying import RetryPolicy
 
 if TYPE_CHECKING:  # types only: signing is imported when a results file is to be signed
@@ -386,13 +387,13 @@ def _prices(config: pytest.Config) -> dict[str, tuple[float, float]]:
         try:
             model, per_input, per_output = parts[0], float(parts[1]), float(parts[2])
             if len(parts) != 3 or min(per_input, per_output) < 0 \
-                    or not math.isfinite(per_input + per_output):
+                    or not max(per_input, per_output) <= MAX_PRICE:
                 raise ValueError
         except (ValueError, IndexError):
             raise pytest.UsageError(
                 f"{_ini_source(config, 'elizon_prices')}: {line!r}: expected 'MODEL INPUT "
-                "OUTPUT' (US dollars per 1M input and output tokens, e.g. "
-                "'gpt-4o-mini 0.15 0.60')") from None
+                "OUTPUT' (US dollars per 1M input and output tokens, from 0 to "
+                f"{MAX_PRICE:,.0f}, e.g. 'gpt-4o-mini 0.15 0.60')") from None
         prices[model] = (per_input, per_output)
     return prices
 

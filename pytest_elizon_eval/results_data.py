@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import math
 import re
 import types
 import typing
@@ -78,9 +79,11 @@ def encodable(value: Any) -> Any:
     """A copy of ``value`` as plain JSON data with every lone surrogate in its strings
     written as a visible ``\\udXXX``: such a string cannot be encoded as UTF-8, so it could
     not cross to the xdist controller (the case would vanish from the run) nor be written to
-    a report. What JSON cannot hold (YAML gives dates in an input) becomes its text."""
+    a report. What JSON cannot hold (YAML gives dates in an input) becomes its text, and so
+    does a number that is not finite (a ``.nan`` in an input): no report holds ``NaN``,
+    which is not JSON, and signing refuses."""
     try:  # the common case, at C speed: nothing to escape, so a JSON round trip copies it
-        text = json.dumps(value, ensure_ascii=False, default=str)
+        text = json.dumps(value, ensure_ascii=False, default=str, allow_nan=False)
         text.encode("utf-8")
     except (UnicodeEncodeError, TypeError, ValueError):
         return json.loads(json.dumps(_escaped(value), default=str))
@@ -98,6 +101,8 @@ def _escaped(value: Any) -> Any:
         return {_escaped(k): _escaped(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_escaped(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return json.dumps(value)  # NaN, Infinity or -Infinity, as text
     return value
 
 

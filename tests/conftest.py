@@ -13,11 +13,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import cryptography.hazmat.primitives.serialization  # noqa: F401 - see below
 import httpcore  # noqa: F401 - see below
 import pytest
 
 # pytester's in-process runs drop modules first imported inside them; httpx imports httpcore
 # lazily and keeps its exception classes, so import it here, once, for the whole session.
+# Signing's cryptography classes likewise: a key serialised after an inner run dropped them
+# fails the library's own isinstance checks.
 
 pytest_plugins = ["pytester"]
 

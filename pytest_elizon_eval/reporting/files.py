@@ -28,6 +28,8 @@ class _NotWritten(Exception):
 
 def _write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_symlink():  # replaced, never written through: a planted link cannot redirect
+        path.unlink()      # a report outside where it was asked for
     # backslashreplace writes a lone surrogate as \udXXX: a valid escape in JSON, and
     # junit/markdown text has none left (they are made visible before).
     path.write_bytes(text.encode("utf-8", "backslashreplace"))
