@@ -230,7 +230,7 @@ class _LoopThread:
         return pong.wait(within_s)
 
     def submit(self, coro: Coroutine[Any, Any, _T]) -> concurrent.futures.Future[_T]:
-        import asyncio
+        import asyncio  # deferred: only async entry points need it
 
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
 

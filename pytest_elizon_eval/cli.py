@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
-from . import evidence, probe_names, provenance, signing
+from . import __version__, evidence, probe_names, provenance, signing
 from .errors import ELIZON_RESULTS_INVALID as ELIZON_RESULTS_INVALID
 from .errors import ELIZON_RESULTS_SIGNATURE_INVALID as ELIZON_RESULTS_SIGNATURE_INVALID
 from .errors import EVALUATION_GATE_FAILED as EVALUATION_GATE_FAILED
@@ -479,8 +479,6 @@ def parser() -> argparse.ArgumentParser:
                     "it, verify it before activating.",
         epilog="Exit status: 0 ok; 1 the data (or the person asked) said no; 2 usage error "
                "or a file that cannot be used. 'elizon-eval VERB --help' describes each verb.")
-    from . import __version__  # the installed distribution's, read once at import
-
     top.add_argument("--version", action="version", version=f"elizon-eval {__version__}")
     verbs = top.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
 

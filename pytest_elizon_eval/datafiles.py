@@ -12,6 +12,7 @@ read one at a time, never as one parsed tree. No pytest import here.
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 import re
@@ -224,8 +225,6 @@ def _cell(column: str, text: str) -> Any:
 
 
 def _csv(text: str) -> YamlMapping:
-    import csv  # deferred: only a .csv suite needs it
-
     # The csv module refuses a cell over 131,072 characters, a length JSONL and YAML accept.
     # A cell is never longer than its file, and the file is capped before it is read, so
     # the cap a cell meets is the file's, with the same message in every format. The limit
@@ -240,8 +239,6 @@ def _csv(text: str) -> YamlMapping:
 
 
 def _csv_rows(text: str) -> YamlMapping:
-    import csv  # already imported by _csv
-
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     rows: list[YamlMapping] = []
     lines: list[int] = []

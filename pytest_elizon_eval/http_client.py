@@ -22,6 +22,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from .calling import run_blocking
 
@@ -73,7 +74,7 @@ class HttpReply:
 
 def _was_reset(exc: BaseException) -> bool:
     """Whether a transport error is a connection lost mid-exchange (retryable)."""
-    import httpx
+    import httpx  # deferred: costs import time on every run, needed by URL entries only
 
     if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)):
         return True
@@ -136,7 +137,7 @@ class HttpClient:
         """Send ``body`` as JSON and read the whole reply (at most ``limit`` bytes). A 2xx
         body over the limit is an :class:`HttpError`; any other status is returned with the
         first ``limit`` bytes of its body, so that the status decides (a retry, the error)."""
-        import httpx
+        import httpx  # deferred: costs import time on every run, needed by URL entries only
 
         client = self._session()
         backstop = max(deadline - time.monotonic(), 0) + _BACKSTOP_S
@@ -183,8 +184,6 @@ class HttpClient:
 
 def limit_key_of(url: str) -> str:
     """What adaptive concurrency adapts per for a URL: its scheme, host and port."""
-    from urllib.parse import urlsplit
-
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc}"
 

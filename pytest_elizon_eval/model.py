@@ -28,7 +28,9 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails, PydanticCustomError
 
+from .answer_parts import parse_path
 from .loading import Problem, YamlMapping, YamlSequence, line_of
+from .probe_names import CATEGORIES
 
 __all__ = [
     "CASE_ID_PATTERN",
@@ -119,7 +121,6 @@ class CheckSpec(_Strict):
 
 
 def _check_path(path: str) -> str:
-    from .answer_parts import parse_path  # deferred: answer_parts imports nothing of ours
 
     parse_path(path)  # ValueError says what is wrong
     return path
@@ -264,8 +265,6 @@ Gate = Literal["advisory", "must-pass"]
 
 def _check_probes(value: object) -> object:
     """``probes:`` — ``all`` or a list of the pack's categories (docs/format.md#probes)."""
-    from .redteam import CATEGORIES  # deferred: redteam builds cases from this module
-
     if value == "all":
         return CATEGORIES
     if not isinstance(value, list) or not value:
@@ -280,8 +279,6 @@ _LIST_ITEM = "list_item"
 
 def _check_category(item: object) -> object:
     """One item of a ``probes:`` list: a category, or the operator's own probe file."""
-    from .redteam import CATEGORIES  # deferred: redteam builds cases from this module
-
     if isinstance(item, str) and (item in CATEGORIES or item.endswith((".yaml", ".yml"))):
         return item
     shown = _describe(item) if not isinstance(item, str) else repr(item)

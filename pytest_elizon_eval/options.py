@@ -12,6 +12,9 @@ included — and says where a bad value came from.
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
+import keyword
 import math
 import os
 from dataclasses import dataclass, field
@@ -276,15 +279,11 @@ def _concurrency(config: pytest.Config) -> tuple[int, bool]:
 
 def _dotted_name(name: str) -> bool:
     """``package.module.Class``: names Python could import (``not.a.Class`` is none)."""
-    import keyword
-
     parts = name.split(".")
     return len(parts) > 1 and all(p.isidentifier() and not keyword.iskeyword(p) for p in parts)
 
 
 def _installed(package: str) -> bool:
-    import importlib.util
-
     try:
         return importlib.util.find_spec(package) is not None
     except (ImportError, ValueError):
@@ -295,8 +294,6 @@ def _retry_on(config: pytest.Config) -> tuple[type[BaseException], ...]:
     """ini ``elizon_retry_on``: exception classes by dotted name, imported now. A class of a
     package that is not installed is skipped with one warning: it can never be raised, and
     one ini serves environments with different SDKs installed."""
-    import importlib
-
     found: list[type[BaseException]] = []
     skipped: list[str] = []
     for name in config.getini("elizon_retry_on"):

@@ -17,6 +17,7 @@ No pytest import here.
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -239,8 +240,6 @@ def escaped(identity: CaseIdentity, plan_limits: tuple[float, str], exc: BaseExc
     """A case whose run raised past the plugin's own handling (a bug, or an answer no
     parser foresaw): an error with the exception as its reason, so the case still reaches
     every report (docs/contract.md#outcomes) instead of vanishing from them."""
-    import traceback  # only for the rare escaped exception
-
     try:
         trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     except Exception:  # a broken __str__ breaks the formatting too

@@ -72,7 +72,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.pluginmanager.hasplugin("html") and getattr(config.option, "htmlpath", None):
         # pytest-html is active: its rows and summary get the Elizon details (workers too,
         # since the extras ride on the report).
-        from .pytest_html_glue import PytestHtmlExtras
+        from .pytest_html_glue import PytestHtmlExtras  # deferred: only with pytest-html
 
         config.pluginmanager.register(PytestHtmlExtras(_REPORTER), "elizon-pytest-html")
 

@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # the plugin's side only: elizon-eval merges provenance witho
     from .discovery import PackageIndex
     from .packages import Package
 from .errors import ElizonError
+from .loading import load_yaml
 from .reporting.aggregate import Aggregate
 
 __all__ = ["command_options", "git_state", "merge", "now", "packages", "record"]
@@ -58,7 +59,7 @@ def _describe(raw: str, kind: Kind) -> str:
     """An entry or judge option as its description: the spec, the command or the URL —
     never the headers or environment it names."""
     from .binding import parse_text  # deferred: elizon-eval starts without the binding stack
-    from .model import CommandEntry, JudgeEndpoint, UrlEntry
+    from .model import CommandEntry, JudgeEndpoint, UrlEntry  # deferred, as binding is
 
     try:
         value = parse_text(raw, kind)
@@ -128,8 +129,6 @@ def _manifest(path: Path) -> tuple[str | None, str | None]:
         return None, None
     version = None
     try:
-        from .loading import load_yaml  # deferred, as the models are
-
         data = load_yaml(raw)
         if isinstance(data, dict) and data.get("version") is not None:
             version = str(data["version"])
@@ -140,7 +139,7 @@ def _manifest(path: Path) -> tuple[str | None, str | None]:
 
 def packages(aggregate: Aggregate, index: PackageIndex) -> list[dict[str, Any]]:
     """One record per package the run's suites belong to, in suite-path order."""
-    from .packages import MANIFEST_NAME
+    from .packages import MANIFEST_NAME  # deferred: elizon-eval starts without the loader
 
     found: dict[str, dict[str, Any]] = {}
     git_cache: dict[Path, dict[str, Any] | None] = {}

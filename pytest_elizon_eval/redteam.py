@@ -20,6 +20,7 @@ import secrets as _random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
+from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -71,8 +72,6 @@ MIN_SECRET = 8
 
 def pack_file(category: str) -> Path:
     """The shipped data file of ``category``."""
-    from importlib import resources  # deferred: only a run with probes reads the pack
-
     return Path(str(resources.files("pytest_elizon_eval").joinpath(f"probes/{category}.yaml")))
 
 

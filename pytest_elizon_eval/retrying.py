@@ -22,6 +22,7 @@ every value here is plain data.
 
 from __future__ import annotations
 
+import email.utils
 import math
 import random
 import re
@@ -132,8 +133,6 @@ def wait_from_headers(headers: Mapping[str, str], now: float | None = None) -> f
         seconds = _duration(raw) if raw.replace(".", "", 1).isdigit() else None
         if seconds is not None:
             return seconds
-        import email.utils  # deferred: only a Retry-After given as an HTTP date needs it
-
         try:
             when = email.utils.parsedate_to_datetime(raw)
         except (TypeError, ValueError, IndexError):

@@ -85,6 +85,7 @@ def signature_path(results: Path) -> Path:
 
 def fingerprint(public_key: Ed25519PublicKey) -> str:
     """``sha256:`` and the hex SHA-256 of the raw 32-byte public key."""
+    # deferred: cryptography costs start-up time; only signing and verifying need it
     from cryptography.hazmat.primitives import serialization
 
     raw = public_key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
@@ -117,6 +118,7 @@ class SigningKey:
     def from_pem(cls, data: bytes, source: str) -> SigningKey:
         """``ValueError`` naming ``source`` (never the text) if ``data`` is not an unencrypted
         Ed25519 private key in PEM."""
+        # deferred: cryptography costs start-up time; only signing and verifying need it
         from cryptography.exceptions import UnsupportedAlgorithm
         from cryptography.hazmat.primitives import serialization
         from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -168,6 +170,7 @@ def _read_key_file(path: Path, source: str) -> bytes:
 
 def load_public_key(path: Path, source: str) -> Ed25519PublicKey:
     """An Ed25519 public key from a PEM file; ``ValueError`` naming ``source`` if it is not."""
+    # deferred: cryptography costs start-up time; only signing and verifying need it
     from cryptography.exceptions import UnsupportedAlgorithm
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -219,6 +222,7 @@ def _for_document(data: Any, signature: Any) -> tuple[str, bytes]:
 def verify(data: Any, signature: Any, public_key: Ed25519PublicKey) -> str:
     """Check ``signature`` (a signature file's data, untrusted) over the document ``data``
     with ``public_key``; the key's fingerprint when it verifies, else SignatureInvalid."""
+    # deferred: cryptography costs start-up time; only signing and verifying need it
     from cryptography.exceptions import InvalidSignature
 
     named, body = _for_document(data, signature)
@@ -244,6 +248,7 @@ def verify(data: Any, signature: Any, public_key: Ed25519PublicKey) -> str:
 def generate(folder: Path) -> tuple[Path, Path, str]:
     """Write a new key pair into ``folder``: the private key (mode 0600, PKCS#8 PEM) and the
     public key (PEM). Never overwrites: ``FileExistsError`` if either file exists."""
+    # deferred: cryptography costs start-up time; only signing and verifying need it
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 

@@ -1,0 +1,151 @@
+"""The package's import graph: no cycles (function-level imports count, imports under
+``if TYPE_CHECKING:`` do not), and each function-level import says why it is deferred."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import pytest_elizon_eval
+
+ROOT = Path(pytest_elizon_eval.__file__).parent
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        parts = path.relative_to(ROOT.parent).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _typing_only(tree: ast.AST) -> set[int]:
+    """The nodes under an ``if TYPE_CHECKING:`` (never run, so never a cycle)."""
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for sub in node.body:
+                skipped.update(id(n) for n in ast.walk(sub))
+    return skipped
+
+
+def _targets(module: str, node: ast.Import | ast.ImportFrom) -> list[str]:
+    """The package's modules an import statement loads."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names if a.name in MODULES]
+    if not node.level:
+        base = node.module or ""
+    else:
+        package = module if MODULES[module].name == "__init__.py" else module.rpartition(".")[0]
+        parts = package.split(".")
+        parts = parts[: len(parts) - (node.level - 1)]
+        base = ".".join([*parts, *([node.module] if node.module else [])])
+    subs = [f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in MODULES]
+    return ([base] if base in MODULES and len(subs) < len(node.names) else []) + subs
+
+
+def _imports(module: str, tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
+    skipped = _typing_only(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in skipped:
+            yield node
+
+
+def _graph() -> dict[str, set[str]]:
+    edges: dict[str, set[str]] = {}
+    for module, path in MODULES.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        edges[module] = {t for node in _imports(module, tree) for t in _targets(module, node)
+                         if t != module}
+    return edges
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(edges[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_cycles() -> None:
+    assert _cycles(_graph()) == []
+
+
+def test_the_cycle_finder_sees_a_function_level_cycle() -> None:
+    assert _cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
+
+
+def _function_imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
+    skipped = _typing_only(tree)
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for node in ast.walk(fn):
+                if isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in skipped:
+                    yield node
+
+
+def _unexplained(source: str) -> list[int]:
+    """Lines of function-level imports with no comment on their lines or on the line above;
+    imports that directly follow one another share the comment above the first."""
+    lines = source.splitlines()
+    nodes = sorted(_function_imports(ast.parse(source)), key=lambda n: n.lineno)
+    explained: dict[int, bool] = {}  # end line -> explained
+    bad = []
+    for node in nodes:
+        own = any("#" in lines[i - 1] for i in range(node.lineno, (node.end_lineno or 0) + 1))
+        above = node.lineno - 1
+        ok = (own or (above >= 1 and lines[above - 1].lstrip().startswith("#"))
+              or explained.get(above, False))
+        explained[node.end_lineno or node.lineno] = ok
+        if not ok:
+            bad.append(node.lineno)
+    return bad
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_each_function_level_import_says_why(module: str) -> None:
+    assert _unexplained(MODULES[module].read_text(encoding="utf-8")) == []
+
+
+def test_an_import_without_a_reason_is_found() -> None:
+    source = ("def f():\n"
+              "    # deferred: rarely needed\n"
+              "    import csv\n"
+              "    import json\n"
+              "\n"
+              "    import re\n"
+              "    import io  # deferred: rarely needed\n")
+    assert _unexplained(source) == [6]
