@@ -87,6 +87,9 @@ class Entry(Protocol):
 
     #: What it is, for reports (never a secret).
     description: str
+    #: What adaptive concurrency adapts per: entries with one key share one limit
+    #: (docs/contract.md#concurrency).
+    limit_key: str
 
     def run(self, case_input: object, *, deadline: float,
             messages: list[dict[str, Any]] | None = None) -> EntryCall:
@@ -315,6 +318,8 @@ class ProcessEntry:
         self.env = dict(spec.env or {})
         self.output = spec.output or output
         self.description = "command " + " ".join(self.command)
+        #: Adaptive concurrency adapts per entry point.
+        self.limit_key = self.description
 
     def __repr__(self) -> str:
         return self.description

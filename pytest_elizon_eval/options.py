@@ -32,7 +32,7 @@ from .retrying import RetryPolicy
 if TYPE_CHECKING:  # types only: signing is imported when a results file is to be signed
     from .signing import SigningKey
 
-__all__ = ["HARD_LIMIT_S", "OPTIONS", "SETTINGS", "Option", "Settings", "register", "resolve"]
+__all__ = ["HARD_LIMIT_S", "OPTIONS", "Option", "Settings", "register", "resolve"]
 
 #: Elizon's hard per-case limit; options may lower it, never raise it
 #: (docs/contract.md#time-limits).
@@ -172,8 +172,6 @@ class Settings:
     #: ``elizon_retry_backoff`` (docs/contract.md#retries).
     retry: RetryPolicy = field(default_factory=RetryPolicy)
 
-
-SETTINGS = pytest.StashKey[Settings]()
 
 
 def register(parser: pytest.Parser) -> None:

@@ -247,7 +247,7 @@ def _attempt(plan: CasePlan, recorded: tuple[EntryCall, ...] | None) -> Attempt:
 def _gated(plan: CasePlan, recorded: tuple[EntryCall, ...] | None) -> Attempt:
     """One run, after waiting for room under the entry point's adaptive limit (with
     ``--elizon-concurrency=auto``): the wait comes before the time limit starts."""
-    gate = gate_for(getattr(plan.entry, "limit_key", plan.entry_description)) \
+    gate = gate_for(plan.entry.limit_key) \
         if plan.entry is not None and recorded is None else None
     if gate is None:
         return _attempt(plan, recorded)

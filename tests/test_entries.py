@@ -16,6 +16,9 @@ from typing import Any, ClassVar
 
 import pytest
 
+from pytest_elizon_eval.entries import entry_from
+from pytest_elizon_eval.model import CommandEntry, UrlEntry
+
 from .conftest import Packages
 
 PY = json.dumps(sys.executable)
@@ -575,3 +578,17 @@ def test_a_request_that_cannot_be_sent_fails_the_case_with_an_http_error(
     error = results(pytester)["header"]["error"]
     assert error["type"] == "HttpError", error
     assert f"request to {service}/json cannot be sent: UnicodeEncodeError" in error["message"]
+
+
+def test_every_entry_kind_has_the_key_adaptive_concurrency_adapts_per(tmp_path: Path) -> None:
+    # running asks entry.limit_key of any Entry: each kind carries one.
+    def app(text: str) -> str:
+        return text
+
+    made = [entry_from(app, "app:answer", tmp_path),
+            entry_from(CommandEntry(command=["echo", "hi"]), "command", tmp_path),
+            entry_from(UrlEntry(url="http://127.0.0.1:9/chat"), "url", tmp_path)]
+    assert [e.limit_key for e in made] == ["app:answer", "command echo hi",
+                                           "http://127.0.0.1:9"]
+    for entry in made:
+        entry.close()
