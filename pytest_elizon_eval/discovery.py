@@ -73,6 +73,11 @@ class PackageIndex:
         self._packages: dict[Path, Package | ElizonError] = {}
         self._suites: dict[Path, tuple[LoadedSuite, SuiteInfo] | ElizonError] = {}
 
+    def advisory(self, spec: SuiteSpec) -> bool:
+        """Whether the suite's failures are advisory: its gate says so and the run is not
+        ``--elizon-strict``."""
+        return spec.gate == "advisory" and not self.strict
+
     def display(self, path: Path) -> str:
         return display_path(self.rootpath, path)
 
@@ -136,7 +141,7 @@ class PackageIndex:
             loaded = load_suite(path, display)
             return loaded, SuiteInfo(
                 path=display, package=package.name, gate=spec.gate,
-                advisory=spec.gate == "advisory" and not self.strict,
+                advisory=self.advisory(spec),
                 baseline=spec.baseline, sha256=loaded.sha256,
                 key=suite_key(package.name, package.folder, path))
 

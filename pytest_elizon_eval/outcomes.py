@@ -94,8 +94,7 @@ def call_outcome(call: EntryCall, assertions: Sequence[AssertionResult],
     """The one pass rule of a call (a single run, a repeat's run, a conversation's turn):
     it timed out, or an error fails it unless ``errorContains`` expected one; an assertion
     that could not be checked (there was no output) fails nothing by itself. A turn that
-    does not pass ends its conversation (``running.turn_failed`` says the same and
-    should call this)."""
+    does not pass ends its conversation (``running.turn_failed`` asks this)."""
     if call.timed_out:
         return TIMEOUT
     if any(a.passed is False for a in assertions) or (call.error and not expects_error):

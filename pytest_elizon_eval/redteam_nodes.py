@@ -175,9 +175,8 @@ class ProbeSuite(SuiteFile):
         index = session.of(self.config).index
         spec, package = self.spec, self.package
         probes = _probes(self.config, spec, spec.probe_source or index.display(spec.path))
-        advisory = spec.gate == "advisory" and not index.strict
         info = SuiteInfo(
-            path=self.nodeid, package=package.name, gate=spec.gate, advisory=advisory,
+            path=self.nodeid, package=package.name, gate=spec.gate, advisory=index.advisory(spec),
             baseline=spec.baseline, sha256=hashlib.sha256(spec.path.read_bytes()).hexdigest(),
             key=suite_key(package.name, package.folder, spec.path))
         self.prepare(info)

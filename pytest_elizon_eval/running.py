@@ -34,6 +34,7 @@ from .concurrency import gate_for
 from .entries import Entry
 from .judging import Judge
 from .model import Case, Expect, JudgeExpect
+from .outcomes import PASSED, call_outcome
 from .retrying import Tally
 
 __all__ = ["Attempt", "CasePlan", "CaseRun", "TurnResult", "run_case", "turn_failed"]
@@ -79,10 +80,8 @@ class TurnResult:
 
 
 def turn_failed(turn: TurnResult, expects_error: bool = False) -> bool:
-    """Whether a turn ends its conversation: it timed out, an assertion failed, or the
-    entry point raised and no ``errorContains`` expected it."""
-    return turn.call.timed_out or any(a.passed is False for a in turn.assertions) \
-        or (turn.call.error is not None and not expects_error)
+    """Whether a turn ends its conversation: it did not pass, by the one pass rule."""
+    return call_outcome(turn.call, turn.assertions, expects_error) != PASSED
 
 
 @dataclass(frozen=True)

@@ -72,3 +72,13 @@ def test_each_file_is_read_once_and_errors_are_remembered(
     for _ in range(2):
         with pytest.raises(ElizonError, match="ELIZON_MANIFEST_INVALID"):
             fresh.package(root / "pkg/elizon.yaml")
+
+
+@pytest.mark.parametrize(("gate", "strict", "advisory"), [
+    ("advisory", False, True), ("advisory", True, False),
+    ("must-pass", False, False), ("must-pass", True, False)])
+def test_a_suite_is_advisory_by_its_gate_unless_the_run_is_strict(
+        tmp_path: Path, gate: str, strict: bool, advisory: bool) -> None:
+    # The one rule the plugin's suites and the probe pack's both ask.
+    spec = packages.SuiteSpec(path=tmp_path / "s.yaml", gate=gate)
+    assert PackageIndex(tmp_path, strict=strict).advisory(spec) is advisory
