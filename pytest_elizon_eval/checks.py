@@ -32,6 +32,7 @@ from typing import Any
 
 from . import errors
 from .assertions import AssertionResult
+from .calling import run_blocking
 from .calls import EntryCall
 from .errors import ElizonError
 from .loading import YamlMapping, YamlSequence
@@ -385,14 +386,10 @@ def _graded(function: CheckFunction, wanted: _Makers, threshold: float | None
 
 def _call_by(function: CheckFunction, wanted: _Makers, threshold: float | None,
              deadline: float) -> tuple[bool, str | None, str] | None:
-    """:func:`_graded` in a thread of its own, so a hung check (or a hung ``__repr__`` of
-    what it returned) is abandoned at the deadline, never waited for: None then."""
-    box: list[tuple[bool, str | None, str]] = []
-    worker = threading.Thread(target=lambda: box.append(_graded(function, wanted, threshold)),
-                              name="elizon-check", daemon=True)
-    worker.start()
-    worker.join(max(0.0, deadline - time.monotonic()))
-    return None if worker.is_alive() or not box else box[0]
+    """:func:`_graded` on the deadline runner entry points and judges use, so a hung check
+    (or a hung ``__repr__`` of what it returned) is abandoned at the deadline, never waited
+    for: None then."""
+    return run_blocking(lambda: _graded(function, wanted, threshold), deadline)
 
 
 def grade_checks(expect: Expect | None, functions: Mapping[str, CheckFunction], case: Case,
