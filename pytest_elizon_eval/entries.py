@@ -312,12 +312,17 @@ def _kill_everything(process: subprocess.Popen[bytes],
 class ProcessEntry:
     """An application run as a command, once per case."""
 
+    @staticmethod
+    def describe(spec: CommandEntry) -> str:
+        """What an entry of ``spec`` is called in reports (its environment never shows)."""
+        return "command " + " ".join(spec.command)
+
     def __init__(self, spec: CommandEntry, folder: Path, output: str = "text") -> None:
         self.command = list(spec.command)
         self.cwd = (folder / spec.cwd) if spec.cwd else folder
         self.env = dict(spec.env or {})
         self.output = spec.output or output
-        self.description = "command " + " ".join(self.command)
+        self.description = self.describe(spec)
         #: Adaptive concurrency adapts per entry point.
         self.limit_key = self.description
 
@@ -422,6 +427,11 @@ def _finish(process: subprocess.Popen[bytes], outputs: list[tuple[IO[bytes], _Ca
 class HttpEntry:
     """An application served over HTTP, called once per case over kept connections."""
 
+    @staticmethod
+    def describe(spec: UrlEntry) -> str:
+        """What an entry of ``spec`` is called in reports (its headers never show)."""
+        return f"{spec.method} {spec.url}"
+
     def __init__(self, spec: UrlEntry, output: str | None = None) -> None:
         self.url = spec.url
         self.method = spec.method
@@ -430,7 +440,7 @@ class HttpEntry:
         #: ``json``: every reply is parsed as JSON; ``text``: by its content type.
         self.output = spec.output or output or "text"
         self.model = spec.model
-        self.description = f"{self.method} {self.url}"
+        self.description = self.describe(spec)
         #: Adaptive concurrency adapts per host (docs/contract.md#concurrency).
         self.limit_key = limit_key_of(self.url)
         self._client = HttpClient()

@@ -196,12 +196,22 @@ class CallableJudge:
 class EndpointJudge:
     """An OpenAI-compatible chat-completions endpoint used as a judge."""
 
-    def __init__(self, spec: JudgeEndpoint) -> None:
+    @staticmethod
+    def endpoint(spec: JudgeEndpoint) -> str:
+        """The chat-completions URL ``spec`` names (its base URL, or the full one)."""
         base = spec.url.rstrip("/")
-        self.url = base if base.endswith("/chat/completions") else f"{base}/chat/completions"
+        return base if base.endswith("/chat/completions") else f"{base}/chat/completions"
+
+    @classmethod
+    def describe(cls, spec: JudgeEndpoint) -> str:
+        """What a judge of ``spec`` is called in reports (its API key never shows)."""
+        return f"chat-completions judge {spec.model!r} at {cls.endpoint(spec)}"
+
+    def __init__(self, spec: JudgeEndpoint) -> None:
+        self.url = self.endpoint(spec)
         self.model = spec.model
         self.api_key_env = spec.api_key_env
-        self.description = f"chat-completions judge {self.model!r} at {self.url}"
+        self.description = self.describe(spec)
         self._client = HttpClient()
 
     def __repr__(self) -> str:

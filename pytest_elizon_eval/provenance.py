@@ -58,20 +58,24 @@ def plugin_version() -> str:
 def _describe(raw: str, kind: Kind) -> str:
     """An entry or judge option as its description: the spec, the command or the URL —
     never the headers or environment it names."""
-    from .binding import parse_text  # deferred: elizon-eval starts without the binding stack
-    from .model import CommandEntry, JudgeEndpoint, UrlEntry  # deferred, as binding is
+    # deferred: elizon-eval starts without the binding stack
+    from .binding import parse_text
+    from .entries import HttpEntry, ProcessEntry
+    from .judging import EndpointJudge
+    from .model import CommandEntry, JudgeEndpoint, UrlEntry
 
     try:
         value = parse_text(raw, kind)
     except ValueError:
         return "(not a valid spec)"
+    # each kind says what it is called, as in every other report
     if isinstance(value, CommandEntry):
-        return "command " + " ".join(value.command)
+        return ProcessEntry.describe(value)
     if isinstance(value, UrlEntry):
-        return f"{value.method} {value.url}"
+        return HttpEntry.describe(value)
     if isinstance(value, JudgeEndpoint):
-        return f"{value.url} model {value.model}"
-    return str(value)
+        return EndpointJudge.describe(value)
+    return str(value)  # a module:attribute spec, described as written
 
 
 def command_options(values: Mapping[str, object]) -> dict[str, str | bool]:

@@ -28,7 +28,9 @@ def test_command_options_describes_entries_and_judges_without_secrets() -> None:
     })
     assert out == {
         "--elizon-entry": "command python app.py",
-        "--elizon-judge": "https://judge.example/v1 model grader",
+        # as the judge describes itself everywhere else
+        "--elizon-judge": "chat-completions judge 'grader' at "
+                          "https://judge.example/v1/chat/completions",
         "--elizon-replay": True,
         "--elizon-report": "out.html",
     }
