@@ -23,7 +23,7 @@ from pathlib import Path
 LOAD = """
 import sys, time
 from pathlib import Path
-from pytest_elizon_eval.packages import load_suite
+from pytest_elizon_eval.load.packages import load_suite
 path = Path(sys.argv[1])
 start = time.perf_counter()
 suite = load_suite(path, path.name)

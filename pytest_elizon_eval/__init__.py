@@ -4,7 +4,10 @@ The plugin itself is registered through the ``pytest11`` entry point
 (``pytest_elizon_eval.plugin``); this package exposes the plain-data types
 a conftest.py or a report consumer may want, and what an agent's entry point
 returns: ``Answer(text=…, value=…, tool_calls=[ToolCall(…)], usage=Usage(…))``,
-and what it raises to be retried later: ``RateLimited(retry_after=…)``.
+and what it raises to be retried later: ``RateLimited(retry_after=…)``; and what
+a hook implementer needs (docs/hooks.md): ``SuiteFile``, ``CaseItem``, ``CaseChecks``
+and ``ElizonSession``. Only these names are public: the sub-packages (load, collect,
+bind, run, decide, reporting, trust, redteam, importers) are internal.
 Names are imported when first used, so ``elizon-eval`` starts without loading
 the models the plugin needs.
 """
@@ -16,22 +19,29 @@ from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .assertions import AssertionResult
-    from .calls import Answer, EntryCall, ErrorInfo, ToolCall, Usage
-    from .outcomes import CaseResult, SuiteInfo
-    from .retrying import RateLimited
+    from .collect.nodes import CaseItem, SuiteFile
+    from .collect.session import ElizonSession
+    from .decide.outcomes import CaseResult, SuiteInfo
+    from .run.assertions import AssertionResult
+    from .run.calls import Answer, EntryCall, ErrorInfo, ToolCall, Usage
+    from .run.planning import CaseChecks
+    from .run.retrying import RateLimited
 
-__all__ = ["Answer", "AssertionResult", "CaseResult", "EntryCall", "ErrorInfo", "RateLimited",
-           "SuiteInfo", "ToolCall", "Usage", "__version__"]
+__all__ = ["Answer", "AssertionResult", "CaseChecks", "CaseItem", "CaseResult", "ElizonSession",
+           "EntryCall", "ErrorInfo", "RateLimited", "SuiteFile", "SuiteInfo", "ToolCall", "Usage",
+           "__version__"]
 
 try:
     __version__: str = metadata.version("pytest-elizon-eval")
 except metadata.PackageNotFoundError:  # a source tree that was never installed
     __version__ = "0+unknown"
 
-_HOME = {"Answer": "calls", "EntryCall": "calls", "ErrorInfo": "calls", "ToolCall": "calls",
-         "Usage": "calls", "AssertionResult": "assertions", "CaseResult": "outcomes",
-         "SuiteInfo": "outcomes", "RateLimited": "retrying"}
+_HOME = {"Answer": "run.calls", "EntryCall": "run.calls", "ErrorInfo": "run.calls",
+         "ToolCall": "run.calls", "Usage": "run.calls", "AssertionResult": "run.assertions",
+         "CaseChecks": "run.planning", "RateLimited": "run.retrying",
+         "CaseResult": "decide.outcomes", "SuiteInfo": "decide.outcomes",
+         "SuiteFile": "collect.nodes", "CaseItem": "collect.nodes",
+         "ElizonSession": "collect.session"}
 
 
 def __getattr__(name: str) -> Any:

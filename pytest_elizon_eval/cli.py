@@ -26,16 +26,18 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
-from . import __version__, evidence, probe_names, provenance, signing
+from . import __version__
+from .decide.outcomes import ERROR, FAILED, PASSED, TIMEOUT, blocks, display_reason
 from .errors import ELIZON_RESULTS_INVALID as ELIZON_RESULTS_INVALID
 from .errors import ELIZON_RESULTS_SIGNATURE_INVALID as ELIZON_RESULTS_SIGNATURE_INVALID
 from .errors import EVALUATION_GATE_FAILED as EVALUATION_GATE_FAILED
 from .errors import EVALUATION_NOT_ACKNOWLEDGED as EVALUATION_NOT_ACKNOWLEDGED
-from .evidence import Document, EvidenceError
-from .outcomes import ERROR, FAILED, PASSED, TIMEOUT, blocks, display_reason
+from .redteam import probe_names
 from .reporting import html, junit, markdown, terminal
 from .reporting.regression import compare
 from .text import defuse, visible
+from .trust import evidence, provenance, signing
+from .trust.evidence import Document, EvidenceError
 
 __all__ = ["EXIT_NO", "EXIT_OK", "EXIT_USAGE", "main"]
 
@@ -451,7 +453,7 @@ def _verify(args: argparse.Namespace, out: Out) -> int:
 
 
 def _import_promptfoo(args: argparse.Namespace, out: Out) -> int:
-    from . import promptfoo  # deferred: only this verb needs it
+    from .importers import promptfoo  # deferred: only this verb needs it
 
     try:
         conversion = promptfoo.convert(Path(args.config), Path(args.output))
@@ -600,7 +602,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _probes_list(args: argparse.Namespace, out: Out) -> int:
-    from . import redteam  # deferred: the other verbs do without the probe pack
+    from .redteam import pack as redteam  # deferred: the other verbs do without the probe pack
 
     for line in redteam.catalogue_lines(args.category):
         out.line(line)

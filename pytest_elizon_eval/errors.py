@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # types only
-    from .loading import Problem
+    from .load.loading import Problem
 
 __all__ = [
     "CODES",

@@ -18,22 +18,19 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from . import _pytest_compat as compat
-from . import (
-    collect,
-    concurrency,
-    discovery,
-    hookspecs,
-    options,
-    outcomes,
-    provenance,
-    redteam_nodes,
-)
-from . import session as elizon_session
-from .binding import Binder
-from .discovery import PackageIndex
-from .packages import standalone
+from .bind.binding import Binder
+from .collect import _pytest_compat as compat
+from .collect import hookspecs, options
+from .collect import nodes as collect
+from .collect import session as elizon_session
+from .decide import outcomes
+from .load import discovery
+from .load.discovery import PackageIndex
+from .load.packages import standalone
+from .redteam import nodes as redteam_nodes
 from .reporting.aggregate import Aggregate
+from .run import concurrency
+from .trust import provenance
 
 if TYPE_CHECKING:  # the report writers are imported where a run needs them (start-up cost)
     from .reporting.github import Guard
@@ -72,7 +69,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.pluginmanager.hasplugin("html") and getattr(config.option, "htmlpath", None):
         # pytest-html is active: its rows and summary get the Elizon details (workers too,
         # since the extras ride on the report).
-        from .pytest_html_glue import PytestHtmlExtras  # deferred: only with pytest-html
+        from .collect.pytest_html_glue import PytestHtmlExtras  # deferred: only with pytest-html
 
         config.pluginmanager.register(PytestHtmlExtras(_REPORTER), "elizon-pytest-html")
 

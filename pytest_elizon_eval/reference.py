@@ -15,8 +15,8 @@ import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from .collect.options import OPTIONS, Option
 from .errors import CODES
-from .options import OPTIONS, Option
 
 __all__ = ["ENVIRONMENT", "FIXTURES", "Fixture", "Variable", "main", "render"]
 
@@ -70,8 +70,8 @@ FIXTURES: tuple[Fixture, ...] = (
     Fixture("elizon_entry", "plugin"),
     Fixture("elizon_judge", "plugin"),
     Fixture("elizon_checks", "plugin"),
-    Fixture("elizon_secrets", "redteam_nodes"),
-    Fixture("elizon_canary", "redteam_nodes"),
+    Fixture("elizon_secrets", "redteam.nodes"),
+    Fixture("elizon_canary", "redteam.nodes"),
 )
 
 

@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 
 from pytest_elizon_eval import Answer, ToolCall, Usage
-from pytest_elizon_eval.answers import conversation, from_reply, from_return, priced
-from pytest_elizon_eval.assertions import check
-from pytest_elizon_eval.calls import EntryCall, OutputError
-from pytest_elizon_eval.model import Expect
+from pytest_elizon_eval.load.model import Expect
+from pytest_elizon_eval.run.answers import conversation, from_reply, from_return, priced
+from pytest_elizon_eval.run.assertions import check
+from pytest_elizon_eval.run.calls import EntryCall, OutputError
 
 from . import github_runner
 from .conftest import Packages

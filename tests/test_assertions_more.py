@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_elizon_eval.assertions import first_mismatch
+from pytest_elizon_eval.run.assertions import first_mismatch
 
 from .conftest import ECHO_APP, Packages
 

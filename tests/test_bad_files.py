@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_elizon_eval import loading
-from pytest_elizon_eval import packages as package_files
 from pytest_elizon_eval.errors import ElizonError
+from pytest_elizon_eval.load import loading
+from pytest_elizon_eval.load import packages as package_files
 
 from .conftest import ECHO_APP, Packages
 

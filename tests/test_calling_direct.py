@@ -17,9 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_elizon_eval import calling
-from pytest_elizon_eval.answers import from_return as output_of
-from pytest_elizon_eval.binding import (
+from pytest_elizon_eval.bind import calling
+from pytest_elizon_eval.bind.binding import (
     ENTRY,
     JUDGE,
     Binder,
@@ -28,10 +27,11 @@ from pytest_elizon_eval.binding import (
     import_attribute,
     parse_text,
 )
-from pytest_elizon_eval.calling import call_with_deadline, run_blocking
-from pytest_elizon_eval.http_client import HttpClient, HttpError
-from pytest_elizon_eval.judging import EndpointJudge
-from pytest_elizon_eval.model import CommandEntry, JudgeEndpoint, UrlEntry
+from pytest_elizon_eval.bind.calling import call_with_deadline, run_blocking
+from pytest_elizon_eval.bind.http_client import HttpClient, HttpError
+from pytest_elizon_eval.bind.judging import EndpointJudge
+from pytest_elizon_eval.load.model import CommandEntry, JudgeEndpoint, UrlEntry
+from pytest_elizon_eval.run.answers import from_return as output_of
 
 
 def _soon(seconds: float = 5.0) -> float:

@@ -17,8 +17,7 @@ from typing import Any
 import pytest
 
 from pytest_elizon_eval import cli
-from pytest_elizon_eval.calls import EntryCall, ToolCall
-from pytest_elizon_eval.outcomes import (
+from pytest_elizon_eval.decide.outcomes import (
     OUTPUT_KEPT,
     CaseIdentity,
     CaseResult,
@@ -27,7 +26,8 @@ from pytest_elizon_eval.outcomes import (
     failure_message,
     reason,
 )
-from pytest_elizon_eval.results_data import ToolCallRecord, TurnRecord, to_data
+from pytest_elizon_eval.decide.results_data import ToolCallRecord, TurnRecord, to_data
+from pytest_elizon_eval.run.calls import EntryCall, ToolCall
 
 from .conftest import ECHO_APP, Packages
 
@@ -67,7 +67,7 @@ def _read(root: Path) -> tuple[dict[str, Any], ET.Element, str, str]:
 # A piece of the run path raising for one case, as a bug or an unforeseen answer would.
 # The inner runs are in-process: every patch is undone when the inner session ends.
 BREAK_DECIDE = """
-import pytest_elizon_eval.outcomes as outcomes
+import pytest_elizon_eval.decide.outcomes as outcomes
 
 _decide = outcomes.decide
 
@@ -126,7 +126,7 @@ def test_a_result_that_cannot_be_serialised_still_reaches_the_reports(
         packages: Packages, pytester: pytest.Pytester) -> None:
     packages.package(suite=SUITE, app=ECHO_APP)
     packages.write("conftest.py", """
-        import pytest_elizon_eval.outcomes as outcomes
+        import pytest_elizon_eval.decide.outcomes as outcomes
 
         _to_data = outcomes.CaseResult.to_data
 

@@ -8,12 +8,12 @@ import time
 
 import pytest
 
-from pytest_elizon_eval import answer_parts
-from pytest_elizon_eval.assertions import check
-from pytest_elizon_eval.calls import EntryCall
-from pytest_elizon_eval.checks import fixture_checks, run_checks, signature_problem
 from pytest_elizon_eval.errors import ElizonError
-from pytest_elizon_eval.model import Case, Expect, Suite, validate
+from pytest_elizon_eval.load.model import Case, Expect, Suite, validate
+from pytest_elizon_eval.run import answer_parts
+from pytest_elizon_eval.run.assertions import check
+from pytest_elizon_eval.run.calls import EntryCall
+from pytest_elizon_eval.run.checks import fixture_checks, run_checks, signature_problem
 
 from .conftest import Packages
 

@@ -23,8 +23,9 @@ from typing import Any
 import pytest
 import yaml
 
-from pytest_elizon_eval import cli, evidence, signing
+from pytest_elizon_eval import cli
 from pytest_elizon_eval.reporting import results
+from pytest_elizon_eval.trust import evidence, signing
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = Path(sys.executable).with_name("elizon-eval")

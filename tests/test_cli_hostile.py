@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_elizon_eval import evidence, signing
 from pytest_elizon_eval.reporting import results
+from pytest_elizon_eval.trust import evidence, signing
 
 SCRIPT = Path(sys.executable).with_name("elizon-eval")
 

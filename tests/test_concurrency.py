@@ -296,7 +296,7 @@ def test_ctrl_c_stops_a_concurrent_run_promptly(packages: Packages, pytester: py
 # -- the adaptive limit, directly ------------------------------------------------------------
 
 def test_adaptive_limit_grows_one_per_window_and_halves_once_per_refusal_window() -> None:
-    from pytest_elizon_eval.concurrency import AUTO_START, AdaptiveLimit
+    from pytest_elizon_eval.run.concurrency import AUTO_START, AdaptiveLimit
 
     limit = AdaptiveLimit(most=6)
     assert limit.limit == AUTO_START == 4
@@ -323,7 +323,7 @@ def test_adaptive_limit_grows_one_per_window_and_halves_once_per_refusal_window(
 
 
 def test_adaptive_limit_admits_calls_in_the_order_they_asked() -> None:
-    from pytest_elizon_eval.concurrency import AdaptiveLimit
+    from pytest_elizon_eval.run.concurrency import AdaptiveLimit
 
     limit = AdaptiveLimit(most=1, start=1)
     limit.acquire()  # the one place is taken
@@ -348,7 +348,7 @@ def test_adaptive_limit_admits_calls_in_the_order_they_asked() -> None:
 def test_an_interrupted_wait_gives_up_its_place_in_line() -> None:
     """Ctrl-C while a case waits at the gate in the main thread: the calls behind it are
     still admitted (its ticket is skipped, not waited for forever)."""
-    from pytest_elizon_eval.concurrency import AdaptiveLimit
+    from pytest_elizon_eval.run.concurrency import AdaptiveLimit
 
     class Interrupted(threading.Condition):
         interrupt = True
@@ -374,7 +374,7 @@ def test_an_interrupted_wait_gives_up_its_place_in_line() -> None:
 
 
 def test_a_stopped_scheduler_ends_its_slot_threads() -> None:
-    from pytest_elizon_eval.concurrency import CaseScheduler
+    from pytest_elizon_eval.run.concurrency import CaseScheduler
 
     before = {t for t in threading.enumerate() if t.name == "elizon-case"}
     scheduler = CaseScheduler(3)

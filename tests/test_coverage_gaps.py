@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_elizon_eval import answers, provenance, signing
-from pytest_elizon_eval.calls import Answer, OutputError, ToolCall
-from pytest_elizon_eval.concurrency import CaseScheduler
+from pytest_elizon_eval.run import answers
+from pytest_elizon_eval.run.calls import Answer, OutputError, ToolCall
+from pytest_elizon_eval.run.concurrency import CaseScheduler
+from pytest_elizon_eval.trust import provenance, signing
 
 # -- provenance -------------------------------------------------------------------------
 
@@ -379,7 +380,7 @@ def test_chat_request_without_a_model() -> None:
 
 
 def test_prefetch_with_stop_stops_the_scheduler() -> None:
-    from pytest_elizon_eval.concurrency import prefetch
+    from pytest_elizon_eval.run.concurrency import prefetch
 
     class Item:
         nodeid = "t::a"
@@ -435,7 +436,7 @@ def _write(folder: Path, files: dict[str, str | bytes]) -> Path:
 
 
 def test_promptfoo_unusual_assertion_forms_become_notes(tmp_path: Path) -> None:
-    from pytest_elizon_eval.promptfoo import convert
+    from pytest_elizon_eval.importers.promptfoo import convert
 
     config = _write(tmp_path, {
         "promptfooconfig.yaml": UNUSUAL,
@@ -485,7 +486,7 @@ def test_promptfoo_unusual_assertion_forms_become_notes(tmp_path: Path) -> None:
 
 
 def test_promptfoo_report_of_a_plain_conversion_and_writing(tmp_path: Path) -> None:
-    from pytest_elizon_eval.promptfoo import ImportFailed, convert, write
+    from pytest_elizon_eval.importers.promptfoo import ImportFailed, convert, write
 
     config = _write(tmp_path, {"promptfooconfig.yaml": "tests: [{vars: {q: hi}}]\n"})
     conversion = convert(config, tmp_path / "out")
@@ -517,7 +518,7 @@ def test_promptfoo_report_of_a_plain_conversion_and_writing(tmp_path: Path) -> N
 ])
 def test_promptfoo_more_bad_configs(tmp_path: Path, config: str, files: dict[str, str | bytes],
                                     message: str) -> None:
-    from pytest_elizon_eval.promptfoo import ImportFailed, convert
+    from pytest_elizon_eval.importers.promptfoo import ImportFailed, convert
 
     path = _write(tmp_path, {"promptfooconfig.yaml": config, **files})
     with pytest.raises(ImportFailed, match=message):
@@ -526,7 +527,7 @@ def test_promptfoo_more_bad_configs(tmp_path: Path, config: str, files: dict[str
 
 def test_promptfoo_refuses_files_larger_than_the_limit(tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_elizon_eval import promptfoo
+    from pytest_elizon_eval.importers import promptfoo
 
     monkeypatch.setattr(promptfoo, "MAX_FILE_BYTES", 10)
     path = _write(tmp_path, {"promptfooconfig.yaml": "tests: [{vars: {q: a long one}}]\n"})
@@ -535,7 +536,7 @@ def test_promptfoo_refuses_files_larger_than_the_limit(tmp_path: Path,
 
 
 def test_promptfoo_yaml_11_surprises_are_read_as_promptfoo_reads_them(tmp_path: Path) -> None:
-    from pytest_elizon_eval.promptfoo import convert
+    from pytest_elizon_eval.importers.promptfoo import convert
 
     path = _write(tmp_path, {"promptfooconfig.yaml": "tests:\n  - vars: {answer: no}\n"})
     conversion = convert(path, tmp_path / "out")

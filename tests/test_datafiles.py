@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_elizon_eval.errors import ElizonError
-from pytest_elizon_eval.packages import load_suite
+from pytest_elizon_eval.load.packages import load_suite
 
 from .conftest import ECHO_APP, Packages
 

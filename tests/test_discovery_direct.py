@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_elizon_eval import packages
-from pytest_elizon_eval.discovery import PackageIndex
 from pytest_elizon_eval.errors import ElizonError
+from pytest_elizon_eval.load import packages
+from pytest_elizon_eval.load.discovery import PackageIndex
 
 
 def write(root: Path, relative: str, text: str) -> Path:
@@ -63,7 +63,7 @@ def test_each_file_is_read_once_and_errors_are_remembered(
         reads.append(path)
         return real(path, display)
 
-    monkeypatch.setattr("pytest_elizon_eval.discovery.load_suite", counting)
+    monkeypatch.setattr("pytest_elizon_eval.load.discovery.load_suite", counting)
     for _ in range(3):
         index.identity("pkg/eval/core.yaml::a")
     assert len(reads) == 1

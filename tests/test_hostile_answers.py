@@ -23,10 +23,11 @@ import pytest
 # here, outside every inner run, so that the classes signing uses stay the same ones.
 from cryptography.hazmat.primitives import serialization  # noqa: F401
 
-from pytest_elizon_eval import Answer, ToolCall, Usage, cli, provenance
-from pytest_elizon_eval.answers import MAX_NESTING, from_reply, from_return
-from pytest_elizon_eval.calls import OutputError
-from pytest_elizon_eval.entries import CallableEntry
+from pytest_elizon_eval import Answer, ToolCall, Usage, cli
+from pytest_elizon_eval.bind.entries import CallableEntry
+from pytest_elizon_eval.run.answers import MAX_NESTING, from_reply, from_return
+from pytest_elizon_eval.run.calls import OutputError
+from pytest_elizon_eval.trust import provenance
 
 from .conftest import Packages
 

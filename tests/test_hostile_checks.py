@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from pytest_elizon_eval.answers import conversation
-from pytest_elizon_eval.calls import EntryCall, ToolCall
-from pytest_elizon_eval.model import Case
-from pytest_elizon_eval.running import CasePlan, run_case
+from pytest_elizon_eval.load.model import Case
+from pytest_elizon_eval.run.answers import conversation
+from pytest_elizon_eval.run.calls import EntryCall, ToolCall
+from pytest_elizon_eval.run.running import CasePlan, run_case
 
 from .conftest import Packages
 

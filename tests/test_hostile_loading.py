@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_elizon_eval import datafiles, loading
 from pytest_elizon_eval.errors import ElizonError
-from pytest_elizon_eval.packages import load_manifest, load_suite
+from pytest_elizon_eval.load import datafiles, loading
+from pytest_elizon_eval.load.packages import load_manifest, load_suite
 
 from .conftest import ECHO_APP, Packages
 from .test_bad_files import error_lines, run_bad

@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from pytest_elizon_eval.assertions import AssertionResult
-from pytest_elizon_eval.calls import ErrorInfo
-from pytest_elizon_eval.outcomes import CaseResult, SuiteInfo
+from pytest_elizon_eval.decide.outcomes import CaseResult, SuiteInfo
 from pytest_elizon_eval.reporting import html as page
 from pytest_elizon_eval.reporting.aggregate import Aggregate
+from pytest_elizon_eval.run.assertions import AssertionResult
+from pytest_elizon_eval.run.calls import ErrorInfo
 
 from . import browser
 from .conftest import Packages

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pytest_elizon_eval.judging import GRADING_SYSTEM_PROMPT, parse_grade
+from pytest_elizon_eval.bind.judging import GRADING_SYSTEM_PROMPT, parse_grade
 
 from .chat_server import ChatServer
 from .conftest import ECHO_APP, Packages

@@ -17,11 +17,12 @@ from typing import Any
 import pytest
 import yaml
 
-from pytest_elizon_eval import errors, loading
+from pytest_elizon_eval import errors
 from pytest_elizon_eval.errors import ElizonError
-from pytest_elizon_eval.loading import LoadFailed, Problem, load_yaml, read_json
-from pytest_elizon_eval.model import Suite, validate
-from pytest_elizon_eval.packages import load_manifest, load_suite
+from pytest_elizon_eval.load import loading
+from pytest_elizon_eval.load.loading import LoadFailed, Problem, load_yaml, read_json
+from pytest_elizon_eval.load.model import Suite, validate
+from pytest_elizon_eval.load.packages import load_manifest, load_suite
 
 NESTING = "YAML nesting is deeper than 100 levels"
 
@@ -66,7 +67,7 @@ DEEP_FORMS = {
 _NESTING_SCRIPT = """
 import json, sys
 import yaml
-from pytest_elizon_eval import loading
+from pytest_elizon_eval.load import loading
 
 forms = json.loads(sys.stdin.read())
 found = {}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_elizon_eval import _pytest_compat
+from pytest_elizon_eval.collect import _pytest_compat
 
 from .conftest import ECHO_APP, Packages
 

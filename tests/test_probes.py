@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_elizon_eval import cli, redteam
+from pytest_elizon_eval import cli
 from pytest_elizon_eval.errors import ElizonError
-from pytest_elizon_eval.packages import load_manifest
+from pytest_elizon_eval.load.packages import load_manifest
+from pytest_elizon_eval.redteam import pack as redteam
 from pytest_elizon_eval.reporting import results as results_module
 
 from .conftest import Packages

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from pytest_elizon_eval import cli
-from pytest_elizon_eval.promptfoo import ImportFailed, case_id, convert
+from pytest_elizon_eval.importers.promptfoo import ImportFailed, case_id, convert
 
 from .conftest import Packages
 

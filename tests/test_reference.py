@@ -15,7 +15,7 @@ import pytest
 
 import pytest_elizon_eval
 from pytest_elizon_eval import cli, errors, reference
-from pytest_elizon_eval.options import OPTIONS
+from pytest_elizon_eval.collect.options import OPTIONS
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "pytest_elizon_eval"
@@ -78,7 +78,7 @@ def test_every_error_code_in_the_package_is_in_the_table() -> None:
 
 
 def test_the_old_homes_of_moved_codes_still_export_them() -> None:
-    from pytest_elizon_eval import redteam
+    from pytest_elizon_eval.redteam import pack as redteam
 
     assert redteam.PROBES_INVALID == errors.ELIZON_PROBES_INVALID
     assert redteam.SECRETS_INVALID == errors.ELIZON_SECRETS_INVALID
@@ -114,6 +114,21 @@ def test_no_help_text_points_at_a_file_an_installed_user_does_not_have() -> None
 def test_the_package_has_the_installed_version() -> None:
     assert "__version__" in pytest_elizon_eval.__all__
     assert pytest_elizon_eval.__version__ == metadata.version("pytest-elizon-eval")
+
+
+def test_every_public_name_resolves_and_every_sub_package_says_it_is_internal() -> None:
+    names = [n for n in pytest_elizon_eval.__all__ if n != "__version__"]
+    assert {"SuiteFile", "CaseItem", "CaseChecks", "ElizonSession"} <= set(names)
+    for name in names:
+        value = getattr(pytest_elizon_eval, name)
+        assert value.__name__ == name, name
+        assert value.__module__.startswith("pytest_elizon_eval."), value.__module__
+    root = Path(pytest_elizon_eval.__file__).parent
+    subs = sorted(p.parent.name for p in root.glob("*/__init__.py"))
+    assert len(subs) >= 9, subs
+    for sub in subs:
+        doc = (root / sub / "__init__.py").read_text(encoding="utf-8")
+        assert "Its modules are internal" in doc, sub
 
 
 def test_elizon_eval_version_prints_the_version() -> None:

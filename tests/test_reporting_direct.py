@@ -10,15 +10,15 @@ from typing import Any
 
 import pytest
 
-from pytest_elizon_eval import outcomes
-from pytest_elizon_eval.assertions import AssertionResult
-from pytest_elizon_eval.calls import EntryCall, ErrorInfo
-from pytest_elizon_eval.model import Case
-from pytest_elizon_eval.outcomes import CaseIdentity, CaseResult, SuiteInfo
+from pytest_elizon_eval.decide import outcomes
+from pytest_elizon_eval.decide.outcomes import CaseIdentity, CaseResult, SuiteInfo
+from pytest_elizon_eval.load.model import Case
 from pytest_elizon_eval.reporting import github, junit, markdown, results, terminal
 from pytest_elizon_eval.reporting.aggregate import Aggregate
 from pytest_elizon_eval.reporting.regression import compare
-from pytest_elizon_eval.running import Attempt, CasePlan, CaseRun
+from pytest_elizon_eval.run.assertions import AssertionResult
+from pytest_elizon_eval.run.calls import EntryCall, ErrorInfo
+from pytest_elizon_eval.run.running import Attempt, CasePlan, CaseRun
 
 from . import github_runner
 

@@ -7,10 +7,7 @@ import dataclasses
 import json
 from typing import Any
 
-from pytest_elizon_eval.assertions import AssertionResult
-from pytest_elizon_eval.calls import ErrorInfo, Usage
-from pytest_elizon_eval.reporting import results
-from pytest_elizon_eval.results_data import (
+from pytest_elizon_eval.decide.results_data import (
     CaseResult,
     LeakRecord,
     ProbeRecord,
@@ -24,6 +21,9 @@ from pytest_elizon_eval.results_data import (
     records,
     to_data,
 )
+from pytest_elizon_eval.reporting import results
+from pytest_elizon_eval.run.assertions import AssertionResult
+from pytest_elizon_eval.run.calls import ErrorInfo, Usage
 
 CHECK = AssertionResult("contains", False, "every one of: 'a'", "missing: 'a'")
 ERROR = ErrorInfo("ValueError", "boom", "Traceback ...")

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from pytest_elizon_eval.retrying import wait_from_headers
+from pytest_elizon_eval.run.retrying import wait_from_headers
 
 from .conftest import Packages
 
@@ -369,10 +369,10 @@ def test_wait_from_headers_reads_every_form() -> None:
 
 def test_a_judge_endpoint_that_stays_refused_says_how_many_attempts(
         server: tuple[str, Script]) -> None:
-    from pytest_elizon_eval import retrying
-    from pytest_elizon_eval.judging import EndpointJudge
-    from pytest_elizon_eval.model import JudgeEndpoint
-    from pytest_elizon_eval.session import ElizonSession
+    from pytest_elizon_eval.bind.judging import EndpointJudge
+    from pytest_elizon_eval.collect.session import ElizonSession
+    from pytest_elizon_eval.load.model import JudgeEndpoint
+    from pytest_elizon_eval.run import retrying
 
     url, script = server
     script.steps["/j/chat/completions"] = [(503, {"retry-after-ms": "10"})]

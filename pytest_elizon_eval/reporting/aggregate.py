@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..outcomes import ERROR, FAILED, PASSED, TIMEOUT, CaseResult, SuiteInfo, blocks
+from ..decide.outcomes import ERROR, FAILED, PASSED, TIMEOUT, CaseResult, SuiteInfo, blocks
 
 __all__ = ["COST_METRICS", "METRICS", "Aggregate", "BaselineRow", "SuiteSummary", "format_metric"]
 

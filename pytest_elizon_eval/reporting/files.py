@@ -12,10 +12,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..cassette import Cassette
+from ..run.cassette import Cassette
 
 if TYPE_CHECKING:  # types only: each writer is imported when its file is asked for
-    from ..options import Settings
+    from ..collect.options import Settings
     from .aggregate import Aggregate
     from .regression import Regression
 
@@ -65,7 +65,7 @@ def write_all(aggregate: Aggregate, regression: Regression | None, settings: Set
         document.append(text)
 
     def write_signature(path: Path) -> None:
-        from .. import signing  # loaded already: the settings hold a signing key
+        from ..trust import signing  # loaded already: the settings hold a signing key
 
         if not document:
             raise _NotWritten("the results file it signs was not written")
@@ -84,7 +84,7 @@ def write_all(aggregate: Aggregate, regression: Regression | None, settings: Set
 
     signature: Path | None = None
     if settings.results is not None and settings.sign_key is not None:
-        from .. import signing  # loaded already: the settings hold a signing key
+        from ..trust import signing  # loaded already: the settings hold a signing key
 
         signature = signing.signature_path(settings.results)
     jobs: list[tuple[str, Path | None, Callable[[Path], None]]] = [

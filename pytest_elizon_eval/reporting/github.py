@@ -20,7 +20,7 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass
 
-from ..outcomes import ERROR, FAILED, TIMEOUT, CaseResult, blocks, failure_message
+from ..decide.outcomes import ERROR, FAILED, TIMEOUT, CaseResult, blocks, failure_message
 from .aggregate import Aggregate
 
 __all__ = ["MAX_PER_TYPE", "MESSAGE_LIMIT", "Guard", "annotation_lines", "escape_data",

@@ -32,8 +32,8 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..assertions import AssertionResult
-from ..outcomes import ERROR, FAILED, PASSED, TIMEOUT, CaseResult, blocks, reason
+from ..decide.outcomes import ERROR, FAILED, PASSED, TIMEOUT, CaseResult, blocks, reason
+from ..run.assertions import AssertionResult
 from ..text import cap, visible
 from .aggregate import Aggregate, BaselineRow, SuiteSummary, format_metric
 from .regression import CHANGES, Regression

@@ -24,7 +24,16 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from junit_xml import TestCase, TestSuite
 
-from ..outcomes import ERROR, FAILED, PASSED, TIMEOUT, CaseResult, blocks, failure_message, reason
+from ..decide.outcomes import (
+    ERROR,
+    FAILED,
+    PASSED,
+    TIMEOUT,
+    CaseResult,
+    blocks,
+    failure_message,
+    reason,
+)
 from ..text import cap, visible
 from .aggregate import Aggregate, SuiteSummary
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import html
 import re
 
-from ..outcomes import PASSED, CaseResult, conversation_text, reason
+from ..decide.outcomes import PASSED, CaseResult, conversation_text, reason
 from ..text import cap, visible
 from . import security
 from .aggregate import Aggregate, SuiteSummary, format_metric

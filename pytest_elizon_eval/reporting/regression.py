@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..outcomes import PASSED
+from ..decide.outcomes import PASSED
 from .aggregate import COST_METRICS, Aggregate
 
 __all__ = ["CHANGES", "CaseChange", "MetricChange", "Regression", "compare"]

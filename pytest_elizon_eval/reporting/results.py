@@ -17,8 +17,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..loading import read_json
-from ..results_data import file_case
+from ..decide.results_data import file_case
+from ..load.loading import read_json
 from . import security
 from .aggregate import Aggregate
 from .regression import Regression

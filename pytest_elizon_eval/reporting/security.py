@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..outcomes import PASSED, CaseResult
-from ..probe_names import CATEGORIES, SEVERITIES
-from ..results_data import ProbeRecord, to_data
+from ..decide.outcomes import PASSED, CaseResult
+from ..decide.results_data import ProbeRecord, to_data
+from ..redteam.probe_names import CATEGORIES, SEVERITIES
 from .aggregate import Aggregate
 
 __all__ = ["build", "markdown_lines", "terminal_lines"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..outcomes import ERROR, FAILED, PASSED, TIMEOUT, blocks, reason
+from ..decide.outcomes import ERROR, FAILED, PASSED, TIMEOUT, blocks, reason
 from ..text import defuse, visible
 from . import security
 from .aggregate import Aggregate, SuiteSummary, format_metric

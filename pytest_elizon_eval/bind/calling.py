@@ -1,0 +1,320 @@
+"""Run foreign code under a deadline: worker threads and the shared event loop.
+
+Owns the one risky step of a case: calling code we do not control. A sync
+callable runs in a daemon worker thread that is abandoned at the deadline
+(so a hung call never holds the session or its exit); a coroutine runs on
+one shared background event loop and is cancelled at the deadline. Whatever
+the code does — raise, ``sys.exit()``, raise ``KeyboardInterrupt``, return
+garbage, stream without end — comes back as an :class:`~.calls.EntryCall`,
+never as an exception. Streams are read chunk by chunk, at most
+:data:`MAX_STREAM_CHARS` characters and never past the deadline. A real
+Ctrl-C from the user interrupts the waiting main thread and stops the
+session as usual. No pytest import here.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import functools
+import inspect
+import queue
+import threading
+import time
+import traceback
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from dataclasses import replace
+from typing import Any, ClassVar, TypeVar
+
+from ..run.calls import EntryCall, ErrorInfo, OutputError
+from ..run.retrying import refusal_of
+
+__all__ = ["MAX_STREAM_CHARS", "Convert", "call_with_deadline", "error_info", "run_blocking",
+           "run_on_loop"]
+
+#: Longest traceback text kept for a report, in lines.
+_TRACEBACK_LINES = 40
+#: Most characters read from a streamed answer (as process and HTTP outputs are capped).
+MAX_STREAM_CHARS = 8 * 1024 * 1024
+
+_T = TypeVar("_T")
+
+
+def error_info(exc: BaseException) -> ErrorInfo:
+    """``exc`` as text, with the traceback of the foreign code (this module's frames left out)."""
+    frames = list(traceback.extract_tb(exc.__traceback__))
+    own = [i for i, f in enumerate(frames) if f.filename == __file__]
+    shown = frames[own[-1] + 1:] if own else frames
+    lines = "".join(traceback.format_list(shown)).splitlines()[-_TRACEBACK_LINES:]
+    try:
+        message = str(exc)
+    except Exception:  # a broken __str__: the case still fails with the exception's type
+        message = f"<unprintable {type(exc).__name__}>"
+    if isinstance(exc, SystemExit):
+        message = f"the entry point called sys.exit({exc.code!r})"
+    elif isinstance(exc, KeyboardInterrupt):
+        message = "the entry point raised KeyboardInterrupt itself"
+    refusal = refusal_of(exc)
+    return ErrorInfo(type(exc).__name__, message, "\n".join(lines),
+                     retryable=refusal is not None,
+                     retry_after=refusal.wait_s if refusal is not None else None)
+
+
+class _PastDeadline(Exception):
+    """A stream was still going at the deadline: the call timed out."""
+
+
+class _Stream:
+    """Joins streamed chunks: strings only, at most MAX_STREAM_CHARS, never past the deadline."""
+
+    def __init__(self, deadline: float) -> None:
+        self.deadline = deadline
+        self.parts: list[str] = []
+        self.size = 0
+
+    def add(self, chunk: object) -> None:
+        """Keep ``chunk``; :class:`_PastDeadline` once the deadline has passed."""
+        if not isinstance(chunk, str):
+            raise OutputError(f"the entry point streamed a {type(chunk).__name__} as chunk "
+                              f"{len(self.parts)}; stream strings only")
+        self.size += len(chunk)
+        if self.size > MAX_STREAM_CHARS:
+            raise OutputError(f"the entry point streamed more than {MAX_STREAM_CHARS:,} "
+                              "characters; the stream was closed")
+        self.parts.append(chunk)
+        if time.monotonic() >= self.deadline:
+            raise _PastDeadline
+
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
+def _read_stream(chunks: Iterator[object], deadline: float) -> str:
+    stream = _Stream(deadline)
+    try:
+        for chunk in chunks:
+            stream.add(chunk)
+    finally:
+        close = getattr(chunks, "close", None)
+        if callable(close):
+            close()  # a generator's cleanup runs now, not whenever it is collected
+    return stream.text()
+
+
+async def _read_async_stream(chunks: AsyncIterator[object], deadline: float) -> str:
+    stream = _Stream(deadline)
+    try:
+        async for chunk in chunks:
+            stream.add(chunk)
+    finally:
+        close = getattr(chunks, "aclose", None)
+        if callable(close):
+            await close()
+    return stream.text()
+
+
+async def _settle(raw: Any, deadline: float) -> Any:
+    """What a coroutine or stream finally gives: awaited, streams joined."""
+    while True:
+        if hasattr(raw, "__aiter__"):
+            return await _read_async_stream(raw, deadline)
+        if inspect.isawaitable(raw):
+            raw = await raw
+            continue
+        if isinstance(raw, Iterator):
+            return _read_stream(raw, deadline)
+        return raw
+
+
+#: Turns what a callable returned (after streams are joined) into a call (its latency is
+#: added here).
+Convert = Callable[[Any], EntryCall]
+
+
+# -- sync callables: daemon worker threads, a busy one abandoned at the deadline -------------
+
+class _Worker:
+    """A daemon thread that runs one call at a time. A worker whose call outlives its
+    deadline is simply never handed work again (it rejoins the idle ones if it ever ends),
+    so a hung call costs one thread, not the session."""
+
+    _idle: ClassVar[list[_Worker]] = []
+    _idle_lock = threading.Lock()
+
+    def __init__(self) -> None:
+        self._tasks: queue.SimpleQueue[tuple[Callable[[], None], threading.Event]] = (
+            queue.SimpleQueue())
+        threading.Thread(target=self._loop, name="elizon-entry", daemon=True).start()
+
+    @classmethod
+    def run(cls, task: Callable[[], None], done: threading.Event) -> None:
+        """Start ``task`` on an idle worker, or on a new one; ``done`` is set after it."""
+        with cls._idle_lock:
+            worker = cls._idle.pop() if cls._idle else None
+        (worker or cls())._tasks.put((task, done))
+
+    def _loop(self) -> None:
+        while True:
+            task, done = self._tasks.get()
+            try:
+                task()
+            finally:
+                # idle again before the caller wakes: its next call finds this worker
+                # instead of starting a thread
+                with self._idle_lock:
+                    self._idle.append(self)
+                done.set()
+
+
+def run_blocking(work: Callable[[], _T], deadline: float) -> _T | None:
+    """Run ``work()`` on a worker thread until ``deadline``; None if it had not finished by
+    then (the worker is abandoned). What ``work`` raises is raised here."""
+    box: list[tuple[bool, Any]] = []
+    done = threading.Event()
+
+    def task() -> None:
+        try:
+            box.append((True, work()))
+        except BaseException as exc:  # handed to the caller, whatever it is
+            box.append((False, exc))
+
+    _Worker.run(task, done)
+    if not done.wait(max(deadline - time.monotonic(), 0)):
+        return None
+    finished, value = box[0]
+    if not finished:
+        raise value
+    return value  # type: ignore[no-any-return]
+
+
+def _call_sync(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+               deadline: float, convert: Convert) -> EntryCall:
+    def work() -> EntryCall:
+        start = time.perf_counter()
+        try:
+            raw = fn(*args, **kwargs)
+            if inspect.isawaitable(raw) or hasattr(raw, "__aiter__"):
+                import asyncio  # deferred: only async entry points need it
+
+                raw = asyncio.run(_settle(raw, deadline))  # a sync wrapper around async code
+            elif isinstance(raw, Iterator):
+                raw = _read_stream(raw, deadline)
+            latency = (time.perf_counter() - start) * 1000
+            return replace(convert(raw), latency_ms=latency)
+        except _PastDeadline:
+            return EntryCall(timed_out=True)
+        except BaseException as exc:  # graded, whatever it is: SystemExit included
+            return EntryCall(error=error_info(exc),
+                             latency_ms=(time.perf_counter() - start) * 1000)
+
+    call = run_blocking(work, deadline)
+    return call if call is not None else EntryCall(timed_out=True)
+
+
+# -- coroutines: one background event loop, cancelled at the deadline -------------------------
+
+class _LoopThread:
+    """An event loop running forever in a daemon thread."""
+
+    def __init__(self) -> None:
+        import asyncio  # deferred: only async entry points need it
+
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="elizon-loop",
+                                       daemon=True)
+        self.thread.start()
+
+    def responsive(self, within_s: float) -> bool:
+        """Whether the loop still runs callbacks (code may have blocked it)."""
+        pong = threading.Event()
+        self.loop.call_soon_threadsafe(pong.set)
+        return pong.wait(within_s)
+
+    def submit(self, coro: Coroutine[Any, Any, _T]) -> concurrent.futures.Future[_T]:
+        import asyncio  # deferred: only async entry points need it
+
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+
+_loop_lock = threading.Lock()
+_loop: _LoopThread | None = None
+
+
+def _shared_loop() -> _LoopThread:
+    global _loop
+    with _loop_lock:
+        if _loop is None:
+            _loop = _LoopThread()
+        return _loop
+
+
+def _retire_loop(stuck: _LoopThread) -> None:
+    """Abandon a loop that code blocked (e.g. time.sleep in a coroutine); the next call gets
+    a fresh one, so one bad case cannot time out every later async case."""
+    global _loop
+    with _loop_lock:
+        if _loop is stuck:
+            _loop = None
+
+
+def run_on_loop(make: Callable[[], Coroutine[Any, Any, _T]], deadline: float) -> _T | None:
+    """Run ``make()`` on the shared loop until ``deadline``; None if it was cancelled there.
+
+    Cancellation at the deadline is the only way such a call ends early, so reaching the
+    deadline is always reported as a timeout, never as whatever error the code raises."""
+    runner = _shared_loop()
+    future = runner.submit(make())
+    try:
+        return future.result(max(deadline - time.monotonic(), 0))
+    except concurrent.futures.TimeoutError:
+        future.cancel()
+        if not runner.responsive(1.0):
+            _retire_loop(runner)
+        return None
+
+
+async def _guarded(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+                   deadline: float, convert: Convert) -> EntryCall:
+    start = time.perf_counter()
+    try:
+        raw = await _settle(fn(*args, **kwargs), deadline)
+        latency = (time.perf_counter() - start) * 1000
+        return replace(convert(raw), latency_ms=latency)
+    except _PastDeadline:
+        return EntryCall(timed_out=True)
+    except BaseException as exc:
+        import asyncio  # already loaded: this runs on the event loop
+
+        if isinstance(exc, asyncio.CancelledError):
+            raise
+        # caught here so asyncio never sees SystemExit/KeyboardInterrupt
+        return EntryCall(error=error_info(exc), latency_ms=(time.perf_counter() - start) * 1000)
+
+
+def _inspect_async(fn: Callable[..., Any]) -> bool:
+    # A plain function, functools.partial, or an object with an async __call__.
+    own_call = getattr(type(fn), "__call__", None)  # noqa: B004 - the method, not callability
+    for candidate in (fn, getattr(fn, "func", None), own_call):
+        if candidate is not None and (inspect.iscoroutinefunction(candidate)
+                                      or inspect.isasyncgenfunction(candidate)):
+            return True
+    return False
+
+
+_known_async = functools.lru_cache(maxsize=256)(_inspect_async)  # the same few callables
+
+
+def _is_async(fn: Callable[..., Any]) -> bool:
+    try:
+        return _known_async(fn)
+    except TypeError:  # an unhashable callable object: inspect it each time
+        return _inspect_async(fn)
+
+
+def call_with_deadline(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+                       deadline: float, convert: Convert) -> EntryCall:
+    """Call ``fn(*args, **kwargs)`` until ``deadline`` (``time.monotonic()``), with every guard
+    of this module; ``convert`` its result."""
+    if _is_async(fn):
+        call = run_on_loop(lambda: _guarded(fn, args, kwargs, deadline, convert), deadline)
+        return call if call is not None else EntryCall(timed_out=True)
+    return _call_sync(fn, args, kwargs, deadline, convert)

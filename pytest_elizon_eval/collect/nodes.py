@@ -1,0 +1,310 @@
+"""pytest nodes for Elizon files: the manifest, the suite file and the case.
+
+Which node collects a suite (docs/format.md#node-ids — one node id per case,
+however the suite is reached, never twice):
+
+* A suite file is collected where it lives, by pytest's own directory walk
+  (``pytest pkg/``, ``pytest pkg/eval/``, ``pytest pkg/eval/suite.yaml::case``),
+  with the package of the ``elizon.yaml`` above it that names it.
+* ``elizon.yaml`` is validated wherever it is reached, and collects only the
+  suites the walk will not reach itself (``pytest pkg/elizon.yaml``, or a
+  suite outside the package folder or in an ignored folder).
+
+Either way a case's node id is ``<suite file path>::<case id>``. A case's
+setup builds its :class:`~.running.CasePlan` (:func:`~.planning.plan_case`, kept
+in ``item.plan``); its run returns what happened; :mod:`.outcomes` decides, with the
+checks other plugins add through the hooks of :mod:`.hookspecs`. Session state is the
+:class:`~.session.ElizonSession`'s. Nothing else is here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from concurrent.futures import CancelledError
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from ..decide import outcomes
+from ..errors import ElizonError
+from ..run import planning
+from ..run.running import CaseRun, run_case
+from . import _pytest_compat as compat
+from . import session
+
+if TYPE_CHECKING:
+    from ..decide.outcomes import CaseResult, SuiteInfo
+    from ..load.model import Case
+    from ..load.packages import Package, SuiteSpec
+    from ..run.running import CasePlan
+
+__all__ = ["CaseItem", "ManifestCollector", "SuiteFile", "collect_file"]
+
+_DEFAULTS_MODULE = "pytest_elizon_eval.plugin"
+_ENTRY_FIXTURE, _JUDGE_FIXTURE = planning.ENTRY_FIXTURE, planning.JUDGE_FIXTURE
+
+
+def collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    """``pytest_collect_file``: a manifest, a suite named by one, or a stand-alone suite."""
+    running = session.of(parent.config)
+    index = running.index
+    if index.is_manifest(file_path):
+        return ManifestCollector.from_parent(
+            parent, name=file_path.name, path=file_path, nodeid=index.display(file_path))
+    found = index.collected_suite(file_path, running.settings.suite_globs)
+    if found is None:
+        return None
+    return SuiteFile.from_parent(parent, path=file_path, package=found[0], spec=found[1])
+
+
+class _ShowsElizonErrors(pytest.Collector):
+    """A collector whose ElizonErrors show as their ``CODE: file:line: …`` lines alone."""
+
+    def repr_failure(  # type: ignore[override]
+        self, excinfo: pytest.ExceptionInfo[BaseException]
+    ) -> str | Any:
+        if isinstance(excinfo.value, ElizonError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+
+class ManifestCollector(_ShowsElizonErrors):
+    """``elizon.yaml``: validates the manifest and that its suites exist.
+
+    Not a ``pytest.File`` on purpose: ``--lf`` skips files without failures,
+    and the failures of a package live in its suite files, not here.
+    """
+
+    def collect(self) -> Iterator[pytest.Collector]:
+        package = session.of(self.config).index.checked(self.path)
+        for spec in package.suites:
+            # the walk never collects probes: the manifest offers them to the hook
+            if spec.probe_source is None and self._walk_reaches(spec.path):
+                continue
+            node = self.ihook.pytest_elizon_collect_test_set(
+                collector=self, package=package, spec=spec)
+            if node is None and spec.probe_source is None:
+                node = SuiteFile.from_parent(self, path=spec.path, package=package, spec=spec)
+            if node is not None:
+                yield node
+
+    def _walk_reaches(self, path: Path) -> bool:
+        """Whether pytest's directory walk of this session will reach ``path`` itself."""
+        chain = [path, *path.parents]
+        for depth, candidate in enumerate(chain):
+            if self.session.isinitpath(candidate):
+                return not any(
+                    self.ihook.pytest_ignore_collect(collection_path=p, config=self.config)
+                    for p in chain[:depth])
+        return False
+
+
+class SuiteFile(_ShowsElizonErrors, pytest.File):
+    """A suite file: validated as a whole, then one :class:`CaseItem` per case."""
+
+    def __init__(self, *, package: Package, spec: SuiteSpec, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.package = package
+        self.spec = spec
+        # Every case requests the entry fixture (the plugin's default returns None) and what
+        # plugins ask for; cases with a judge assertion add the judge fixture themselves.
+        extra = [name for names in self.ihook.pytest_elizon_case_fixtures(suite=self)
+                 for name in names or ()]
+        self.add_marker(pytest.mark.usefixtures(_ENTRY_FIXTURE, *extra))
+        #: Fixture closures, the same for every case of the file: by "needs the judge"
+        #: and "names a check from the elizon_checks fixture".
+        self.fixture_infos: dict[tuple[bool, bool], Any] = {}
+        #: What its cases' plans share (their checks are imported at collection).
+        self.context = planning.SuiteContext(package, spec, "", "")
+
+    def collect(self) -> Iterator[CaseItem]:
+        index = session.of(self.config).index
+        loaded, info = index.suite(self.path, self.package, self.spec)
+        self.prepare(info, loaded.check_refs)
+        registered = set(self.config.getini("markers"))
+        for tag in sorted({t for case in loaded.cases for t in case.tags or ()}):
+            marker = f"{tag}: Elizon case tag"
+            if marker not in registered:  # registered, so --strict-markers accepts tags
+                self.config.addinivalue_line("markers", marker)
+        for case, line in zip(loaded.cases, loaded.lines, strict=True):
+            yield CaseItem.from_parent(self, name=case.id, case=case, line=line, suite_info=info)
+
+    def prepare(self, info: SuiteInfo, refs: tuple[Any, ...] = ()) -> None:
+        """What the cases' plans share: a check that cannot be imported is a collection
+        error, unless its import exits: then the cases that name it are errors at their
+        setup (docs/contract.md#checks)."""
+        manifest = self.package.manifest
+        self.context = planning.SuiteContext(
+            self.package, self.spec, info.path, info.key,
+            manifest_display=session.of(self.config).index.display(manifest)
+            if manifest is not None else None,
+            check_functions=planning.suite_checks(
+                refs, [self.package.folder, self.path.parent, self.config.rootpath], info.path),
+            check_refs=refs)
+
+
+class CaseNotPassed(Exception):
+    """Raised by :meth:`CaseItem.runtest` so pytest records a failure or a timeout."""
+
+    def __init__(self, result: CaseResult) -> None:
+        super().__init__(result.outcome)
+        self.result = result
+
+
+class CaseItem(compat.FixtureItem):
+    """One case of a suite: plans its run in setup, runs it, and lets outcomes decide.
+
+    Its state is in plain attributes, as pytest's own DoctestItem keeps its: ``plan``
+    (from its setup), ``result`` and ``recording`` (from its run)."""
+
+    parent: SuiteFile
+    #: Whether a judge must be bound for the case's rubrics (else they go ungraded).
+    judge_required = True
+
+    def __init__(self, *, case: Case, line: int, suite_info: SuiteInfo, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.case = case
+        self.line = line
+        self.identity = outcomes.CaseIdentity(self.nodeid, case.id, line, suite_info)
+        for tag in case.tags or ():
+            self.add_marker(tag)
+        self.judged = case.judged
+        if self.judged:
+            self.add_marker(pytest.mark.usefixtures(_JUDGE_FIXTURE))
+        self.checks_fixture = planning.uses_checks_fixture(case)
+        if self.checks_fixture:
+            self.add_marker(pytest.mark.usefixtures(planning.CHECKS_FIXTURE))
+        infos, key = self.parent.fixture_infos, (self.judged, self.checks_fixture)
+        infos[key] = self.init_fixtures(infos.get(key))  # once per file
+        self.plan: CasePlan | None = None
+        self.result: CaseResult | None = None
+        #: The cassette entry of its run (``--elizon-record``).
+        self.recording: dict[str, Any] | None = None
+        #: The plan it was started ahead of its turn with, and the fixture values it used.
+        self._early: tuple[dict[str, object], CasePlan] | None = None
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, self.line - 1, f"case {self.name}"
+
+    @property
+    def _fixtures(self) -> tuple[str, ...]:
+        return (_ENTRY_FIXTURE, _JUDGE_FIXTURE) if self.judged else (_ENTRY_FIXTURE,)
+
+    # -- setup: the plan --------------------------------------------------------------------
+
+    def setup(self) -> None:
+        self.fill_fixtures()
+        values = self.fixture_values
+        running = session.of(self.config)
+        if running.scheduler is not None:  # for the cases that may start ahead of their turn
+            for name in self._fixtures:
+                wide = compat.session_wide_fixture(self, name, _DEFAULTS_MODULE)
+                if wide is not None:
+                    running.fixture_values[wide[0]] = values[name]
+        early = self._early
+        if early is not None and all(early[0][name] is values[name] for name in self._fixtures):
+            self.plan = early[1]  # started ahead with these very fixture values
+        else:
+            self.plan = self._plan(values)
+        self.ihook.pytest_elizon_case_setup(item=self)
+
+    def _plan(self, values: dict[str, object]) -> CasePlan:
+        """The case's plan from the fixture values; ElizonError when it cannot be made."""
+        running = session.of(self.config)
+        plan = planning.plan_case(
+            self.case, self.parent.context, running.settings, running.binder, values,
+            self.fixture_location, judged=self.judged,
+            judge_optional=not self.judge_required)
+        if self.judged and plan.judge is None:
+            self.judged = False  # no judge is bound and none is required: rubrics go ungraded
+        return plan
+
+    def fixture_location(self, name: str) -> str:
+        """``file:line`` of the definition of fixture ``name`` that this case uses."""
+        return compat.fixture_location(self, name)
+
+    def background_work(self) -> Callable[[], CaseRun] | None:
+        """This case's run, to start before its turn — or None when it must wait for its own
+        setup: its entry (or judge) fixture is not session-wide or has not been set up yet,
+        or planning fails (its setup then reports why)."""
+        running = session.of(self.config)
+        if running.settings.replay is not None or self.checks_fixture:
+            return None  # a replay answers at once; fixture checks come with its setup
+        values: dict[str, object] = {}
+        for name in self._fixtures:
+            wide = compat.session_wide_fixture(self, name, _DEFAULTS_MODULE)
+            if wide is None or not (wide[1] or wide[0] in running.fixture_values):
+                return None
+            values[name] = None if wide[1] else running.fixture_values[wide[0]]
+        try:
+            plan = self._plan(values)
+        except ElizonError:
+            return None
+        self._early = (values, plan)
+        return lambda: run_case(plan)
+
+    # -- the run ----------------------------------------------------------------------------
+
+    def runtest(self) -> None:
+        try:
+            result = self._run()
+        except Exception as exc:  # whatever escapes, the case still reaches every report
+            result = outcomes.escaped(self.identity, self._limits(), exc)
+            self.result = result
+        self.user_properties.append(("elizon_outcome", result.outcome))
+        if result.outcome != outcomes.PASSED:
+            raise CaseNotPassed(result)
+
+    def _limits(self) -> tuple[float, str]:
+        if self.plan is not None:
+            return self.plan.timeout_s, self.plan.timeout_source
+        settings = session.of(self.config).settings
+        return settings.timeout_s, settings.timeout_source
+
+    def _run(self) -> CaseResult:
+        plan = self.plan
+        assert plan is not None  # made by setup, which pytest ran first
+        running = session.of(self.config)
+        future = running.scheduler.take(self.nodeid) if running.scheduler is not None else None
+        try:
+            run = future.result() if future is not None else None  # waits; Ctrl-C still stops
+        except CancelledError:
+            run = None
+        if not isinstance(run, CaseRun):
+            run = run_case(plan)
+        added = [found for found in self.ihook.pytest_elizon_case_checks(item=self, run=run)
+                 if found is not None]
+        result = planning.decided(self.identity, plan, run, added)
+        self.result = result
+        if running.settings.record is not None:
+            self.recording = planning.recording_of(self.identity, self.case, plan, run)
+        return result
+
+    def result_for(self, when: str, excinfo: pytest.ExceptionInfo[BaseException] | None
+                   ) -> tuple[CaseResult, dict[str, Any] | None] | None:
+        """The result a report of phase ``when`` carries (with the cassette recording)."""
+        if when == "call":
+            result = self.result
+            if result is None and excinfo is not None:  # raised before a result was made
+                result = outcomes.escaped(self.identity, self._limits(), excinfo.value)
+            return (result, self.recording) if result else None
+        if when == "setup" and excinfo is not None:
+            return planning.setup_failed(self.identity, session.of(self.config).settings,
+                                         excinfo.value), None
+        return None
+
+    def repr_failure(
+        self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
+    ) -> str | Any:
+        if isinstance(excinfo.value, CaseNotPassed):
+            result = excinfo.value.result
+            return compat.failure_repr(outcomes.failure_message(result), self.path, self.line,
+                                       outcomes.display_reason(result))
+        return self.short_failure(excinfo) or super().repr_failure(excinfo, style=style)
+
+    def short_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:
+        if isinstance(excinfo.value, ElizonError):  # the code and message, no traceback
+            error = excinfo.value
+            return compat.failure_repr(str(error), self.path, self.line, error.lines[0])
+        return None

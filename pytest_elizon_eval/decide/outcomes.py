@@ -1,0 +1,306 @@
+"""A case's outcome, decided here, once.
+
+Owns the step from "the entry point answered and the checks said …" (a
+:class:`~.running.CaseRun`) to the :class:`CaseResult` every report shows
+(docs/contract.md#outcomes): the outcome (passed / failed / timeout / error),
+including repeats (``minPassRate``), errors an assertion expected
+(``errorContains``), setup errors and crashed xdist workers; and the terminal
+category of a report (``timeout`` ``T``, ``advisory_failed`` ``a``,
+``advisory_timeout`` ``t``), decided from the report's data alone so the xdist
+controller can do it. The records and their JSON are :mod:`.results_data`; the
+words are :mod:`.wording`; both re-exported here for the modules that import
+them from this one.
+
+A result's data rides on the test report as the attribute :data:`REPORT_ATTR`.
+No pytest import here.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from ..run.assertions import AssertionResult
+from ..run.calls import EntryCall, ErrorInfo, Usage
+from ..text import cap
+from .results_data import ERROR as ERROR
+from .results_data import FAILED as FAILED
+from .results_data import OUTPUT_KEPT as OUTPUT_KEPT
+from .results_data import PASSED as PASSED
+from .results_data import TIMEOUT as TIMEOUT
+from .results_data import WORKER_CRASH as WORKER_CRASH
+from .results_data import CaseIdentity as CaseIdentity
+from .results_data import CaseResult as CaseResult
+from .results_data import RunRecord, SecurityRecord, ToolCallRecord, TurnRecord, from_data
+from .results_data import SuiteInfo as SuiteInfo
+from .results_data import encodable as encodable
+from .wording import OUTPUT_SHOWN as OUTPUT_SHOWN
+from .wording import REASON_PART as REASON_PART
+from .wording import conversation_text as conversation_text
+from .wording import display_reason as display_reason
+from .wording import failure_message as failure_message
+from .wording import reason as reason
+from .wording import usage_text as usage_text
+
+if TYPE_CHECKING:  # types only: reports and elizon-eval read results without the run path
+    from ..run.running import Attempt, CasePlan, CaseRun, TurnResult
+
+__all__ = [
+    "ERROR",
+    "FAILED",
+    "OUTPUT_KEPT",
+    "PASSED",
+    "REPORT_ATTR",
+    "TIMEOUT",
+    "CaseIdentity",
+    "CaseResult",
+    "SuiteInfo",
+    "annotate",
+    "blocks",
+    "call_outcome",
+    "conversation_text",
+    "crashed",
+    "decide",
+    "described",
+    "display_reason",
+    "encodable",
+    "escaped",
+    "failure_message",
+    "reason",
+    "setup_error",
+    "teststatus",
+]
+
+#: The report attribute that carries a case's result as plain data across xdist.
+REPORT_ATTR = "elizon"
+#: Characters of each run's (and turn's) output kept in its record.
+RUN_OUTPUT_KEPT = 4096
+
+
+def described(exc: BaseException) -> str:
+    """``exc``'s message, even when its ``__str__`` raises."""
+    try:
+        return str(exc)
+    except Exception:  # the message itself is broken: say so rather than lose the case
+        return f"<unprintable {type(exc).__name__}>"
+
+
+# -- deciding -------------------------------------------------------------------------------
+
+def call_outcome(call: EntryCall, assertions: Sequence[AssertionResult],
+                 expects_error: bool) -> str:
+    """The one pass rule of a call (a single run, a repeat's run, a conversation's turn):
+    it timed out, or an error fails it unless ``errorContains`` expected one; an assertion
+    that could not be checked (there was no output) fails nothing by itself. A turn that
+    does not pass ends its conversation (``running.turn_failed`` asks this)."""
+    if call.timed_out:
+        return TIMEOUT
+    if any(a.passed is False for a in assertions) or (call.error and not expects_error):
+        return FAILED
+    return PASSED
+
+
+def _failed_turn(attempt: Attempt, expects_error: bool) -> int | None:
+    """The 1-based turn at which a conversation stopped without passing, if it did."""
+    for number, turn in enumerate(attempt.turns, 1):
+        if call_outcome(turn.call, turn.assertions, expects_error) != PASSED:
+            return number
+    return None
+
+
+def _attempt_outcome(attempt: Attempt, expects_error: bool) -> str:
+    failed = _failed_turn(attempt, expects_error)
+    if failed is not None:
+        turn = attempt.turns[failed - 1]
+        return call_outcome(turn.call, turn.assertions, expects_error)
+    return call_outcome(attempt.call, attempt.assertions, expects_error)
+
+
+def _turn_record(number: int, turn: TurnResult, expects_error: bool) -> TurnRecord:
+    call = turn.call
+    return TurnRecord(
+        turn=number, input=turn.input,
+        outcome=call_outcome(call, turn.assertions, expects_error),
+        output=cap(call.text, RUN_OUTPUT_KEPT)[0] if call.text is not None else None,
+        output_length=len(call.text) if call.text is not None else 0,
+        latency_ms=call.latency_ms, assertions=tuple(turn.assertions), error=call.error,
+        tool_calls=tuple(ToolCallRecord.of(c) for c in call.tool_calls), usage=call.usage,
+        judge_score=turn.judge_score)
+
+
+def _identity_fields(identity: CaseIdentity, plan: CasePlan) -> dict[str, Any]:
+    return {"nodeid": identity.nodeid, "case_id": identity.case_id, "line": identity.line,
+            "suite": identity.suite, "timeout_s": plan.timeout_s,
+            "timeout_source": plan.timeout_source, "entry": plan.entry_description,
+            "input": plan.case.input,
+            "turn_count": len(plan.case.inputs) if plan.case.conversation else 0}
+
+
+def _retry_fields(attempts: Sequence[Attempt]) -> dict[str, Any]:
+    """What retries cost over a case's runs (and turns): attempts, retries, waiting."""
+    calls = [t.call for a in attempts for t in a.turns] or [a.call for a in attempts]
+    made = sum(c.attempts for c in calls)
+    judged = [a.judge_retries for a in attempts]
+    return {"attempts": made,
+            "retries": made - len(calls) + sum(j.retries for j in judged),
+            "waited_s": sum(c.waited_s for c in calls) + sum(j.waited_s for j in judged),
+            "rate_limited": any(c.rate_limited for c in calls)
+            or any(j.rate_limited for j in judged)}
+
+
+def _single(identity: CaseIdentity, plan: CasePlan, attempt: Attempt, outcome: str
+            ) -> CaseResult:
+    call = attempt.call
+    output, _ = cap(call.text, OUTPUT_KEPT) if call.text is not None else (None, False)
+    expects_error = bool(plan.case.expect and plan.case.expect.error_contains is not None)
+    failed = _failed_turn(attempt, expects_error)
+    assertions = attempt.assertions
+    if failed is not None:  # the failing turn's checks are why the case did not pass
+        assertions = attempt.turns[failed - 1].assertions
+    return CaseResult(
+        tool_calls=tuple(ToolCallRecord.of(c) for c in call.tool_calls), usage=call.usage,
+        turns=tuple(_turn_record(n, t, expects_error) for n, t in enumerate(attempt.turns, 1)),
+        failed_turn=failed,
+        **_identity_fields(identity, plan), outcome=outcome, assertions=assertions,
+        latency_ms=call.latency_ms, output=output,
+        output_length=len(call.text) if call.text is not None else 0, error=call.error,
+        judge_score=attempt.judge_score, judge_reasoning=attempt.judge_reasoning,
+        judge_usage=attempt.judge_usage,
+        replayed=call.replayed, **_retry_fields([attempt]))
+
+
+def _run_record(attempt: Attempt, outcome: str) -> RunRecord:
+    call = attempt.call
+    output = cap(call.text, RUN_OUTPUT_KEPT)[0] if call.text is not None else None
+    return RunRecord(outcome, call.latency_ms, tuple(attempt.assertions), output, call.error,
+                     attempt.judge_score)
+
+
+def decide(identity: CaseIdentity, plan: CasePlan, run: CaseRun, *,
+           also: tuple[AssertionResult, ...] = (),
+           security: SecurityRecord | Mapping[str, Any] | None = None) -> CaseResult:
+    """The result of a case that ran: one run as it went; ``repeat`` runs pass when at least
+    ``minPassRate`` of them pass, and then show the first run that did not pass. ``also``
+    are checks of the whole case (the probe pack's canary and secrets, read from every
+    run): one that fails fails a case that would have passed. ``security`` may come as
+    plain data (:func:`~.redteam.leak_checks` gives it so)."""
+    result = _decided(identity, plan, run)
+    if not also and security is None:
+        return result
+    failed = any(a.passed is False for a in also)
+    if isinstance(security, Mapping):
+        security = from_data(SecurityRecord, security)
+    return replace(result, assertions=(*result.assertions, *also), security=security,
+                   outcome=FAILED if failed and result.outcome == PASSED else result.outcome)
+
+
+def _decided(identity: CaseIdentity, plan: CasePlan, run: CaseRun) -> CaseResult:
+    expects_error = bool(plan.case.expect and plan.case.expect.error_contains is not None)
+    outcomes = [_attempt_outcome(a, expects_error) for a in run.attempts]
+    if len(outcomes) == 1:
+        return _single(identity, plan, run.attempts[0], outcomes[0])
+    passed = outcomes.count(PASSED)
+    if passed / len(outcomes) >= plan.min_pass_rate - 1e-9:  # 3/5 meets 0.6 despite rounding
+        outcome = PASSED
+    else:
+        outcome = TIMEOUT if all(o == TIMEOUT for o in outcomes) else FAILED
+    shown = len(outcomes) - 1
+    if outcome != PASSED:
+        shown = next(i for i, o in enumerate(outcomes) if o != PASSED)
+    latencies = [a.call.latency_ms for a in run.attempts if a.call.latency_ms is not None]
+    scores = [a.judge_score for a in run.attempts if a.judge_score is not None]
+    base = _single(identity, plan, run.attempts[shown], outcome)
+    usage: Usage | None = None  # what the case cost is what every run cost
+    for part in (a.call.usage for a in run.attempts if a.call.usage is not None):
+        usage = part if usage is None else usage + part
+    return CaseResult(**{
+        **base.__dict__,
+        "usage": usage,
+        "latency_ms": sum(latencies) / len(latencies) if latencies else None,
+        "judge_score": sum(scores) / len(scores) if scores else None,
+        "runs": tuple(_run_record(a, o) for a, o in zip(run.attempts, outcomes, strict=True)),
+        "passed_runs": passed, "min_pass_rate": plan.min_pass_rate,
+        **_retry_fields(run.attempts)})
+
+
+def setup_error(identity: CaseIdentity, plan_limits: tuple[float, str], error: ErrorInfo
+                ) -> CaseResult:
+    """A case that could not start (its entry point could not be bound, …)."""
+    timeout_s, source = plan_limits
+    return CaseResult(nodeid=identity.nodeid, case_id=identity.case_id, line=identity.line,
+                      suite=identity.suite, outcome=ERROR, error=error, timeout_s=timeout_s,
+                      timeout_source=source)
+
+
+def escaped(identity: CaseIdentity, plan_limits: tuple[float, str], exc: BaseException
+            ) -> CaseResult:
+    """A case whose run raised past the plugin's own handling (a bug, or an answer no
+    parser foresaw): an error with the exception as its reason, so the case still reaches
+    every report (docs/contract.md#outcomes) instead of vanishing from them."""
+    try:
+        trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    except Exception:  # a broken __str__ breaks the formatting too
+        trace = ""
+    timeout_s, source = plan_limits
+    return CaseResult(nodeid=identity.nodeid, case_id=identity.case_id, line=identity.line,
+                      suite=identity.suite, outcome=ERROR, timeout_s=timeout_s,
+                      timeout_source=source,
+                      error=ErrorInfo(type(exc).__name__,
+                                      "the case's run raised an exception the plugin did not "
+                                      f"handle: {described(exc)}", trace[-8000:]))
+
+
+def crashed(identity: CaseIdentity, message: str) -> CaseResult:
+    """A case whose xdist worker died while running it: an error, never silently missing."""
+    return CaseResult(nodeid=identity.nodeid, case_id=identity.case_id, line=identity.line,
+                      suite=identity.suite, outcome=ERROR,
+                      error=ErrorInfo(WORKER_CRASH, message))
+
+
+def blocks(result: CaseResult) -> bool:
+    """Whether the case fails the run: anything but a pass in a must-pass suite; in an
+    advisory suite only an error (the case could not run at all: a binding or a crash),
+    as pytest's exit status says too."""
+    if result.outcome == PASSED:
+        return False
+    return not result.suite.advisory or result.outcome == ERROR
+
+
+# -- on the report ---------------------------------------------------------------------------
+
+def annotate(report: Any, result: CaseResult, recording: Mapping[str, Any] | None = None
+             ) -> None:
+    """Put ``result`` on a pytest test report as plain data; apply the advisory gate: an
+    advisory case that did not pass never fails the run, and its message is kept as a
+    section of the passing report (where tools show a passed test's details)."""
+    try:
+        data = result.to_data()
+    except Exception as exc:  # a value no serialiser foresaw: the case is still reported
+        result = escaped(CaseIdentity(result.nodeid, result.case_id, result.line, result.suite),
+                         (result.timeout_s, result.timeout_source), exc)
+        data = result.to_data()
+        report.outcome, report.longrepr = "failed", failure_message(result)
+    else:
+        if recording is not None:  # the controller writes the one cassette
+            data["recording"] = encodable(recording)
+    setattr(report, REPORT_ATTR, data)
+    if result.outcome in (FAILED, TIMEOUT) and result.suite.advisory:
+        report.outcome = "passed"
+        report.sections.append(("elizon advisory " + result.outcome, failure_message(result)))
+
+
+def teststatus(data: Mapping[str, Any], when: str) -> tuple[str, str, str] | None:
+    """pytest's (category, letter, word) for a report carrying case data, if not the default.
+    The word stays pytest's own (``FAILED``), so summary lines keep their shape."""
+    if when != "call":
+        return None
+    outcome = data["outcome"]
+    advisory = data["suite"]["advisory"]
+    if outcome == TIMEOUT:
+        return ("advisory_timeout", "t", "ADVISORY TIMEOUT") if advisory \
+            else ("timeout", "T", "TIMEOUT")
+    if outcome == FAILED and advisory:
+        return "advisory_failed", "a", "ADVISORY FAILED"
+    return None

@@ -1,0 +1,422 @@
+"""A case's result as typed frozen records, and their one JSON serialisation.
+
+:class:`CaseResult` and its parts (runs, turns, tool calls, usage, security findings,
+assertions, errors) are dataclasses; :func:`to_data` and :func:`from_data` turn any of
+them into plain JSON data and back, driven by the fields and their type hints. So the
+data that crosses xdist, fills results files and comes back from them as evidence has
+one source: a new reported field is a record field plus its entry in
+``results.schema.json``. A field's name is its JSON key. No pytest import here.
+
+Rules of the serialisation: a field with ``compare=False`` (runtime steering, such as
+:attr:`~.calls.ErrorInfo.retryable`) or ``metadata={DATA: False}`` is not data; one with
+``metadata={OMIT_NONE: True}`` is left out while None (so results without it keep their
+shape); reading, unknown keys are ignored and a missing key takes the field's default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import math
+import re
+import types
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from ..run.assertions import AssertionResult
+from ..run.calls import ErrorInfo, ToolCall, Usage
+
+__all__ = [
+    "DATA",
+    "ERROR",
+    "FAILED",
+    "OMIT_NONE",
+    "OUTPUT_KEPT",
+    "PASSED",
+    "TIMEOUT",
+    "WORKER_CRASH",
+    "CaseIdentity",
+    "CaseResult",
+    "LeakRecord",
+    "ProbeRecord",
+    "RunRecord",
+    "SecurityRecord",
+    "SuiteInfo",
+    "ToolCallRecord",
+    "TurnRecord",
+    "case_of_file",
+    "data_fields",
+    "encodable",
+    "file_case",
+    "from_data",
+    "records",
+    "to_data",
+]
+
+PASSED, FAILED, TIMEOUT, ERROR = "passed", "failed", "timeout", "error"
+#: Characters of output (and of a tool call's part) kept on a report; the length is kept too.
+OUTPUT_KEPT = 64 * 1024
+#: The error type of a case whose xdist worker died.
+WORKER_CRASH = "WorkerCrash"
+#: Field metadata keys (see the module's rules).
+DATA, OMIT_NONE = "data", "omit_none"
+
+_R = TypeVar("_R")
+
+# -- the one serialisation ------------------------------------------------------------------
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _escape_surrogate(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def encodable(value: Any) -> Any:
+    """A copy of ``value`` as plain JSON data with every lone surrogate in its strings
+    written as a visible ``\\udXXX``: such a string cannot be encoded as UTF-8, so it could
+    not cross to the xdist controller (the case would vanish from the run) nor be written to
+    a report. What JSON cannot hold (YAML gives dates in an input) becomes its text, and so
+    does a number that is not finite (a ``.nan`` in an input): no report holds ``NaN``,
+    which is not JSON, and signing refuses."""
+    try:  # the common case, at C speed: nothing to escape, so a JSON round trip copies it
+        text = json.dumps(value, ensure_ascii=False, default=str, allow_nan=False)
+        text.encode("utf-8")
+    except (UnicodeEncodeError, TypeError, ValueError):
+        return json.loads(json.dumps(_escaped(value), default=str))
+    return json.loads(text)
+
+
+def _escaped(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+            return value
+        except UnicodeEncodeError:
+            return _LONE_SURROGATE.sub(_escape_surrogate, value)
+    if isinstance(value, dict):
+        return {_escaped(k): _escaped(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_escaped(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return json.dumps(value)  # NaN, Infinity or -Infinity, as text
+    return value
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+def _unwrapped(hint: Any) -> Any:
+    """``X`` for ``X | None``; other hints as they are."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        if len(args) == 1:
+            return args[0]
+    return hint
+
+
+# The type hints are read once per record class and turned into one converter per field,
+# so a case's data costs no more than the hand-written serialisers did.
+
+@functools.cache
+def _dumper(hint: Any) -> Callable[[Any], Any]:
+    hint = _unwrapped(hint)
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        return _dump_record
+    if typing.get_origin(hint) is tuple:
+        item = _dumper(typing.get_args(hint)[0])
+        return lambda value: [None if v is None else item(v) for v in value]
+    if typing.get_origin(hint) is dict:
+        return dict
+    return _identity  # plain JSON values (and Any) as they are: encodable copies them
+
+
+@functools.cache
+def _loader(hint: Any) -> Callable[[Any], Any]:
+    hint = _unwrapped(hint)
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        record = hint
+        return lambda value: from_data(record, value) if isinstance(value, Mapping) else value
+    if typing.get_origin(hint) is tuple:
+        item = _loader(typing.get_args(hint)[0])
+        return lambda value: tuple(None if v is None else item(v) for v in value)
+    if typing.get_origin(hint) is dict:
+        return dict
+    if hint is bool:
+        return bool
+    return _identity
+
+
+_Plan = tuple[tuple[str, Callable[[Any], Any], Callable[[Any], Any], bool], ...]
+
+
+@functools.cache
+def _plan(cls: type) -> _Plan:
+    """Each data field of record ``cls``: its name, how to dump and load its value, and
+    whether it is left out while None."""
+    hints = typing.get_type_hints(cls)
+    return tuple((f.name, _dumper(hints[f.name]), _loader(hints[f.name]),
+                  bool(f.metadata.get(OMIT_NONE)))
+                 for f in dataclasses.fields(cls) if f.compare and f.metadata.get(DATA, True))
+
+
+def data_fields(cls: type) -> tuple[str, ...]:
+    """The names (JSON keys) of record ``cls``'s fields that are data."""
+    return tuple(name for name, *_ in _plan(cls))
+
+
+def _dump_record(value: Any) -> Any:
+    if not dataclasses.is_dataclass(value) or isinstance(value, type):
+        return value  # already plain data (a hand-made result may hold it)
+    data: dict[str, Any] = {}
+    for name, dump, _, omit_none in _plan(type(value)):
+        part = getattr(value, name)
+        if part is None:
+            if not omit_none:
+                data[name] = None
+        else:
+            data[name] = dump(part)
+    return data
+
+
+def to_data(record: Any) -> dict[str, Any]:
+    """``record`` (any record of this module, or one it holds) as plain data; strings are
+    not yet made encodable (:func:`encodable` does that once, for the whole)."""
+    data: dict[str, Any] = _dump_record(record)
+    return data
+
+
+def from_data(cls: type[_R], data: Mapping[str, Any]) -> _R:
+    """A ``cls`` record from plain data (unknown keys ignored, missing ones defaulted)."""
+    given = {name: None if data[name] is None else load(data[name])
+             for name, _, load, _ in _plan(typing.cast(type, cls)) if name in data}
+    return cls(**given)
+
+
+# -- the records ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ToolCallRecord:
+    """One tool call as reports keep it: an argument, result or error longer than
+    :data:`OUTPUT_KEPT` characters (as JSON text) keeps its first ones as text, and
+    ``<part>_length`` says how long it was — as an output does."""
+
+    name: str
+    arguments: Any = None
+    result: Any = None
+    error: Any = None
+    arguments_length: int | None = field(default=None, metadata={OMIT_NONE: True})
+    result_length: int | None = field(default=None, metadata={OMIT_NONE: True})
+    error_length: int | None = field(default=None, metadata={OMIT_NONE: True})
+
+    @classmethod
+    def of(cls, call: ToolCall) -> ToolCallRecord:
+        parts: dict[str, Any] = {}
+        for part in ("arguments", "result", "error"):
+            value = getattr(call, part)
+            parts[part] = value
+            if value is None or isinstance(value, (bool, int, float)):
+                continue
+            try:
+                text = value if isinstance(value, str) else json.dumps(
+                    value, ensure_ascii=False, default=str)
+            except (ValueError, RecursionError):  # not JSON data: kept as its length only
+                parts[part], parts[f"{part}_length"] = "<not representable as JSON>", 0
+                continue
+            if len(text) > OUTPUT_KEPT:
+                parts[part], parts[f"{part}_length"] = text[:OUTPUT_KEPT], len(text)
+        return cls(call.name, **parts)
+
+    @property
+    def call(self) -> ToolCall:
+        """The call as :func:`~.assertions.calls_text` shows it (the kept parts)."""
+        return ToolCall(self.name, self.arguments, self.result, self.error)
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One run of a ``repeat`` case."""
+
+    outcome: str
+    latency_ms: float | None = None
+    assertions: tuple[AssertionResult, ...] = ()
+    output: str | None = None
+    error: ErrorInfo | None = None
+    judge_score: float | None = None
+
+
+@dataclass(frozen=True)
+class TurnRecord:
+    """One turn of a conversation as it went: what was said, the answer and its checks."""
+
+    turn: int
+    input: Any = None
+    outcome: str = PASSED
+    output: str | None = None
+    output_length: int = 0
+    latency_ms: float | None = None
+    assertions: tuple[AssertionResult, ...] = ()
+    error: ErrorInfo | None = None
+    tool_calls: tuple[ToolCallRecord, ...] = ()
+    usage: Usage | None = None
+    judge_score: float | None = None
+
+
+@dataclass(frozen=True)
+class LeakRecord:
+    """What leaked, masked (first and last two characters, never the whole value)."""
+
+    kind: str
+    masked: str
+
+
+@dataclass(frozen=True)
+class ProbeRecord:
+    """Where a red-team probe came from, and how bad its getting through is."""
+
+    category: str
+    severity: str
+    source: str
+    manifest: str
+    manifest_line: int
+
+
+@dataclass(frozen=True)
+class SecurityRecord:
+    """A case's canary and secret checks (docs/contract.md#security)."""
+
+    leaked: tuple[LeakRecord, ...] = ()
+    probe: ProbeRecord | None = field(default=None, metadata={OMIT_NONE: True})
+
+
+@dataclass(frozen=True)
+class SuiteInfo:
+    """What every case of a suite shares, carried with each case so reports need no files."""
+
+    path: str
+    package: str
+    gate: str
+    #: Effective: gate advisory and not overridden by ``--elizon-strict``.
+    advisory: bool
+    baseline: dict[str, float] = field(default_factory=dict)
+    sha256: str = ""
+    #: How cassettes name the suite (see :func:`~.cassette.suite_key`); not in report data.
+    key: str = field(default="", metadata={DATA: False})
+
+    def to_data(self) -> dict[str, Any]:
+        return dict(self._data)
+
+    @functools.cached_property
+    def _data(self) -> dict[str, Any]:  # the same for every case of the suite: built once
+        data: dict[str, Any] = encodable(to_data(self))
+        return data
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> SuiteInfo:
+        return from_data(cls, data)
+
+
+@dataclass(frozen=True)
+class CaseIdentity:
+    """Who a case is: joined to what happened when report data is built."""
+
+    nodeid: str
+    case_id: str
+    #: 1-based line of the case's ``- id:`` in the suite file.
+    line: int
+    suite: SuiteInfo
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """Everything known about one case of the run, as reports need it."""
+
+    nodeid: str
+    case_id: str
+    line: int
+    suite: SuiteInfo
+    outcome: str
+    assertions: tuple[AssertionResult, ...] = ()
+    latency_ms: float | None = None
+    output: str | None = None
+    output_length: int = 0
+    error: ErrorInfo | None = None
+    timeout_s: float = 0.0
+    timeout_source: str = ""
+    entry: str = ""
+    judge_score: float | None = None
+    judge_reasoning: str | None = None
+    #: Every run of a ``repeat`` case; empty for a single run.
+    runs: tuple[RunRecord, ...] = ()
+    passed_runs: int | None = None
+    min_pass_rate: float | None = None
+    #: Answered from a cassette: the latency is the recorded one.
+    replayed: bool = False
+    #: The case's ``input`` as plain JSON-like data (for reports that show it), or None.
+    input: Any = None
+    #: The tools the entry point called (every turn's, for a conversation).
+    tool_calls: tuple[ToolCallRecord, ...] = ()
+    #: Tokens and cost of the entry point's answer(s), when reported; the judge's apart.
+    usage: Usage | None = None
+    judge_usage: Usage | None = None
+    #: A conversation's turns as they went, and the 1-based number of the turn that did
+    #: not pass, if one did.
+    turns: tuple[TurnRecord, ...] = ()
+    failed_turn: int | None = None
+    #: How many turns the conversation has (those that ran are in ``turns``); 0 for none.
+    turn_count: int = 0
+    #: The canary and secret checks; None where not checked (and then not in the data).
+    security: SecurityRecord | None = field(default=None, metadata={OMIT_NONE: True})
+    #: Calls made to the entry point (1 + its retries; every run's and turn's), retries
+    #: after a refusal (the judge's included), seconds spent waiting between them, and
+    #: whether a call was refused with a rate limit (docs/contract.md#retries).
+    attempts: int = 1
+    retries: int = 0
+    waited_s: float = 0.0
+    rate_limited: bool = False
+
+    @property
+    def crashed(self) -> bool:
+        """The xdist worker running the case died (nothing the case did was seen)."""
+        return self.error is not None and self.error.type == WORKER_CRASH
+
+    @property
+    def expected_error(self) -> bool:
+        """The error, if any, is what an ``errorContains`` assertion looked for."""
+        return any(a.name == "errorContains" for a in self.assertions)
+
+    def to_data(self) -> dict[str, Any]:
+        """Plain data; every string encodable (it crosses xdist and goes into files)."""
+        data: dict[str, Any] = encodable(to_data(self))
+        return data
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> CaseResult:
+        return from_data(cls, data)
+
+
+def file_case(result: CaseResult) -> dict[str, Any]:
+    """A case as results files keep it: its one serialisation, with its id as ``id`` and
+    without the suite (the file's suite entry holds it)."""
+    data = result.to_data()
+    del data["suite"]
+    data["id"] = data.pop("case_id")
+    return data
+
+
+def case_of_file(suite: Mapping[str, Any], case: Mapping[str, Any]) -> dict[str, Any]:
+    """A results file's case as report data again: the inverse of :func:`file_case`."""
+    data = dict(case)
+    data["case_id"] = data.pop("id")
+    data["suite"] = {name: suite[name] for name in data_fields(SuiteInfo)}
+    return data
+
+
+def records() -> tuple[type, ...]:
+    """Every record a case result is made of (for the schema's own test)."""
+    return (CaseResult, SuiteInfo, RunRecord, TurnRecord, ToolCallRecord, SecurityRecord,
+            LeakRecord, ProbeRecord, AssertionResult, ErrorInfo, Usage)

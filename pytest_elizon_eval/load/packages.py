@@ -1,0 +1,252 @@
+"""Elizon packages and suites as files: read, validate, and describe them.
+
+Owns the step from a path on disk to validated data: a manifest becomes a
+:class:`Package` (its name, entry and test sets with resolved paths), a
+suite file becomes a :class:`LoadedSuite` (its cases, their lines and the
+file's content hash). A suite path must stay inside its package folder.
+Problems found while reading a file (an unquoted ``no``, a repeated key) are
+reported together with its validation problems, in line order. Every failure
+is an :class:`~.errors.ElizonError` with the documented code. No pytest
+import here.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import errors
+from ..errors import ElizonError
+from ..redteam import pack as redteam
+from ..run.checks import CheckRef, check_refs
+from . import datafiles
+from .loading import LoadFailed, Problem, YamlMapping, YamlSequence, load_yaml
+from .model import (
+    Case,
+    CommandEntry,
+    JudgeEndpoint,
+    Manifest,
+    Suite,
+    SuiteRef,
+    UrlEntry,
+    manifest_shape,
+    suite_checks,
+    validate,
+)
+
+__all__ = ["LoadedSuite", "Package", "SuiteSpec", "load_manifest", "load_suite", "standalone"]
+
+MANIFEST_NAME = "elizon.yaml"
+
+
+@dataclass(frozen=True)
+class SuiteSpec:
+    """A test set as its package declares it."""
+
+    path: Path
+    gate: str = "must-pass"
+    baseline: dict[str, float] = field(default_factory=dict)
+    #: 1-based line of the ``suite:`` key in the manifest (None for a stand-alone suite).
+    declared_at: int | None = None
+    #: Defaults for the cases' ``repeat`` and ``minPassRate``.
+    repeat: int | None = None
+    min_pass_rate: float | None = None
+    #: For the probe pack: where its cases come from (``elizon:probes/<category>.yaml``),
+    #: and the named input a probe's text is given as; ``path`` is then the pack's file.
+    probe_source: str | None = None
+    input_name: str | None = None
+
+
+@dataclass(frozen=True)
+class Package:
+    """A manifest (or a stand-alone suite file) and what it declares."""
+
+    name: str
+    folder: Path
+    manifest: Path | None = None
+    entry: str | CommandEntry | UrlEntry | None = None
+    entry_line: int | None = None
+    #: How a command's or service's answer is read, unless its entry says (``output:``).
+    output: str = "text"
+    #: Prices per 1M input and output tokens, by model name (``prices:``).
+    prices: dict[str, tuple[float, float]] = field(default_factory=dict)
+    judge: str | JudgeEndpoint | None = None
+    judge_line: int | None = None
+    suites: tuple[SuiteSpec, ...] = ()
+    #: Strings no answer may reveal (``secrets:``), and the line of that key.
+    secrets: tuple[str, ...] = ()
+    secrets_line: int | None = None
+
+
+@dataclass(frozen=True)
+class LoadedSuite:
+    """A validated suite file."""
+
+    cases: tuple[Case, ...]
+    #: 1-based line of each case's ``- id:`` item, in order.
+    lines: tuple[int, ...]
+    sha256: str
+    #: Every check the cases name (``expect.checks``), with its line.
+    check_refs: tuple[CheckRef, ...] = ()
+
+
+def _read(path: Path, display: str, code: str) -> tuple[Any, list[Problem], bytes]:
+    """The file's data, the problems found while reading it that validation must join, and
+    its bytes; a file that could not be read as a whole raises."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ElizonError(code, [f"{display}: cannot read the file: {exc.strerror}"]) from None
+    try:
+        return load_yaml(data), [], data
+    except LoadFailed as exc:
+        if not exc.complete:
+            raise ElizonError.from_problems(code, display, exc.problems) from None
+        return exc.data, exc.problems, data
+
+
+def _in_line_order(*groups: list[Problem]) -> list[Problem]:
+    """Problems from several checks as one list; on a shared line, earlier groups first."""
+    return sorted((p for group in groups for p in group), key=lambda p: p.line or 0)
+
+
+def load_manifest(path: Path, display: str) -> Package:
+    """Read and validate ``elizon.yaml``; suite paths are resolved and must stay inside the
+    package folder (a missing suite is left for the caller to report)."""
+    code = errors.ELIZON_MANIFEST_INVALID
+    data, read_problems, _ = _read(path, display, code)
+    manifest, problems = validate(Manifest, data, manifest_shape)
+    problems = _in_line_order(read_problems, problems)
+    if problems or manifest is None:
+        raise ElizonError.from_problems(code, display, problems)
+    folder = path.parent
+    suites: list[SuiteSpec] = []
+    if manifest.evaluation is not None:
+        evaluation = data["evaluation"]
+        if isinstance(evaluation.get("suites"), YamlSequence):
+            lines = [item.key_lines.get("suite", item.key_lines.get("probes", item.line))
+                     for item in evaluation["suites"]]
+        else:
+            lines = [evaluation.key_lines["suite"]]
+        root = folder.resolve()
+        seen: dict[Path, int] = {}
+        for ref, line in zip(manifest.evaluation.refs(), lines, strict=True):
+            if ref.probes is not None:  # the shipped pack: one test set per category
+                problems.extend(_add_probes(suites, ref, line, seen, root))
+                continue
+            assert ref.suite is not None  # guaranteed by manifest_shape
+            suite_path = _suite_path(root, ref.suite)
+            if isinstance(suite_path, str):
+                problems.append(Problem(line, f"suite {ref.suite!r} {suite_path}"))
+                continue
+            if suite_path in seen:
+                problems.append(Problem(line, f"suite {ref.suite!r} is listed twice "
+                                              f"(first at line {seen[suite_path]})"))
+                continue
+            seen[suite_path] = line
+            suites.append(SuiteSpec(suite_path, ref.gate, dict(ref.author_baseline or {}), line,
+                                    ref.repeat, ref.min_pass_rate))
+        if problems:
+            raise ElizonError.from_problems(code, display, problems)
+    key_lines = data.key_lines if isinstance(data, YamlMapping) else {}
+    return Package(
+        name=manifest.name or folder.name,
+        folder=folder,
+        manifest=path,
+        entry=manifest.entry,
+        entry_line=key_lines.get("entry"),
+        output=manifest.output,
+        prices={name: (p.input, p.output) for name, p in (manifest.prices or {}).items()},
+        judge=manifest.judge,
+        judge_line=key_lines.get("judge"),
+        suites=tuple(suites),
+        secrets=tuple(manifest.secrets or ()),
+        secrets_line=key_lines.get("secrets"),
+    )
+
+
+def _add_probes(suites: list[SuiteSpec], ref: SuiteRef, line: int, seen: dict[Path, int],
+                root: Path) -> list[Problem]:
+    """The probe pack's categories (and the operator's own probe files) a ``probes:`` item
+    includes, as test sets."""
+    problems = []
+    for item in ref.probes or ():
+        if item in redteam.CATEGORIES:
+            path, where = redteam.pack_file(item), redteam.source(item)
+        else:  # the operator's own file, in the package like any suite
+            found = _suite_path(root, item)
+            if isinstance(found, str):
+                problems.append(Problem(line, f"probe file {item!r} {found}"))
+                continue
+            path, where = found, found.relative_to(root).as_posix()
+        if path in seen:
+            problems.append(Problem(line, f"probes {item!r} are included twice "
+                                          f"(first at line {seen[path]})"))
+            continue
+        seen[path] = line
+        suites.append(SuiteSpec(path, ref.gate, dict(ref.author_baseline or {}), line,
+                                ref.repeat, ref.min_pass_rate, probe_source=where,
+                                input_name=ref.input_name))
+    return problems
+
+
+def _suite_path(root: Path, written: str) -> Path | str:
+    """The resolved path of a suite the manifest names, or what is wrong with it.
+
+    A package's suites ship inside the package: a path that leaves its folder (``..``,
+    absolute, or through a symlink) is refused before anything is read from it. A path
+    that does not exist is returned as is: the caller reports it as missing.
+    """
+    if "\0" in written:
+        return "contains a NUL byte"
+    try:
+        resolved = (root / written).resolve()
+    except RuntimeError:  # a symlink loop, up to Python 3.12
+        return "is a symlink loop"
+    except (OSError, ValueError) as exc:  # 3.13 reports a loop as OSError(ELOOP)
+        return _unusable(exc)
+    if not resolved.is_relative_to(root):
+        return "is outside the package folder; a package's suites ship inside it"
+    try:
+        resolved.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        pass  # missing: EVALUATION_SUITE_MISSING, from the caller
+    except (OSError, ValueError) as exc:  # checked now, so the caller's is_file() cannot fail
+        return _unusable(exc)
+    return resolved
+
+
+def _unusable(exc: OSError | ValueError) -> str:
+    code = getattr(exc, "errno", None)
+    if code == errno.ELOOP:
+        return "is a symlink loop"
+    if code == errno.ENAMETOOLONG:
+        return "is a path too long for this system"
+    reason = getattr(exc, "strerror", None) or str(exc)
+    return f"cannot be used: {reason}"
+
+
+def standalone(path: Path) -> Package:
+    """A suite file collected on its own (``elizon_suite_files``): gate must-pass, no entry."""
+    name = path.name.split(".")[0]
+    return Package(name=name, folder=path.parent, suites=(SuiteSpec(path),))
+
+
+def load_suite(path: Path, display: str) -> LoadedSuite:
+    """Read and validate a suite file; every problem is reported at once."""
+    code = errors.EVALUATION_SUITE_INVALID
+    data, read_problems, raw = (datafiles.read(path, display, code) if datafiles.is_data_file(path)
+                                else _read(path, display, code))
+    suite, problems = validate(Suite, data, suite_checks)
+    problems = _in_line_order(read_problems, problems)
+    if problems or suite is None:
+        raise ElizonError.from_problems(code, display, problems)
+    return LoadedSuite(
+        cases=tuple(suite.cases),
+        lines=tuple(data["cases"].item_lines),
+        sha256=hashlib.sha256(raw).hexdigest(),
+        check_refs=check_refs(data),
+    )

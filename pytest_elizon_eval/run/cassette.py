@@ -1,0 +1,144 @@
+"""Record and replay entry-point results (``--elizon-record`` / ``--elizon-replay``).
+
+A cassette is one human-readable JSON file (docs/contract.md#record-and-replay).
+Per case, keyed by :func:`case_key` — the package's name, the suite's path
+inside the package and the case id, so the key survives a change of
+rootdir or of the folder the package sits in — the SHA-256 of the case's
+input and every run's result (output, error, latency, whether it timed
+out), and the time limit it was recorded under. Keys and fields are sorted,
+so a re-recording diffs well in code review. Replay answers from it without
+calling the entry point; a case that is not in it, or whose input changed
+since it was recorded, is an error — never replayed from a stale answer and
+never called live instead. No pytest import here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .. import errors
+from ..load.loading import read_json
+from .calls import EntryCall
+
+__all__ = ["FORMAT", "Cassette", "CassetteMiss", "case_key", "input_sha256", "recording",
+           "suite_key"]
+
+FORMAT = "pytest-elizon-eval/cassette/v2"
+_OLDER = ("pytest-elizon-eval/cassette/v1",)
+
+
+class CassetteMiss(Exception):
+    """The cassette cannot answer for a case; ``code`` says why."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def suite_key(package: str, folder: Path, suite: Path) -> str:
+    """A suite as cassettes know it: ``package:path/inside/the/package.yaml``."""
+    try:
+        inside = suite.resolve().relative_to(folder.resolve()).as_posix()
+    except ValueError:
+        inside = suite.name
+    return f"{package}:{inside}"
+
+
+def case_key(suite: str, case_id: str) -> str:
+    return f"{suite}::{case_id}"
+
+
+def input_sha256(case_input: object) -> str:
+    canonical = json.dumps(case_input, sort_keys=True, ensure_ascii=False,
+                           separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _run_data(calls: Sequence[EntryCall], conversation: bool) -> dict[str, Any]:
+    if conversation:
+        return {"turns": [c.to_data() for c in calls]}
+    return calls[0].to_data()
+
+
+def _run_calls(data: Mapping[str, Any]) -> tuple[EntryCall, ...]:
+    if isinstance(data.get("turns"), list):
+        return tuple(EntryCall.from_data(turn) for turn in data["turns"])
+    return (EntryCall.from_data(data),)
+
+
+def recording(suite: str, case_id: str, case_input: object,
+              runs: Iterable[Sequence[EntryCall]], timeout_s: float, *,
+              conversation: bool = False) -> dict[str, Any]:
+    """What ``--elizon-record`` keeps of a case; it rides on the report to the controller.
+    Each run is its call, or ``{"turns": [calls]}`` for a conversation. The time limit is
+    kept so that a recorded timeout is replayed with the limit it had."""
+    return {"suite": suite, "case": case_id, "input_sha256": input_sha256(case_input),
+            "timeout_s": timeout_s, "runs": [_run_data(r, conversation) for r in runs]}
+
+
+class Cassette:
+    """The recordings of a cassette file, by case key."""
+
+    def __init__(self, entries: dict[str, dict[str, Any]] | None = None,
+                 canary: str | None = None) -> None:
+        self.entries: dict[str, dict[str, Any]] = dict(entries or {})
+        #: The probe pack's canary the recordings were made with: a probe's input holds it,
+        #: so a replay (or a re-recording) must use the same one.
+        self.canary = canary
+
+    @classmethod
+    def load(cls, path: Path) -> Cassette:
+        """Read a cassette; ``ValueError`` says what is wrong with the file."""
+        data = read_json(path)
+        if isinstance(data, dict) and data.get("format") in _OLDER:
+            raise ValueError(f"recorded by an older version ({data['format']}), whose keys "
+                             "depended on the rootdir; record it again with --elizon-record")
+        if not isinstance(data, dict) or data.get("format") != FORMAT \
+                or not isinstance(data.get("cases"), dict):
+            raise ValueError(f"not a cassette (expected {{\"format\": \"{FORMAT}\", "
+                             "\"cases\": {…}})")
+        for name, entry in data["cases"].items():
+            if not isinstance(entry, dict) or not isinstance(entry.get("runs"), list) \
+                    or not isinstance(entry.get("input_sha256"), str):
+                raise ValueError(f"case {name!r} has no 'input_sha256' and 'runs'")
+        canary = data.get("canary")
+        return cls(data["cases"], canary if isinstance(canary, str) else None)
+
+    def answers(self, suite: str, case_id: str, case_input: object, runs: int
+                ) -> tuple[tuple[tuple[EntryCall, ...], ...], float | None]:
+        """The recorded calls (per run, per turn) for ``runs`` runs of a case and the time
+        limit they were recorded under; or :class:`CassetteMiss`."""
+        name = case_key(suite, case_id)
+        entry = self.entries.get(name)
+        if entry is None:
+            raise CassetteMiss(errors.ELIZON_CASSETTE_MISSING, f"{name} is not in the cassette "
+                               "(cases are keyed by package name, suite path inside the "
+                               "package and case id); record it with --elizon-record")
+        if entry["input_sha256"] != input_sha256(case_input):
+            raise CassetteMiss(errors.ELIZON_CASSETTE_STALE,
+                               f"the input of {name} changed since it was "
+                               "recorded; record it again with --elizon-record")
+        if len(entry["runs"]) < runs:
+            raise CassetteMiss(errors.ELIZON_CASSETTE_MISSING, f"{name} has "
+                               f"{len(entry['runs'])} recorded run(s); repeat asks for {runs}")
+        limit = entry.get("timeout_s")
+        return (tuple(_run_calls(run) for run in entry["runs"][:runs]),
+                float(limit) if isinstance(limit, (int, float)) else None)
+
+    def update(self, recordings: Iterable[Mapping[str, Any]]) -> None:
+        """Add or replace the recordings of the cases of this run."""
+        for recording in recordings:
+            self.entries[case_key(recording["suite"], recording["case"])] = {
+                "input_sha256": recording["input_sha256"], "timeout_s": recording["timeout_s"],
+                "runs": recording["runs"]}
+
+    def dump(self) -> str:
+        """The file's text: stable order, one field per line."""
+        data: dict[str, Any] = {"format": FORMAT, "cases": self.entries}
+        if self.canary is not None:
+            data["canary"] = self.canary
+        return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"

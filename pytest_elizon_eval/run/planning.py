@@ -1,0 +1,179 @@
+"""A case's plan, and its result once it ran — pure functions, no pytest here.
+
+:func:`plan_case` turns a case, its suite, the session's settings and binder and the
+fixture values into a :class:`~.running.CasePlan` (ElizonError when it cannot be made);
+:func:`decided` turns a run and the checks plugins added (:class:`CaseChecks`) into the
+case's result. :mod:`.collect` calls both from a case's setup and run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..bind.binding import ENTRY, JUDGE, Binder, Kind, Source, precedence
+from ..collect.options import Settings
+from ..decide import outcomes
+from ..decide.outcomes import CaseIdentity, CaseResult
+from ..errors import ElizonError
+from ..load.model import Case
+from ..load.packages import Package, SuiteSpec
+from ..redteam import pack as redteam
+from . import checks
+from .assertions import AssertionResult
+from .calls import ErrorInfo
+from .cassette import CassetteMiss, recording
+from .running import CasePlan, CaseRun
+
+__all__ = ["CHECKS_FIXTURE", "ENTRY_FIXTURE", "JUDGE_FIXTURE", "CaseChecks", "SuiteContext",
+           "decided", "plan_case", "recorded_input", "recording_of", "setup_failed", "sources",
+           "suite_checks", "uses_checks_fixture"]
+
+#: The fixtures that give a case its entry point and its judge.
+ENTRY_FIXTURE, JUDGE_FIXTURE = ENTRY.fixture, JUDGE.fixture
+#: The fixture that names Python checks (``expect.checks``) for a directory.
+CHECKS_FIXTURE = "elizon_checks"
+
+
+@dataclass(frozen=True)
+class SuiteContext:
+    """What the cases of one suite file share when they are planned."""
+
+    package: Package
+    spec: SuiteSpec
+    #: The suite's path as reports show it, and its cassette key.
+    display: str
+    key: str
+    #: The manifest as reports show it (None: the suite has no manifest).
+    manifest_display: str | None = None
+    #: The suite's ``module:function`` checks, imported at collection, and their references.
+    check_functions: Mapping[str, checks.CheckFunction] = field(default_factory=dict)
+    check_refs: tuple[checks.CheckRef, ...] = ()
+
+
+@dataclass(frozen=True)
+class CaseChecks:
+    """What a ``pytest_elizon_case_checks`` implementation adds to a case that ran
+    (docs/hooks.md)."""
+
+    #: Whole-case checks, decided with the case's own.
+    assertions: tuple[AssertionResult, ...] = ()
+    #: The case's security record (``leaked``, a probe's ``probe``: docs/contract.md#security);
+    #: the ``leaked`` of every implementation are reported together.
+    security: dict[str, Any] | None = None
+    #: Strings every report must show masked.
+    redact: tuple[str, ...] = ()
+
+
+def sources(kind: Kind, context: SuiteContext, settings: Settings, fixture_value: object,
+            fixture_location: Callable[[str], str]) -> list[Source]:
+    """Where ``kind`` may come from for a case, in binding's order of precedence."""
+    package = context.package
+    fixture_where = f"the {kind.fixture} fixture"
+    if fixture_value is not None:
+        fixture_where += f" ({fixture_location(kind.fixture)})"
+    manifest_value, manifest_line = ((package.entry, package.entry_line) if kind is ENTRY
+                                     else (package.judge, package.judge_line))
+    where = context.manifest_display
+    if where is None:
+        manifest_where = f"{kind.key}: in a manifest (this suite has none)"
+    else:
+        manifest_where = (f"{kind.key}: in {where}:{manifest_line}" if manifest_line
+                          else f"{kind.key}: in {where} (not set)")
+    return precedence(cli=settings.cli[kind.key], fixture=Source(fixture_value, fixture_where),
+                      manifest=Source(manifest_value, manifest_where),
+                      ini=settings.ini[kind.key])
+
+
+def uses_checks_fixture(case: Case) -> bool:
+    """Whether ``case`` names a check from the ``elizon_checks`` fixture."""
+    return checks.uses_fixture(case)
+
+
+def recorded_input(case: Case) -> object:
+    """What a cassette checks has not changed: the input, or every turn's input."""
+    return {"turns": case.inputs} if case.conversation else case.input
+
+
+def plan_case(case: Case, context: SuiteContext, settings: Settings, binder: Binder,
+              values: Mapping[str, object], fixture_location: Callable[[str], str], *,
+              judged: bool, judge_optional: bool = False) -> CasePlan:
+    """The plan of ``case`` from the fixture values (by fixture name; ``fixture_location``
+    says where a fixture is defined, for messages); ElizonError when it cannot be made.
+    With ``judge_optional`` a judge that is not bound is none: its rubrics go ungraded."""
+    package, spec = context.package, context.spec
+    timeout_s, timeout_source = settings.timeout_s, settings.timeout_source
+    runs = case.repeat or spec.repeat or 1
+    rate = next((r for r in (case.min_pass_rate, spec.min_pass_rate) if r is not None), 1.0)
+    entry = replay = None
+    if settings.replay is not None:  # answered from the cassette: no entry point is called
+        try:
+            replay, recorded_limit = settings.replay.answers(
+                context.key, case.id, recorded_input(case), runs)
+        except CassetteMiss as exc:
+            raise ElizonError(exc.code, [str(exc)]) from None
+        if recorded_limit is not None:
+            timeout_s, timeout_source = recorded_limit, "the limit it was recorded under"
+    else:
+        entry = binder.entry(sources(ENTRY, context, settings, values[ENTRY.fixture],
+                                     fixture_location), package.folder, package.output)
+    judge = None
+    if judged:
+        try:
+            judge = binder.judge(sources(JUDGE, context, settings, values[JUDGE.fixture],
+                                         fixture_location), package.folder)
+        except ElizonError as exc:
+            if not judge_optional or exc.code != JUDGE.unbound:
+                raise
+    functions = dict(context.check_functions)
+    checks.refuse_unimportable(case, context.check_refs, functions, context.display)
+    if checks.uses_fixture(case):
+        functions.update(checks.fixture_checks(
+            case, context.check_refs, values.get(CHECKS_FIXTURE),
+            f"the {CHECKS_FIXTURE} fixture ({fixture_location(CHECKS_FIXTURE)})",
+            context.display))
+    return CasePlan(
+        case=case, entry=entry, judge=judge,
+        entry_description=entry.description if entry else "cassette",
+        timeout_s=timeout_s, timeout_source=timeout_source, route_key=settings.route_key,
+        repeat=runs, min_pass_rate=rate, replay=replay,
+        prices={**settings.prices, **package.prices}, checks=functions)
+
+
+def suite_checks(refs: tuple[checks.CheckRef, ...], folders: Sequence[Path], display: str
+                 ) -> dict[str, checks.CheckFunction]:
+    """A suite's ``module:function`` checks, imported once at collection."""
+    return checks.resolve_specs(refs, folders, display) if refs else {}
+
+
+def decided(identity: CaseIdentity, plan: CasePlan, run: CaseRun,
+            added: Sequence[CaseChecks]) -> CaseResult:
+    """The result of a case that ran, with the checks plugins added, every string they name
+    masked."""
+    also = tuple(a for found in added for a in found.assertions)
+    security: dict[str, Any] | None = None
+    for found in added:
+        if found.security is not None:  # one record: the leaks of every plugin, together
+            leaked = [*(security or {}).get("leaked", ()), *found.security.get("leaked", ())]
+            security = {**(security or {}), **found.security, "leaked": leaked}
+    result = outcomes.decide(identity, plan, run, also=also, security=security)
+    return redteam.redact(result, [v for found in added for v in found.redact])
+
+
+def setup_failed(identity: CaseIdentity, settings: Settings, exc: BaseException
+                 ) -> CaseResult:
+    """The result of a case whose setup raised ``exc``: an ElizonError as its code and
+    message, anything else as its type and description."""
+    error = (ErrorInfo(exc.code, "\n".join(exc.messages)) if isinstance(exc, ElizonError)
+             else ErrorInfo(type(exc).__name__, outcomes.described(exc)))
+    return outcomes.setup_error(identity, (settings.timeout_s, settings.timeout_source), error)
+
+
+def recording_of(identity: CaseIdentity, case: Case, plan: CasePlan, run: CaseRun
+                 ) -> dict[str, Any]:
+    """The case's cassette entry (``--elizon-record``)."""
+    return recording(identity.suite.key, case.id, recorded_input(case),
+                     [list(a.entry_calls) for a in run.attempts], plan.timeout_s,
+                     conversation=case.conversation)

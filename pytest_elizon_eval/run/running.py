@@ -1,0 +1,267 @@
+"""Run one case from its plan: call the entry point under the deadline, check the assertions.
+
+A :class:`CasePlan` is everything a case's run needs, fixed before it
+starts (built in the case's setup, or ahead of its turn for concurrency);
+:func:`run_case` returns only what happened — the :class:`Attempt` of each
+run — and never raises. Deciding the outcome is :mod:`.outcomes`' job, and
+who the case is (node id, suite, line) is joined there too. The judge, when
+a case has one, runs after the entry point inside what is left of the same
+time limit; so do Python checks, and one still running at the deadline makes
+the run a timeout (its call marked so, the entry point's answer kept apart for
+the cassette). With ``repeat: n`` each run has its own time limit. With a
+cassette, the recorded calls answer instead of the entry point.
+
+A conversation (``turns:``) calls the entry point once per turn, each time
+with the conversation so far, under the case's one time limit; it stops at
+the first turn that does not pass. The case's own ``expect`` then reads the
+whole conversation: the last answer, every tool call, the summed latency
+and usage (docs/contract.md#conversations). Usage that reports no cost is
+priced from the user's prices. No pytest import here.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..bind.entries import Entry
+from ..bind.judging import Judge
+from ..decide.outcomes import PASSED, call_outcome
+from ..load.model import Case, Expect, JudgeExpect
+from .answers import conversation, priced
+from .assertions import AssertionResult, check
+from .calls import EntryCall, Usage
+from .checks import CaseCopy, CheckFunction, grade_checks
+from .concurrency import gate_for
+from .retrying import Tally
+
+__all__ = ["Attempt", "CasePlan", "CaseRun", "TurnResult", "run_case", "turn_failed"]
+
+
+@dataclass(frozen=True)
+class CasePlan:
+    """One case, ready to run: what to call, what to check, and the limits."""
+
+    case: Case
+    #: None when the cassette answers (no entry point is bound then).
+    entry: Entry | None
+    judge: Judge | None
+    #: The entry point's description for reports ("cassette" when replayed).
+    entry_description: str
+    timeout_s: float
+    timeout_source: str
+    route_key: str = "route"
+    repeat: int = 1
+    min_pass_rate: float = 1.0
+    #: Recorded calls that answer instead of the entry point (``--elizon-replay``): per
+    #: run, the call of each turn (one for a single call).
+    replay: tuple[tuple[EntryCall, ...], ...] | None = None
+    #: US dollars per 1M input and output tokens, by model name.
+    prices: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    #: The functions of ``expect.checks``, by the name the suite gives them.
+    checks: Mapping[str, CheckFunction] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    """One turn of a conversation: what was said, the answer, and its checks."""
+
+    input: object
+    call: EntryCall
+    assertions: tuple[AssertionResult, ...]
+    judge_score: float | None = None
+    judge_reasoning: str | None = None
+    judge_usage: Usage | None = None
+    #: The entry point's answer, when ``call`` is that answer marked timed out because a
+    #: check ran out of the case's time: what a cassette keeps (:attr:`Attempt.entry_calls`).
+    answered: EntryCall | None = field(default=None, compare=False)
+
+
+def turn_failed(turn: TurnResult, expects_error: bool = False) -> bool:
+    """Whether a turn ends its conversation: it did not pass, by the one pass rule."""
+    return call_outcome(turn.call, turn.assertions, expects_error) != PASSED
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One run of a case: the call and what the checks said of it. For a conversation,
+    ``call`` is the whole conversation (last answer, every tool call, summed latency and
+    usage), ``assertions`` the case's own, and ``turns`` each turn."""
+
+    call: EntryCall
+    assertions: tuple[AssertionResult, ...]
+    judge_score: float | None = None
+    judge_reasoning: str | None = None
+    #: What grading cost (every judged turn's too), apart from the entry point's usage.
+    judge_usage: Usage | None = None
+    turns: tuple[TurnResult, ...] = ()
+    #: The judge's retries after refusals (every turn's), the seconds it waited, and
+    #: whether it was rate limited (docs/contract.md#retries).
+    judge_retries: Tally = field(default_factory=Tally, compare=False)
+    #: As :attr:`TurnResult.answered`, for a single call.
+    answered: EntryCall | None = field(default=None, compare=False)
+
+    @property
+    def entry_calls(self) -> tuple[EntryCall, ...]:
+        """What the entry point answered, turn by turn (one call for a single input), before
+        any check ran out of time: what a cassette records (docs/contract.md#record-and-replay)."""
+        if self.turns:
+            return tuple(t.answered or t.call for t in self.turns)
+        return (self.answered or self.call,)
+
+
+@dataclass(frozen=True)
+class CaseRun:
+    """Every run of a case, in order."""
+
+    attempts: tuple[Attempt, ...]
+
+
+def _judged(spec: JudgeExpect, judge: Judge, case_input: object, call: EntryCall,
+            deadline: float, retries: Tally
+            ) -> tuple[AssertionResult, float | None, str | None, Usage | None]:
+    name = f"judge {judge.description}"
+    wanted = f"a score of at least {spec.threshold:g} for the rubric {spec.rubric[:120]!r}"
+    if call.text is None:
+        return AssertionResult("judge", None, wanted, "not checked: there is no output"), \
+            None, None, None
+    left = deadline - time.monotonic()
+    if left <= 0:
+        return AssertionResult("judge", False, wanted, f"{name}: no time left within the "
+                               "case's time limit"), None, None, None
+    grade = judge.grade(spec.rubric, case_input, call.text, deadline=deadline)
+    retries.retries += grade.retries
+    retries.waited_s += grade.waited_s
+    retries.rate_limited = retries.rate_limited or grade.rate_limited
+    if grade.timed_out:
+        return AssertionResult("judge", False, wanted, f"{name} gave no grade within the "
+                               f"{left:.1f} s left of the case's time limit"), \
+            None, None, grade.usage
+    if grade.error is not None or grade.score is None:
+        return AssertionResult("judge", False, wanted, f"{name} failed: {grade.error}"), \
+            None, None, grade.usage
+    found = f"score {grade.score:.2f}" + (f" — {grade.reasoning}" if grade.reasoning else "")
+    return (AssertionResult("judge", grade.score >= spec.threshold, wanted, found),
+            grade.score, grade.reasoning, grade.usage)
+
+
+#: What grading a call gives: the call (marked timed out when a check ran out of the
+#: case's time), its assertions, the judge's score, reasoning and usage.
+_Graded = tuple[EntryCall, tuple[AssertionResult, ...], float | None, str | None, Usage | None]
+
+
+def _checked(plan: CasePlan, expect: Expect | None, case_input: object, call: EntryCall,
+             deadline: float, retries: Tally, case_copy: CaseCopy) -> _Graded:
+    assertions = check(expect, call, plan.route_key)
+    if not call.timed_out:  # Python checks run inside what is left of the time limit
+        graded = grade_checks(expect, plan.checks, plan.case, case_input, call, deadline,
+                              case_copy=case_copy)
+        assertions += graded.results
+        if graded.out_of_time:  # the limit is the case's wherever it is reached: a timeout
+            call = replace(call, timed_out=True)
+    score = reasoning = usage = None
+    if expect is not None and expect.judge is not None and plan.judge is not None \
+            and not call.timed_out:
+        result, score, reasoning, usage = _judged(expect.judge, plan.judge, case_input, call,
+                                                  deadline, retries)
+        assertions.append(result)
+    return call, tuple(assertions), score, reasoning, priced(usage, plan.prices)
+
+
+def _call(plan: CasePlan, case_input: object, deadline: float,
+          recorded: EntryCall | None, messages: list[dict[str, object]] | None) -> EntryCall:
+    if recorded is not None:
+        return recorded
+    assert plan.entry is not None  # a plan has an entry or a replay
+    call = plan.entry.run(case_input, deadline=deadline, messages=messages)
+    usage = priced(call.usage, plan.prices)
+    return call if usage is call.usage else replace(call, usage=usage)
+
+
+def _total(usages: Sequence[Usage | None]) -> Usage | None:
+    total: Usage | None = None
+    for part in usages:
+        if part is not None:
+            total = part if total is None else total + part
+    return total
+
+
+def _whole(calls: Sequence[EntryCall]) -> EntryCall:
+    """A conversation as one call: its last answer, every tool call, summed latency/usage."""
+    last = calls[-1]
+    latencies = [c.latency_ms for c in calls]
+    return replace(last, latency_ms=None if any(v is None for v in latencies)
+                   else sum(v for v in latencies if v is not None),
+                   tool_calls=tuple(t for c in calls for t in c.tool_calls),
+                   usage=_total([c.usage for c in calls]))
+
+
+def _attempt(plan: CasePlan, recorded: tuple[EntryCall, ...] | None) -> Attempt:
+    deadline = time.monotonic() + plan.timeout_s
+    case = plan.case
+    judged = Tally()
+    case_copy = CaseCopy(case)  # the checks of this run share one copy of the case
+    if case.turns is None:
+        answer = _call(plan, case.input, deadline, recorded[0] if recorded else None, None)
+        call, assertions, score, reasoning, usage = _checked(
+            plan, case.expect, case.input, answer, deadline, judged, case_copy)
+        return Attempt(call, assertions, score, reasoning, usage, judge_retries=judged,
+                       answered=answer if call is not answer else None)
+    expects_error = bool(case.expect and case.expect.error_contains is not None)
+    turns: list[TurnResult] = []
+    # Each message is built once: the conversation so far is kept, and each turn adds the
+    # previous turn's answer and its own question to it (a rebuild per turn made long
+    # conversations quadratic). Each turn gets a list of its own to keep or change.
+    said: list[dict[str, Any]] = []
+    previous: list[tuple[object, EntryCall]] = []
+    for index, turn in enumerate(case.turns):
+        if recorded is not None and index >= len(recorded):
+            break  # a recorded run stops where its conversation stopped
+        added = conversation(previous, turn.input, first=index - len(previous))
+        said += added[:-1]
+        answer = _call(plan, turn.input, deadline, recorded[index] if recorded else None,
+                       [*said, added[-1]])
+        call, assertions, score, reasoning, usage = _checked(
+            plan, turn.expect, turn.input, answer, deadline, judged, case_copy)
+        done = TurnResult(turn.input, call, assertions, score, reasoning, usage,
+                          answered=answer if call is not answer else None)
+        turns.append(done)
+        previous = [(turn.input, answer)]
+        if turn_failed(done, expects_error):
+            break
+    whole = _whole([t.call for t in turns])
+    graded_usage = _total([t.judge_usage for t in turns])
+    if len(turns) < len(case.turns) or turn_failed(turns[-1], expects_error):
+        # the case's own checks are about the whole conversation, which did not happen
+        return Attempt(whole, (), judge_usage=graded_usage, turns=tuple(turns),
+                       judge_retries=judged)
+    call, assertions, score, reasoning, usage = _checked(
+        plan, case.expect, case.turns[-1].input, whole, deadline, judged, case_copy)
+    return Attempt(call, assertions, score, reasoning, _total([graded_usage, usage]),
+                   turns=tuple(turns), judge_retries=judged)
+
+
+def _gated(plan: CasePlan, recorded: tuple[EntryCall, ...] | None) -> Attempt:
+    """One run, after waiting for room under the entry point's adaptive limit (with
+    ``--elizon-concurrency=auto``): the wait comes before the time limit starts."""
+    gate = gate_for(plan.entry.limit_key) \
+        if plan.entry is not None and recorded is None else None
+    if gate is None:
+        return _attempt(plan, recorded)
+    gate.acquire()
+    refused = True  # an attempt that raised (it never does) must not widen the limit
+    try:
+        attempt = _attempt(plan, recorded)
+        refused = attempt.call.rate_limited or attempt.call.timed_out
+        return attempt
+    finally:
+        gate.release(refused=refused)
+
+
+def run_case(plan: CasePlan) -> CaseRun:
+    """Run the plan's case ``repeat`` times (or answer it from the replay)."""
+    return CaseRun(tuple(
+        _gated(plan, plan.replay[index] if plan.replay is not None else None)
+        for index in range(plan.repeat)))

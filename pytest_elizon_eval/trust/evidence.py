@@ -1,0 +1,297 @@
+"""Results documents read back, as evidence: checked, rebuilt, merged, acknowledged.
+
+Owns the step from a results file someone hands over (docs/contract.md#trust)
+to data the reporters can render again: a file is read as hostile input (a
+size cap, no duplicate keys, no NaN, nesting bounded, the shipped JSON
+Schema, verdicts that must follow from its cases); its cases become an
+:class:`~.reporting.aggregate.Aggregate` again, so metrics and verdicts are
+always recomputed by the same code the plugin runs; shards of a CI matrix
+are merged into one document; and an acknowledgement (``<results>.ack.json``)
+binds a person to exactly one document. What the command writes replaces what is
+at its path, whole, never writing through a link (:func:`replace_file`). No pytest
+import here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import secrets
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..decide.results_data import case_of_file
+from ..reporting import results
+from ..reporting.aggregate import Aggregate
+from ..reporting.regression import CaseChange, Regression
+from . import provenance, signing
+
+__all__ = [
+    "ACK_FORMAT",
+    "MAX_DOCUMENT_BYTES",
+    "Document",
+    "EvidenceError",
+    "ack_path",
+    "acknowledgement",
+    "check_acknowledgement",
+    "merge",
+    "read_document",
+    "read_json_file",
+    "regression_of",
+    "replace_file",
+]
+
+#: Largest results file read (a run of 10,000 cases with long outputs stays well under it).
+MAX_DOCUMENT_BYTES = 128 * 1024 * 1024
+#: Largest signature or acknowledgement file read.
+MAX_SMALL_BYTES = 1024 * 1024
+#: Deepest nesting read (suite files nest at most 100 deep, so a case input fits); every
+#: later step (schema, canonical form, reports) stays far from the recursion limit.
+MAX_DEPTH = 160
+ACK_FORMAT = "pytest-elizon-eval/acknowledgement/v1"
+
+
+class EvidenceError(ValueError):
+    """A file that is not what it should be; the message says what is wrong, in one line."""
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:40]} is too large")
+    return value
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            # Two parsers may keep different copies of a repeated key: a signature checked
+            # over one view would vouch for another.
+            raise ValueError(f"the key {key[:60]!r} appears twice in one object")
+        out[key] = value
+    return out
+
+
+def read_json_file(path: Path, limit: int) -> Any:
+    """A JSON file's data, read as hostile input; EvidenceError says why it cannot be used."""
+    try:
+        with path.open("rb") as fh:
+            raw = fh.read(limit + 1)
+    except IsADirectoryError:
+        raise EvidenceError("it is a directory, not a file") from None
+    except OSError as exc:
+        raise EvidenceError(f"cannot read it: {exc.strerror or exc}") from None
+    if len(raw) > limit:
+        raise EvidenceError(f"larger than {limit:,} bytes; not read")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise EvidenceError(f"not UTF-8 text (byte offset {exc.start})") from None
+    try:
+        data = json.loads(text, object_pairs_hook=_no_duplicates,
+                          parse_constant=_reject_constant, parse_float=_finite)
+    except RecursionError:
+        data = _TOO_DEEP
+    except ValueError as exc:
+        raise EvidenceError(f"not JSON: {str(exc)[:200]}") from None
+    if data is _TOO_DEEP or _depth(data) > MAX_DEPTH:
+        raise EvidenceError(f"nested deeper than {MAX_DEPTH} levels; not a file this tool reads")
+    return data
+
+
+_TOO_DEEP = object()
+
+
+def _depth(data: Any) -> int:
+    """How deeply ``data`` nests, found without recursion."""
+    deepest = 0
+    stack = [(data, 1)]
+    while stack:
+        value, level = stack.pop()
+        if isinstance(value, (dict, list)):
+            deepest = max(deepest, level)
+            if level <= MAX_DEPTH:
+                items = value.values() if isinstance(value, dict) else value
+                stack.extend((v, level + 1) for v in items)
+    return deepest
+
+
+@dataclass(frozen=True)
+class Document:
+    """A results file that passed every check."""
+
+    path: Path
+    data: dict[str, Any]
+    #: SHA-256 of the canonical serialisation: what signatures and acknowledgements bind.
+    sha256: str
+    aggregate: Aggregate
+
+
+def aggregate_of(data: Mapping[str, Any], where: str = "") -> Aggregate:
+    """The cases of a (schema-valid) document as an aggregate; a case twice is an error."""
+    aggregate = Aggregate()
+    seen_paths: set[str] = set()
+    for suite in data["suites"]:
+        if suite["path"] in seen_paths:
+            raise EvidenceError(f"{where}the suite {suite['path']} is listed twice")
+        seen_paths.add(suite["path"])
+        for case in suite["cases"]:
+            before = len(aggregate)
+            aggregate.add(case_of_file(suite, case))
+            if len(aggregate) == before:
+                raise EvidenceError(f"{where}the case {case['nodeid']} is listed twice")
+    return aggregate
+
+
+def _check_verdicts(data: Mapping[str, Any], aggregate: Aggregate) -> None:
+    """The verdicts a document states must be those its cases give."""
+    stated = {s["path"]: s["verdict"] for s in data["suites"]}
+    for summary in aggregate.suites():
+        claim = stated.get(summary.info.path)
+        if claim is not None and claim != summary.verdict:
+            raise EvidenceError(f"its verdicts do not follow from its cases: suite "
+                                f"{summary.info.path} says {claim!r}, its cases give "
+                                f"{summary.verdict!r}")
+    if bool(data["verdict"]["pass"]) != aggregate.passed:
+        raise EvidenceError(f"its verdicts do not follow from its cases: the run says pass="
+                            f"{str(data['verdict']['pass']).lower()}, its cases give "
+                            f"pass={str(aggregate.passed).lower()}")
+
+
+def read_document(path: Path) -> Document:
+    """A results file, checked; EvidenceError (one line) if it is not a usable one."""
+    data = read_json_file(path, MAX_DOCUMENT_BYTES)
+    try:
+        checked = results.check(data)
+    except ValueError as exc:
+        raise EvidenceError(str(exc)) from None
+    try:
+        aggregate = aggregate_of(checked)
+        _check_verdicts(checked, aggregate)
+        sha = signing.document_sha256(checked)
+    except EvidenceError:
+        raise
+    except (KeyError, TypeError, ValueError, RecursionError) as exc:
+        raise EvidenceError(f"not a results file this tool can read ({type(exc).__name__})"
+                            ) from None
+    return Document(path, checked, sha, aggregate)
+
+
+def regression_of(data: Mapping[str, Any]) -> Regression | None:
+    """The document's regression section as the object reporters render."""
+    found = data.get("regression")
+    if not found:
+        return None
+    changes = tuple(CaseChange(c["nodeid"], c["change"], c["before"], c["after"])
+                    for c in found["cases"])
+    return Regression(found["baseline_file"], changes, tuple(found["changed_suites"]))
+
+
+def replace_file(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all (a reader never sees half a file).
+
+    Whatever is at ``path`` is replaced, never written through: a symbolic link placed
+    there is itself replaced, so the text cannot land wherever it points. The text goes to
+    a new file first (``O_EXCL``: not through a link or file someone placed there), which
+    then takes the name. OSError as raised."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.partial")
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(text.encode("utf-8", "backslashreplace"))
+        os.replace(partial, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(partial)
+        raise
+
+
+# -- merging ---------------------------------------------------------------------------------
+
+_SUITE_FIELDS = (("sha256", "file SHA-256"), ("package", "package"), ("gate", "gate"),
+                 ("advisory", "advisory flag"), ("baseline", "author baseline"))
+
+
+def merge(documents: Sequence[Document]) -> tuple[dict[str, Any], Aggregate]:
+    """One results document (and its aggregate, for the other reports) from the shards of a
+    CI matrix: cases joined per suite, metrics and verdicts recomputed by the code a run
+    uses. EvidenceError when the shards disagree: a case in two shards,
+    a suite whose file hash (or gate, package, baseline) differs, different packages."""
+    suites: dict[str, tuple[Mapping[str, Any], Path]] = {}
+    owner: dict[str, Path] = {}
+    aggregate = Aggregate()
+    for document in documents:
+        for suite in document.data["suites"]:
+            first = suites.get(suite["path"])
+            if first is None:
+                suites[suite["path"]] = (suite, document.path)
+            else:
+                for key, what in _SUITE_FIELDS:
+                    if first[0][key] != suite[key]:
+                        raise EvidenceError(
+                            f"the suite {suite['path']} has another {what} in {document.path} "
+                            f"than in {first[1]}; the shards did not run the same suite")
+            for case in suite["cases"]:
+                if case["nodeid"] in owner:
+                    raise EvidenceError(f"the case {case['nodeid']} is in both "
+                                        f"{owner[case['nodeid']]} and {document.path}; "
+                                        "each case must run in one shard only")
+                owner[case["nodeid"]] = document.path
+                aggregate.add(case_of_file(suite, case))
+    try:
+        merged_provenance = provenance.merge(
+            [(str(d.path), d.sha256, d.data.get("provenance")) for d in documents])
+    except ValueError as exc:
+        raise EvidenceError(str(exc)) from None
+    return results.build(aggregate, None, provenance=merged_provenance), aggregate
+
+
+# -- acknowledgement -------------------------------------------------------------------------
+
+def ack_path(results_path: Path) -> Path:
+    return results_path.with_name(results_path.name + ".ack.json")
+
+
+def acknowledgement(document: Document, *, by: str, at: str, how: str) -> dict[str, Any]:
+    """What ``acknowledge`` writes: who saw exactly which document, when, and its verdict."""
+    return {
+        "format": ACK_FORMAT,
+        "results_file": document.path.name,
+        "results_sha256": document.sha256,
+        "by": by,
+        "at": at,
+        "how": how,
+        "verdict_seen": {
+            "pass": document.aggregate.passed,
+            "paragraph": document.aggregate.paragraph(),
+            "suites": [{"path": s.info.path, "gate": s.info.gate, "verdict": s.verdict}
+                       for s in document.aggregate.suites()],
+        },
+    }
+
+
+def check_acknowledgement(document: Document) -> dict[str, Any]:
+    """The acknowledgement of exactly this document; EvidenceError says why there is none."""
+    path = ack_path(document.path)
+    if not path.exists():
+        raise EvidenceError(f"no acknowledgement {path}: run 'elizon-eval acknowledge "
+                            f"{document.path}' after looking at the results")
+    data = read_json_file(path, MAX_SMALL_BYTES)
+    if not isinstance(data, dict) or data.get("format") != ACK_FORMAT:
+        raise EvidenceError(f"{path} is not an acknowledgement file ({ACK_FORMAT})")
+    if data.get("results_sha256") != document.sha256:
+        raise EvidenceError(f"{path} acknowledges another document (sha256 "
+                            f"{str(data.get('results_sha256'))[:64]}); these results (sha256 "
+                            f"{document.sha256}) were changed after, or never, acknowledged")
+    if not isinstance(data.get("by"), str) or not isinstance(data.get("at"), str):
+        raise EvidenceError(f"{path} does not say who acknowledged and when")
+    return data

@@ -1,0 +1,258 @@
+"""What a results file says about how it was made: its ``provenance`` section.
+
+Owns docs/contract.md#provenance: when the run started and ended; the
+plugin, pytest and Python versions; the Elizon options of the command line
+(entry points and judges as their descriptions, never header or
+environment values); and per package its name and version, the manifest's
+SHA-256, the entry points the cases were given to (their descriptions, as
+every report shows them), its suites and, when the package sits in a git
+work tree, the commit and whether the package's files differ from it.
+
+Also merges the provenance of the shards of a CI matrix into one. No pytest
+import here: :mod:`.plugin` passes in what only pytest knows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import subprocess
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the plugin's side only: elizon-eval merges provenance without them
+    from ..bind.binding import Kind
+    from ..load.discovery import PackageIndex
+    from ..load.packages import Package
+from ..errors import ElizonError
+from ..load.loading import load_yaml
+from ..reporting.aggregate import Aggregate
+
+__all__ = ["command_options", "git_state", "merge", "now", "packages", "record"]
+
+#: A git that does not answer within this is treated as absent.
+_GIT_TIMEOUT_S = 10.0
+#: Option values that are not worth recording (the option was not given).
+_DEFAULTS = (None, False, "auto")
+#: Options for which ``auto`` is a choice made, not the default (``--elizon-concurrency``
+#: defaults to 1 and adapts only when asked to).
+_AUTO_CHOSEN = frozenset({"elizon_concurrency"})
+
+
+def now() -> str:
+    """The current time as results files write it (ISO 8601, UTC, seconds)."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def plugin_version() -> str:
+    try:
+        return metadata.version("pytest-elizon-eval")
+    except metadata.PackageNotFoundError:  # run from a checkout that is not installed
+        return "unknown"
+
+
+def _describe(raw: str, kind: Kind) -> str:
+    """An entry or judge option as its description: the spec, the command or the URL —
+    never the headers or environment it names."""
+    # deferred: elizon-eval starts without the binding stack
+    from ..bind.binding import parse_text
+    from ..bind.entries import HttpEntry, ProcessEntry
+    from ..bind.judging import EndpointJudge
+    from ..load.model import CommandEntry, JudgeEndpoint, UrlEntry
+
+    try:
+        value = parse_text(raw, kind)
+    except ValueError:
+        return "(not a valid spec)"
+    # each kind says what it is called, as in every other report
+    if isinstance(value, CommandEntry):
+        return ProcessEntry.describe(value)
+    if isinstance(value, UrlEntry):
+        return HttpEntry.describe(value)
+    if isinstance(value, JudgeEndpoint):
+        return EndpointJudge.describe(value)
+    return str(value)  # a module:attribute spec, described as written
+
+
+def command_options(values: Mapping[str, object]) -> dict[str, str | bool]:
+    """The ``--elizon-*`` options given (``values``: option destinations to values, as pytest
+    parsed them), by option name; those left at their defaults are left out."""
+    from ..bind.binding import ENTRY, JUDGE  # deferred: only the plugin describes options
+
+    described = {"elizon_entry": ENTRY, "elizon_judge": JUDGE}
+    out: dict[str, str | bool] = {}
+    for dest in sorted(values):
+        value = values[dest]
+        if not dest.startswith("elizon_") or (
+                any(value is d or value == d for d in _DEFAULTS)
+                and not (dest in _AUTO_CHOSEN and value == "auto")):
+            continue
+        name = "--" + dest.replace("_", "-")
+        if dest in described:
+            out[name] = _describe(str(value), described[dest])
+        elif isinstance(value, bool):
+            out[name] = value
+        else:
+            out[name] = str(value)
+    return out
+
+
+def _git(folder: Path, *args: str) -> str | None:
+    try:
+        done = subprocess.run(
+            # core.fsmonitor off: git status never runs a hook the package's repo configures.
+            ["git", "-c", "core.fsmonitor=false", *args], cwd=folder, capture_output=True,
+            text=True, timeout=_GIT_TIMEOUT_S, check=False,
+            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"})
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def git_state(folder: Path) -> dict[str, Any] | None:
+    """``{"commit", "dirty"}`` of the git work tree ``folder`` is in (commit None before the
+    first commit; dirty: a file of the folder differs from it or is untracked), or None."""
+    inside = _git(folder, "rev-parse", "--is-inside-work-tree")
+    if inside is None or inside.strip() != "true":
+        return None
+    head = _git(folder, "rev-parse", "--verify", "--quiet", "HEAD")
+    status = _git(folder, "status", "--porcelain", "--untracked-files=normal", "--", ".")
+    return {"commit": head.strip() if head else None,
+            "dirty": True if status is None else bool(status.strip())}
+
+
+def _manifest(path: Path) -> tuple[str | None, str | None]:
+    """The manifest's SHA-256 and its ``version:`` (as text), each None if unknown."""
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return None, None
+    version = None
+    try:
+        data = load_yaml(raw)
+        if isinstance(data, dict) and data.get("version") is not None:
+            version = str(data["version"])
+    except Exception:  # the manifest was validated when collected; this is information only
+        version = None
+    return hashlib.sha256(raw).hexdigest(), version
+
+
+def packages(aggregate: Aggregate, index: PackageIndex) -> list[dict[str, Any]]:
+    """One record per package the run's suites belong to, in suite-path order."""
+    from ..load.packages import MANIFEST_NAME  # deferred: elizon-eval starts without the loader
+
+    found: dict[str, dict[str, Any]] = {}
+    git_cache: dict[Path, dict[str, Any] | None] = {}
+    for summary in aggregate.suites():
+        info = summary.info
+        # A probe pack's suite is named after the manifest that includes it
+        # (``pkg/elizon.yaml::elizon:probes/…``): that manifest is its package's.
+        path = index.rootpath / info.path.split("::", 1)[0]
+        owner: Package | None = None
+        try:
+            if path.name == MANIFEST_NAME:
+                owner = index.package(path)
+            else:
+                found_owner = index.owner(path)
+                owner = found_owner[0] if found_owner else None
+        except (OSError, ValueError, ElizonError):
+            owner = None
+        manifest = owner.manifest if owner else None
+        folder = owner.folder if owner else path.parent
+        key = str(manifest) if manifest else f"{info.package}:{info.path}"
+        record = found.get(key)
+        if record is None:
+            sha, version = _manifest(manifest) if manifest else (None, None)
+            if folder not in git_cache:
+                git_cache[folder] = git_state(folder) if folder.is_dir() else None
+            record = found[key] = {
+                "name": owner.name if owner else info.package,
+                "version": version,
+                "manifest": index.display(manifest) if manifest else None,
+                "manifest_sha256": sha,
+                "entries": [],
+                "suites": [],
+                "git": git_cache[folder],
+            }
+        record["suites"].append(info.path)
+        record["entries"] = sorted({*record["entries"],
+                                    *(r.entry for r in summary.results if r.entry)})
+    return list(found.values())
+
+
+def record(*, started: str, finished: str, pytest_version: str,
+           options: Mapping[str, str | bool], package_records: Sequence[Mapping[str, Any]]
+           ) -> dict[str, Any]:
+    """The ``provenance`` section of a results file."""
+    return {
+        "started": started,
+        "finished": finished,
+        "plugin": plugin_version(),
+        "pytest": pytest_version,
+        "python": platform.python_version(),
+        "options": dict(options),
+        "packages": [dict(p) for p in package_records],
+    }
+
+
+def _joined(values: Iterable[str]) -> str:
+    return ", ".join(sorted(set(values))) or "unknown"
+
+
+def merge(shards: Sequence[tuple[str, str, Mapping[str, Any] | None]]) -> dict[str, Any]:
+    """One provenance from the shards' (file, document sha256, provenance or None).
+
+    Raises ValueError when the shards ran different packages: a manifest whose SHA-256
+    or a git commit that differs between shards.
+    """
+    known = [(name, sha, p) for name, sha, p in shards if p is not None]
+    packages_by_key: dict[str, dict[str, Any]] = {}
+    seen_in: dict[str, str] = {}
+    for name, _, prov in known:
+        for package in prov["packages"]:
+            key = package["manifest"] or f"{package['name']}:{','.join(package['suites'])}"
+            current = packages_by_key.get(key)
+            if current is None:
+                packages_by_key[key] = {**package, "entries": list(package["entries"]),
+                                        "suites": list(package["suites"])}
+                seen_in[key] = name
+                continue
+            for field, what in (("manifest_sha256", "manifest SHA-256"), ("version", "version")):
+                if current[field] != package[field]:
+                    raise ValueError(f"package {package['name']!r}: its {what} differs between "
+                                     f"{seen_in[key]} and {name}; the shards ran different "
+                                     "packages")
+            old_git, new_git = current["git"], package["git"]
+            if old_git and new_git and old_git["commit"] != new_git["commit"]:
+                raise ValueError(f"package {package['name']!r}: git commit "
+                                 f"{old_git['commit']} in {seen_in[key]}, {new_git['commit']} in "
+                                 f"{name}; the shards ran different code")
+            if old_git and new_git:
+                current["git"] = {"commit": old_git["commit"],
+                                  "dirty": bool(old_git["dirty"] or new_git["dirty"])}
+            current["entries"] = sorted({*current["entries"], *package["entries"]})
+            current["suites"] = sorted({*current["suites"], *package["suites"]})
+    common: dict[str, str | bool] = {}
+    if known:
+        first = known[0][2]["options"]
+        common = {k: v for k, v in first.items()
+                  if all(p["options"].get(k) == v for _, _, p in known)}
+    return {
+        "started": min((p["started"] for _, _, p in known), default=now()),
+        "finished": max((p["finished"] for _, _, p in known), default=now()),
+        "plugin": _joined(p["plugin"] for _, _, p in known),
+        "pytest": _joined(p["pytest"] for _, _, p in known),
+        "python": _joined(p["python"] for _, _, p in known),
+        "options": common,
+        "packages": sorted(packages_by_key.values(), key=lambda p: p["suites"][0]
+                           if p["suites"] else ""),
+        "merged_from": [
+            {"file": name, "document_sha256": sha,
+             "started": p["started"] if p else None, "finished": p["finished"] if p else None,
+             "options": dict(p["options"]) if p else {}}
+            for name, sha, p in shards],
+    }
