@@ -1,8 +1,10 @@
 """The pytest11 entry point: every hook implementation, thin, delegating.
 
 Options and settings live in ``options``, the session's state in ``session``, the
-plugin's own hooks in ``hookspecs``, nodes in ``collect``, the outcome and its category
-in ``outcomes``, reports in ``reporting``; the probe pack (``redteam_nodes``) is a
+plugin's own hooks in ``hookspecs``, nodes in ``collect``, the outcome in ``outcomes``,
+reports in ``reporting``; a case's result goes on pytest's report here (:func:`annotate`,
+its terminal category in :func:`teststatus`, from the report's data alone so the xdist
+controller can decide it); the probe pack (``redteam_nodes``) is a
 client of those hooks, registered here. The reporter is
 registered only on the process that owns the session (never on an xdist
 worker), so every report is written exactly once; it recognises a case
@@ -11,7 +13,7 @@ whose xdist worker crashed through xdist's own ``pytest_handlecrashitem``.
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -123,7 +125,7 @@ def pytest_runtest_makereport(
     if isinstance(item, collect.CaseItem):
         found = item.result_for(call.when, call.excinfo if report.failed else None)
         if found is not None:
-            outcomes.annotate(report, *found)
+            annotate(report, *found)
     return report
 
 
@@ -134,7 +136,47 @@ def pytest_report_teststatus(
     data = getattr(report, outcomes.REPORT_ATTR, None)
     if data is None or not isinstance(report, pytest.TestReport):
         return None
-    return outcomes.teststatus(data, report.when)
+    return teststatus(data, report.when)
+
+
+# -- the case's result on pytest's reports -----------------------------------------------
+
+def annotate(report: Any, result: outcomes.CaseResult, recording: Mapping[str, Any] | None = None
+             ) -> None:
+    """Put ``result`` on a pytest test report as plain data; apply the advisory gate: an
+    advisory case that did not pass never fails the run, and its message is kept as a
+    section of the passing report (where tools show a passed test's details)."""
+    try:
+        data = result.to_data()
+    except Exception as exc:  # a value no serialiser foresaw: the case is still reported
+        identity = outcomes.CaseIdentity(result.nodeid, result.case_id, result.line,
+                                         result.suite)
+        result = outcomes.escaped(identity, (result.timeout_s, result.timeout_source), exc)
+        data = result.to_data()
+        report.outcome, report.longrepr = "failed", outcomes.failure_message(result)
+    else:
+        if recording is not None:  # the controller writes the one cassette
+            data["recording"] = outcomes.encodable(recording)
+    setattr(report, outcomes.REPORT_ATTR, data)
+    if result.outcome in (outcomes.FAILED, outcomes.TIMEOUT) and result.suite.advisory:
+        report.outcome = "passed"
+        report.sections.append(("elizon advisory " + result.outcome,
+                                outcomes.failure_message(result)))
+
+
+def teststatus(data: Mapping[str, Any], when: str) -> tuple[str, str, str] | None:
+    """pytest's (category, letter, word) for a report carrying case data, if not the default.
+    The word stays pytest's own (``FAILED``), so summary lines keep their shape."""
+    if when != "call":
+        return None
+    outcome = data["outcome"]
+    advisory = data["suite"]["advisory"]
+    if outcome == outcomes.TIMEOUT:
+        return ("advisory_timeout", "t", "ADVISORY TIMEOUT") if advisory \
+            else ("timeout", "T", "TIMEOUT")
+    if outcome == outcomes.FAILED and advisory:
+        return "advisory_failed", "a", "ADVISORY FAILED"
+    return None
 
 
 @pytest.fixture(scope="session")
@@ -228,7 +270,7 @@ class SessionReporter:
                                               self.config.rootpath / identity.suite.path,
                                               identity.line, outcomes.display_reason(result))
         report.location = (identity.suite.path, identity.line - 1, f"case {identity.case_id}")
-        outcomes.annotate(report, result)
+        annotate(report, result)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         data = getattr(report, outcomes.REPORT_ATTR, None)

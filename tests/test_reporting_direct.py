@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from pytest_elizon_eval import plugin
 from pytest_elizon_eval.decide import outcomes
 from pytest_elizon_eval.decide.outcomes import CaseIdentity, CaseResult, SuiteInfo
 from pytest_elizon_eval.load.model import Case
@@ -145,14 +146,14 @@ def test_blocks_and_teststatus() -> None:
     assert not outcomes.blocks(result("a", "failed", ADVISORY))
     assert not outcomes.blocks(result("a", "timeout", ADVISORY))
     assert outcomes.blocks(result("a", "error", ADVISORY))
-    status = {(o, s.advisory): outcomes.teststatus(result("a", o, s).to_data(), "call")
+    status = {(o, s.advisory): plugin.teststatus(result("a", o, s).to_data(), "call")
               for o in ("passed", "failed", "timeout") for s in (MUST, ADVISORY)}
     assert status == {
         ("passed", False): None, ("passed", True): None, ("failed", False): None,
         ("failed", True): ("advisory_failed", "a", "ADVISORY FAILED"),
         ("timeout", False): ("timeout", "T", "TIMEOUT"),
         ("timeout", True): ("advisory_timeout", "t", "ADVISORY TIMEOUT")}
-    assert outcomes.teststatus(result("a", "timeout").to_data(), "setup") is None
+    assert plugin.teststatus(result("a", "timeout").to_data(), "setup") is None
 
 
 def test_annotate_keeps_an_advisory_failure_as_a_passing_section() -> None:
@@ -162,7 +163,7 @@ def test_annotate_keeps_an_advisory_failure_as_a_passing_section() -> None:
             self.sections: list[tuple[str, str]] = []
 
     report = Report()
-    outcomes.annotate(report, result("d", "failed", ADVISORY, assertions=(FAILED_CHECK,)),
+    plugin.annotate(report, result("d", "failed", ADVISORY, assertions=(FAILED_CHECK,)),
                       {"suite": "demo:x", "case": "\ud800"})
     assert report.outcome == "passed"
     assert report.sections[0][0] == "elizon advisory failed"

@@ -4,15 +4,12 @@ Owns the step from "the entry point answered and the checks said …" (a
 :class:`~.running.CaseRun`) to the :class:`CaseResult` every report shows
 (docs/contract.md#outcomes): the outcome (passed / failed / timeout / error),
 including repeats (``minPassRate``), errors an assertion expected
-(``errorContains``), setup errors and crashed xdist workers; and the terminal
-category of a report (``timeout`` ``T``, ``advisory_failed`` ``a``,
-``advisory_timeout`` ``t``), decided from the report's data alone so the xdist
-controller can do it. The records and their JSON are :mod:`.results_data`; the
-words are :mod:`.wording`; both re-exported here for the modules that import
-them from this one.
-
-A result's data rides on the test report as the attribute :data:`REPORT_ATTR`.
-No pytest import here.
+(``errorContains``), setup errors, escaped exceptions and crashed xdist
+workers. The records and their JSON are :mod:`.results_data`; the words are
+:mod:`.wording`; both re-exported here for the modules that import them from
+this one. Putting a result on pytest's report (and a report's terminal
+category) is pytest glue, in :mod:`pytest_elizon_eval.plugin`. No pytest
+import here.
 """
 
 from __future__ import annotations
@@ -57,7 +54,6 @@ __all__ = [
     "CaseIdentity",
     "CaseResult",
     "SuiteInfo",
-    "annotate",
     "blocks",
     "call_outcome",
     "conversation_text",
@@ -70,7 +66,6 @@ __all__ = [
     "failure_message",
     "reason",
     "setup_error",
-    "teststatus",
 ]
 
 #: The report attribute that carries a case's result as plain data across xdist.
@@ -266,41 +261,3 @@ def blocks(result: CaseResult) -> bool:
     if result.outcome == PASSED:
         return False
     return not result.suite.advisory or result.outcome == ERROR
-
-
-# -- on the report ---------------------------------------------------------------------------
-
-def annotate(report: Any, result: CaseResult, recording: Mapping[str, Any] | None = None
-             ) -> None:
-    """Put ``result`` on a pytest test report as plain data; apply the advisory gate: an
-    advisory case that did not pass never fails the run, and its message is kept as a
-    section of the passing report (where tools show a passed test's details)."""
-    try:
-        data = result.to_data()
-    except Exception as exc:  # a value no serialiser foresaw: the case is still reported
-        result = escaped(CaseIdentity(result.nodeid, result.case_id, result.line, result.suite),
-                         (result.timeout_s, result.timeout_source), exc)
-        data = result.to_data()
-        report.outcome, report.longrepr = "failed", failure_message(result)
-    else:
-        if recording is not None:  # the controller writes the one cassette
-            data["recording"] = encodable(recording)
-    setattr(report, REPORT_ATTR, data)
-    if result.outcome in (FAILED, TIMEOUT) and result.suite.advisory:
-        report.outcome = "passed"
-        report.sections.append(("elizon advisory " + result.outcome, failure_message(result)))
-
-
-def teststatus(data: Mapping[str, Any], when: str) -> tuple[str, str, str] | None:
-    """pytest's (category, letter, word) for a report carrying case data, if not the default.
-    The word stays pytest's own (``FAILED``), so summary lines keep their shape."""
-    if when != "call":
-        return None
-    outcome = data["outcome"]
-    advisory = data["suite"]["advisory"]
-    if outcome == TIMEOUT:
-        return ("advisory_timeout", "t", "ADVISORY TIMEOUT") if advisory \
-            else ("timeout", "T", "TIMEOUT")
-    if outcome == FAILED and advisory:
-        return "advisory_failed", "a", "ADVISORY FAILED"
-    return None
