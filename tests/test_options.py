@@ -79,10 +79,8 @@ def test_the_reference_documents_every_option_and_ini_key(pytester: pytest.Pytes
     assert "--elizon-entry" in options
     assert "elizon_entry" in ini
     reference = (ROOT / "docs/reference.md").read_text(encoding="utf-8")
-    contract = (ROOT / "docs/contract.md").read_text(encoding="utf-8")
-    for name in sorted(options | ini):
+    for name in sorted(options | ini):  # the one table; the contract links to it
         assert f"`{name}`" in reference, f"docs/reference.md does not document {name}"
-        assert name in contract, f"docs/contract.md does not document {name}"
 
 
 def test_no_reference_cites_a_document_outside_the_repository() -> None:
