@@ -20,6 +20,7 @@ the config's folder. No pytest import here.
 from __future__ import annotations
 
 import csv
+import errno
 import io
 import json
 import math
@@ -256,6 +257,15 @@ def _json_value(text: str, where: str) -> Any:
         raise ImportFailed(f"{where}: not JSON: {exc}") from None
 
 
+def _loops(path: Path) -> bool:
+    """Whether following ``path``'s links never ends."""
+    try:
+        path.stat()
+    except OSError as exc:
+        return exc.errno == errno.ELOOP
+    return False
+
+
 class _Reader:
     """Resolves ``file://`` references, inside the config's folder only."""
 
@@ -269,7 +279,11 @@ class _Reader:
             raise ImportFailed(f"{where}: {ref!r} contains a NUL byte")
         try:
             resolved = (self.root / written).resolve()
+            # Python 3.13 resolves a loop without raising: reading it then fails with ELOOP
+            looped = _loops(self.root / written)
         except (RuntimeError, OSError):  # a symlink loop (RuntimeError up to Python 3.12)
+            looped = True
+        if looped:
             raise ImportFailed(f"{where}: {ref!r} is a symlink loop") from None
         if not resolved.is_relative_to(self.root):
             raise ImportFailed(f"{where}: {ref!r} is outside the config's folder {self.root}; "
