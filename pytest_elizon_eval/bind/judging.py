@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from ..load.model import JudgeEndpoint
-from ..run.answers import MAX_TOKENS
+from ..run.answers import is_token_count
 from ..run.calls import EntryCall, Usage
 from ..run.retrying import RETRY_STATUSES, Refusal, Tally, attempts, gave_up, wait_from_headers
 from .calling import call_with_deadline, run_blocking
@@ -62,9 +62,7 @@ MAX_RESPONSE_BYTES = 1024 * 1024
 def _tokens(value: object) -> int | None:
     """A judge's token count as usage keeps it: a whole number that fits in 64 bits (as an
     entry point's must), else unknown — the grade itself does not depend on it."""
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKENS:
-        return None
-    return value
+    return value if is_token_count(value) else None
 
 
 class JudgeError(Exception):

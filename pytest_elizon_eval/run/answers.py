@@ -21,12 +21,12 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 from .calls import Answer, EntryCall, OutputError, ToolCall, Usage
 
 __all__ = ["MAX_COST_USD", "MAX_NESTING", "MAX_TOKENS", "chat_request", "check_tree",
-           "conversation", "from_reply", "from_return", "parse_json", "priced"]
+           "conversation", "from_reply", "from_return", "is_token_count", "parse_json", "priced"]
 
 #: Deepest nesting of lists and mappings kept from an entry point: every report must be able
 #: to write the answer again within Python's recursion limit (docs/contract.md#answers).
@@ -165,10 +165,15 @@ def _number(value: object) -> str:
     return shown if len(shown) <= 60 else shown[:60] + "…"
 
 
+def is_token_count(value: object) -> TypeGuard[int]:
+    """Whether ``value`` is a token count usage can keep: a whole number from 0 to 64 bits."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_TOKENS
+
+
 def _count(value: object, what: str) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKENS:
+    if not is_token_count(value):
         raise OutputError(f"usage {what} is {_number(value)}; expected a whole number of "
                           f"tokens from 0 to {MAX_TOKENS:,} (64 bits)")
     return value
