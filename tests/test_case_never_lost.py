@@ -10,6 +10,7 @@ verify --require-pass``. Each report is written on its own, whatever another one
 from __future__ import annotations
 
 import json
+import textwrap
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -64,16 +65,32 @@ def _read(root: Path) -> tuple[dict[str, Any], ET.Element, str, str]:
             (root / "out/r.html").read_text(encoding="utf-8"))
 
 
-# A piece of the run path raising for one case, as a bug or an unforeseen answer would.
-# The inner runs are in-process: every patch is undone when the inner session ends.
-BREAK_DECIDE = """
-import pytest_elizon_eval.decide.outcomes as outcomes
+def _break(packages: Packages, target: str, broken: str) -> None:
+    """An inner conftest.py that replaces ``target`` (``module:attribute.path``) with the
+    function ``broken`` its source defines (``original`` is the one replaced), as a bug or an
+    unforeseen answer would. The inner runs are in-process: the patch is undone when the
+    inner session ends."""
+    module, _, path = target.partition(":")
+    *owners, name = path.split(".")
+    packages.write("conftest.py", f"""
+import importlib
 
-_decide = outcomes.decide
+owner = importlib.import_module({module!r})
+for part in {owners!r}:
+    owner = getattr(owner, part)
+original = getattr(owner, {name!r})
 
 def pytest_unconfigure():
-    outcomes.decide = _decide
+    setattr(owner, {name!r}, original)
 
+{textwrap.dedent(broken).strip()}
+
+setattr(owner, {name!r}, broken)
+""")
+
+
+# A piece of the run path raising for one case.
+BREAK_DECIDE = """
 class Unprintable(Exception):
     def __str__(self):
         raise RuntimeError("no text for you")
@@ -81,9 +98,7 @@ class Unprintable(Exception):
 def broken(identity, plan, run, **kw):
     if identity.case_id == "doomed":
         raise {error}
-    return _decide(identity, plan, run, **kw)
-
-outcomes.decide = broken
+    return original(identity, plan, run, **kw)
 """
 
 
@@ -97,7 +112,7 @@ outcomes.decide = broken
 def test_an_escaped_exception_is_the_cases_error_in_every_report(
         packages: Packages, pytester: pytest.Pytester, error: str, shown: str) -> None:
     packages.package(suite=SUITE, app=ECHO_APP)
-    packages.write("conftest.py", BREAK_DECIDE.format(error=error))
+    _break(packages, "pytest_elizon_eval.decide.outcomes:decide", BREAK_DECIDE.format(error=error))
     result = pytester.runpytest("-p", "no:cacheprovider", *REPORTS)
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines([f"*doomed*{shown[:40]}*"])
@@ -125,20 +140,11 @@ def test_an_escaped_exception_is_the_cases_error_in_every_report(
 def test_a_result_that_cannot_be_serialised_still_reaches_the_reports(
         packages: Packages, pytester: pytest.Pytester) -> None:
     packages.package(suite=SUITE, app=ECHO_APP)
-    packages.write("conftest.py", """
-        import pytest_elizon_eval.decide.outcomes as outcomes
-
-        _to_data = outcomes.CaseResult.to_data
-
-        def pytest_unconfigure():
-            outcomes.CaseResult.to_data = _to_data
-
-        def to_data(self):
+    _break(packages, "pytest_elizon_eval.decide.outcomes:CaseResult.to_data", """
+        def broken(self):
             if self.case_id == "doomed" and self.outcome != "error":
                 raise RecursionError("maximum recursion depth exceeded")
-            return _to_data(self)
-
-        outcomes.CaseResult.to_data = to_data
+            return original(self)
     """)
     result = pytester.runpytest("-p", "no:cacheprovider", *REPORTS)
     result.assert_outcomes(passed=2, failed=1)
@@ -152,18 +158,9 @@ def test_a_result_that_cannot_be_serialised_still_reaches_the_reports(
 def test_a_report_that_raises_costs_only_itself(packages: Packages,
                                                  pytester: pytest.Pytester) -> None:
     packages.package(suite=SUITE, app=ECHO_APP)
-    packages.write("conftest.py", """
-        import pytest_elizon_eval.reporting.markdown as markdown
-
-        _render = markdown.render
-
-        def pytest_unconfigure():
-            markdown.render = _render
-
-        def render(*args, **kwargs):
+    _break(packages, "pytest_elizon_eval.reporting.markdown:render", """
+        def broken(*args, **kwargs):
             raise ValueError("Out of range float values are not JSON compliant")
-
-        markdown.render = render
     """)
     result = pytester.runpytest("-p", "no:cacheprovider", *REPORTS)
     result.stdout.fnmatch_lines([
@@ -180,18 +177,9 @@ def test_a_signature_without_its_results_file_is_named_not_silently_skipped(
         packages: Packages, pytester: pytest.Pytester) -> None:
     packages.package(suite=SUITE, app=ECHO_APP)
     assert cli.main(["keygen", str(pytester.path / "keys")]) == 0
-    packages.write("conftest.py", """
-        import pytest_elizon_eval.reporting.results as results
-
-        _build = results.build
-
-        def pytest_unconfigure():
-            results.build = _build
-
-        def build(*args, **kwargs):
+    _break(packages, "pytest_elizon_eval.reporting.results:build", """
+        def broken(*args, **kwargs):
             raise ValueError("cannot build")
-
-        results.build = build
     """)
     result = pytester.runpytest("-p", "no:cacheprovider", "--elizon-results=out/r.json",
                                 f"--elizon-sign-key={pytester.path / 'keys/elizon-eval.key'}")
