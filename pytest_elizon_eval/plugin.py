@@ -148,15 +148,14 @@ def annotate(report: Any, result: outcomes.CaseResult, recording: Mapping[str, A
     section of the passing report (where tools show a passed test's details)."""
     try:
         data = result.to_data()
+        if recording is not None:  # the controller writes the one cassette
+            data["recording"] = outcomes.encodable(recording)
     except Exception as exc:  # a value no serialiser foresaw: the case is still reported
         identity = outcomes.CaseIdentity(result.nodeid, result.case_id, result.line,
                                          result.suite)
         result = outcomes.escaped(identity, (result.timeout_s, result.timeout_source), exc)
         data = result.to_data()
         report.outcome, report.longrepr = "failed", outcomes.failure_message(result)
-    else:
-        if recording is not None:  # the controller writes the one cassette
-            data["recording"] = outcomes.encodable(recording)
     setattr(report, outcomes.REPORT_ATTR, data)
     if result.outcome in (outcomes.FAILED, outcomes.TIMEOUT) and result.suite.advisory:
         report.outcome = "passed"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import textwrap
 import xml.etree.ElementTree as ET
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from pytest_elizon_eval.decide.outcomes import (
     CaseIdentity,
     CaseResult,
     SuiteInfo,
+    encodable,
     escaped,
     failure_message,
     reason,
@@ -110,7 +112,8 @@ def broken(identity, plan, run, **kw):
                       "handle: <unprintable Unprintable>"),
 ])
 def test_an_escaped_exception_is_the_cases_error_in_every_report(
-        packages: Packages, pytester: pytest.Pytester, error: str, shown: str) -> None:
+        packages: Packages, pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str],
+        error: str, shown: str) -> None:
     packages.package(suite=SUITE, app=ECHO_APP)
     _break(packages, "pytest_elizon_eval.decide.outcomes:decide", BREAK_DECIDE.format(error=error))
     result = pytester.runpytest("-p", "no:cacheprovider", *REPORTS)
@@ -129,12 +132,14 @@ def test_an_escaped_exception_is_the_cases_error_in_every_report(
               if c.find("failure") is not None or c.find("error") is not None]
     assert failed == ["doomed"]
     assert "doomed" in markdown
-    assert "FAIL" in markdown.upper()
+    assert "| `doomed` | error |" in markdown
     assert "doomed" in html
     assert "the plugin did not handle" in html
 
+    capsys.readouterr()
     code = cli.main(["verify", str(pytester.path / "out/r.json"), "--require-pass"])
-    assert code != 0
+    assert code == cli.EXIT_NO
+    assert capsys.readouterr().err.startswith("EVALUATION_GATE_FAILED: pkg/eval/suite.yaml")
 
 
 def test_a_result_that_cannot_be_serialised_still_reaches_the_reports(
@@ -267,3 +272,17 @@ def test_a_megabyte_tool_argument_keeps_the_results_file_small(
     assert path.stat().st_size < 4 * OUTPUT_KEPT
     call = _cases(json.loads(path.read_text()))["big"]["tool_calls"][0]
     assert (call["arguments_length"], call["result_length"]) == (1_000_012, 3_000_000)
+
+
+@pytest.mark.parametrize("value", [
+    {date(2026, 12, 1): "a date key"}, {(1, 2): "a tuple key"}, 10 ** 5000,
+    {"deep": 10 ** 5000, "nan": float("nan"), "lone": "\ud800"}],
+    ids=["date-key", "tuple-key", "5000-digits", "mixed"])
+def test_encodable_makes_json_of_whatever_an_input_or_a_recording_holds(value: object) -> None:
+    text = json.dumps(encodable(value), allow_nan=False)  # JSON proper, as reports write it
+    text.encode("utf-8")
+    assert text != "null"
+
+
+def test_encodable_names_an_integer_too_long_to_write() -> None:
+    assert encodable([10 ** 5000]) == [f"<an integer of {(10 ** 5000).bit_length():,} bits>"]

@@ -561,3 +561,10 @@ def test_which_shapes_get_the_whole_mapping(fn: Callable[..., Any], given: dict[
     call = CallableEntry(fn, "fn").run(given, deadline=time.monotonic() + 30)
     assert call.error is None
     assert call.value == answered
+
+
+def test_a_tool_result_too_long_to_print_is_kept_as_its_reason() -> None:
+    # an int past Python's 4,300-digit limit can be neither JSON nor repr()
+    call = from_return(Answer(text="ok", tool_calls=[ToolCall("t", {}, 10 ** 5000)]))
+    assert call.text == "ok"
+    assert "Exceeds the limit (4300 digits)" in str(call.tool_calls[0].result)

@@ -266,7 +266,8 @@ def test_parse_grade_is_robust(reply: str, grade: tuple[float, str]) -> None:
     assert parse_grade(reply) == grade
 
 
-@pytest.mark.parametrize("reply", ["", "score: 0.9", '{"score": 2}', '{"grade": 0.5}', "{" * 5000])
+@pytest.mark.parametrize("reply", ["", "score: 0.9", '{"score": 2}', '{"grade": 0.5}', "{" * 5000,
+                                   '{"score": 1' + "0" * 400 + "}"])
 def test_parse_grade_rejects_what_is_not_a_grade(reply: str) -> None:
     with pytest.raises(ValueError, match="score"):
         parse_grade(reply)

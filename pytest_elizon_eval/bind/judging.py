@@ -77,14 +77,23 @@ def grading_prompt(rubric: str, case_input: object, output: str) -> str:
             f"The application's answer:\n{output}\n\nGrade the answer against the rubric.")
 
 
+def _shown(value: object) -> str:
+    """``value`` as a message shows it, at most 60 characters (a score may be any size)."""
+    try:
+        text = repr(value)
+    except Exception:  # too large to print (ints past 4,300 digits) or a broken repr
+        text = f"<a {type(value).__name__} that cannot be shown>"
+    return text if len(text) <= 60 else text[:60] + "…"
+
+
 def score_of(value: object) -> tuple[float, str]:
     """Check what a judge returned: a score in [0, 1], or (score, reasoning)."""
     reasoning: object = ""
     if isinstance(value, tuple) and len(value) == 2:
         value, reasoning = value
     if isinstance(value, bool) or not isinstance(value, (int, float)) \
-            or not 0.0 <= float(value) <= 1.0:
-        raise JudgeError(f"the judge returned {value!r}; expected a score from 0 to 1 or a "
+            or not 0 <= value <= 1:  # compared as it is: a 400-digit int has no float
+        raise JudgeError(f"the judge returned {_shown(value)}; expected a score from 0 to 1 or a "
                          "(score, reasoning) pair")
     if not isinstance(reasoning, str):
         raise JudgeError(f"the judge's reasoning is a {type(reasoning).__name__}, not text")

@@ -85,9 +85,16 @@ def encodable(value: Any) -> Any:
     try:  # the common case, at C speed: nothing to escape, so a JSON round trip copies it
         text = json.dumps(value, ensure_ascii=False, default=str, allow_nan=False)
         text.encode("utf-8")
-    except (UnicodeEncodeError, TypeError, ValueError):
-        return json.loads(json.dumps(_escaped(value), default=str))
+    except (UnicodeEncodeError, TypeError, ValueError, RecursionError):
+        try:
+            return json.loads(json.dumps(_escaped(value), default=str))
+        except RecursionError:  # nested past what any report can hold (inputs are capped)
+            return "<nested too deeply to report>"
     return json.loads(text)
+
+
+#: Bits of the largest int written as a number: Python writes at most 4,300 digits.
+_INT_BITS_WRITTEN = 14_000
 
 
 def _escaped(value: Any) -> Any:
@@ -97,12 +104,15 @@ def _escaped(value: Any) -> Any:
             return value
         except UnicodeEncodeError:
             return _LONE_SURROGATE.sub(_escape_surrogate, value)
-    if isinstance(value, dict):
-        return {_escaped(k): _escaped(v) for k, v in value.items()}
+    if isinstance(value, dict):  # a key JSON cannot hold (a date, a tuple) becomes its text
+        return {_escaped(k if isinstance(k, str) else str(k)): _escaped(v)
+                for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_escaped(v) for v in value]
     if isinstance(value, float) and not math.isfinite(value):
         return json.dumps(value)  # NaN, Infinity or -Infinity, as text
+    if isinstance(value, int) and value.bit_length() > _INT_BITS_WRITTEN:
+        return f"<an integer of {value.bit_length():,} bits>"  # past what JSON text holds
     return value
 
 

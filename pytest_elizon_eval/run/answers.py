@@ -148,8 +148,8 @@ def _tool_call(call: object, index: int) -> ToolCall:
     except OutputError as exc:
         try:
             result = repr(result)  # kept as text: a report must be able to show it
-        except RecursionError:  # too deep to print as well: the reason is kept instead
-            result = str(exc)
+        except (RecursionError, ValueError):  # too deep or too long to print as well (ints
+            result = str(exc)                 # past 4,300 digits): the reason is kept instead
     error = None if call.error is None else str(call.error)
     return ToolCall(call.name, call.arguments, result, error)
 
