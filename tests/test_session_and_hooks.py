@@ -13,6 +13,7 @@ import pytest
 from pytest_elizon_eval import errors
 from pytest_elizon_eval.bind import binding
 from pytest_elizon_eval.bind.binding import Source
+from pytest_elizon_eval.collect import session as session_module
 from pytest_elizon_eval.collect.options import Settings
 from pytest_elizon_eval.collect.session import ElizonSession, current
 from pytest_elizon_eval.errors import ElizonError
@@ -50,10 +51,12 @@ def test_the_innermost_session_gives_the_retry_policy_and_the_gates() -> None:
     assert current() is before
 
 
-def test_outside_a_session_the_defaults_apply() -> None:
-    if current() is None:  # this test process itself may run inside a session
-        assert retrying.policy() == retrying.RetryPolicy()
-        assert concurrency.gate_for("host") is None
+def test_outside_a_session_the_defaults_apply(monkeypatch: pytest.MonkeyPatch) -> None:
+    # this test process itself runs inside a session of the installed plugin: set it aside
+    monkeypatch.setattr(session_module, "_configured", [])
+    assert current() is None
+    assert retrying.policy() == retrying.RetryPolicy()
+    assert concurrency.gate_for("host") is None
 
 
 def test_session_state_is_one_stash_key_and_no_module_globals() -> None:
