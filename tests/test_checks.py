@@ -13,7 +13,7 @@ from pytest_elizon_eval.load.model import Case, Expect, Suite, validate
 from pytest_elizon_eval.run import answer_parts
 from pytest_elizon_eval.run.assertions import check
 from pytest_elizon_eval.run.calls import EntryCall
-from pytest_elizon_eval.run.checks import fixture_checks, run_checks, signature_problem
+from pytest_elizon_eval.run.checks import fixture_checks, grade_checks, signature_problem
 
 from .conftest import Packages
 
@@ -261,9 +261,9 @@ def test_a_bad_check_spec_is_a_suite_problem() -> None:
 def _run(functions: dict[str, object], expect: dict[str, object], deadline_s: float = 5.0
          ) -> list[tuple[bool | None, str]]:
     case = _case(expect)
-    return [(r.passed, r.found) for r in run_checks(
+    return [(r.passed, r.found) for r in grade_checks(
         case.expect, functions, case, "hi", _call("the output"),  # type: ignore[arg-type]
-        time.monotonic() + deadline_s)]
+        time.monotonic() + deadline_s).results]
 
 
 def test_check_results_directly() -> None:
@@ -295,8 +295,8 @@ def test_a_hung_check_is_abandoned_at_the_deadline() -> None:
 
 def test_a_check_without_output_is_not_checked() -> None:
     case = _case({"checks": ["t"]})
-    [result] = run_checks(case.expect, {"t": lambda: True}, case, "hi", EntryCall(),
-                          time.monotonic() + 1)
+    [result] = grade_checks(case.expect, {"t": lambda: True}, case, "hi", EntryCall(),
+                            time.monotonic() + 1).results
     assert result.passed is None
 
 

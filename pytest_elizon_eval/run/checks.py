@@ -6,11 +6,13 @@ folder first) or by a name from the ``elizon_checks`` fixture's mapping. It asks
 by parameter name for what it needs — ``output``, ``value``, ``input``,
 ``answer``, ``case`` — and passes by returning True; it fails by returning False
 or ``(False, "reason")`` or by raising ``AssertionError``; a float is a score
-held against the spec's ``threshold``, and must lie from 0 to 1. A check runs in a
-thread of its own, so a hung one is abandoned at the case's deadline, which then
-makes the case a timeout; async checks get an event loop of their own there. Each
-check gets its own copy of what it asks for, so one that changes the answer changes
-nothing another check, a report or a cassette sees. Whatever a check returns or
+held against the spec's ``threshold``, and must lie from 0 to 1. A check runs on
+the deadline runner entry points use (:func:`~..bind.calling.run_blocking`), so a
+hung one is abandoned at the case's deadline, which then makes the case a timeout.
+Each check gets its own copy of ``value``, ``input`` and ``answer``, so one that
+changes the answer changes nothing another check, a report or a cassette sees;
+``case`` is copied once per run and shared by that run's checks (a copy per check
+would copy a whole conversation at every turn). Whatever a check returns or
 raises, however badly it prints, is read into a result and never escapes. Which
 checks a suite names, with their lines, is read from the raw suite data
 (:func:`check_refs`), so a ``module:function`` that cannot be imported is a
@@ -40,7 +42,7 @@ from .calls import EntryCall
 
 __all__ = ["PARAMETERS", "CheckRef", "CheckResults", "Unimportable", "check_refs",
            "fixture_checks", "grade_checks", "refuse_unimportable", "resolve_specs",
-           "run_checks", "signature_problem", "uses_fixture"]
+           "signature_problem", "uses_fixture"]
 
 #: What a check may ask for, by parameter name.
 PARAMETERS = ("output", "value", "input", "answer", "case")
@@ -436,8 +438,3 @@ def grade_checks(expect: Expect | None, functions: Mapping[str, CheckFunction], 
         results.append(AssertionResult(name, passed, expected or wanted, found))
     return CheckResults(tuple(results), out_of_time)
 
-
-def run_checks(expect: Expect | None, functions: Mapping[str, CheckFunction], case: Case,
-               case_input: object, call: EntryCall, deadline: float) -> list[AssertionResult]:
-    """:func:`grade_checks`' results alone."""
-    return list(grade_checks(expect, functions, case, case_input, call, deadline).results)
