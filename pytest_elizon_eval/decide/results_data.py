@@ -317,14 +317,6 @@ class SuiteInfo:
     #: How cassettes name the suite (see :func:`~.cassette.suite_key`); not in report data.
     key: str = field(default="", metadata={DATA: False})
 
-    def to_data(self) -> dict[str, Any]:
-        return dict(self._data)
-
-    @functools.cached_property
-    def _data(self) -> dict[str, Any]:  # the same for every case of the suite: built once
-        data: dict[str, Any] = encodable(to_data(self))
-        return data
-
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> SuiteInfo:
         return from_data(cls, data)
