@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Generator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +33,21 @@ __all__ = ["REPORT_KEY", "SnapshotCases", "SnapshotWriter", "update_requested"]
 
 #: The key of a case's report data that carries its suite's snapshot file to the owner.
 REPORT_KEY = "snapshot_file"
-_FILE = pytest.StashKey[snapshots.SnapshotFile]()
-_WRITE = pytest.StashKey[dict[str, Any]]()
-_SUITE = pytest.StashKey[dict[str, Any]]()
+
+
+@dataclass
+class _CaseState:
+    """What a case's snapshot check keeps from its setup to its report."""
+
+    #: Its suite's snapshot file, when the case has ``expect.snapshot``.
+    file: snapshots.SnapshotFile | None = None
+    #: Its suite's snapshot file for the owner: path, display, suite, unused ids.
+    suite: dict[str, Any] | None = None
+    #: What an update run writes for it.
+    write: dict[str, Any] | None = None
+
+
+_STATE = pytest.StashKey[_CaseState]()
 
 
 def update_requested(config: pytest.Config) -> bool:
@@ -89,9 +102,10 @@ class SnapshotCases:
         if not isinstance(suite, SuiteFile):
             return
         file, unused = self._suite(suite)
+        state = item.stash[_STATE] = _CaseState()
         if isinstance(file, snapshots.SnapshotFile) and unused:
-            item.stash[_SUITE] = {"path": str(file.path), "display": file.display,
-                                  "suite": suite.context.display, "unused": unused}
+            state.suite = {"path": str(file.path), "display": file.display,
+                           "suite": suite.context.display, "unused": unused}
         expect = item.case.expect
         if expect is None or not expect.snapshot:
             return
@@ -100,19 +114,19 @@ class SnapshotCases:
         bad = file.bad.get(item.case.id)
         if bad is not None and not self.update:  # an update run writes the entry again
             raise ElizonError(errors.ELIZON_SNAPSHOT_INVALID, [bad])
-        item.stash[_FILE] = file
-        item.stash[_SUITE] = {"path": str(file.path), "display": file.display,
-                              "suite": suite.context.display, "unused": unused}
+        state.file = file
+        state.suite = {"path": str(file.path), "display": file.display,
+                       "suite": suite.context.display, "unused": unused}
 
     def pytest_elizon_case_checks(self, item: CaseItem, run: CaseRun) -> CaseChecks | None:
-        file = item.stash.get(_FILE, None)
-        if file is None or item.plan is None:
+        state = item.stash.get(_STATE, None)
+        file = state.file if state is not None else None
+        if state is None or file is None or item.plan is None:
             return None
         compared = snapshots.compare(
             file, item.case.id, [_text(a) for a in run.attempts], recorded_input(item.case),
             item.plan.entry_description, update=self.update)
-        if compared.write is not None:
-            item.stash[_WRITE] = compared.write
+        state.write = compared.write
         return CaseChecks(assertions=(compared.assertion,), snapshot=compared.record)
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -121,11 +135,11 @@ class SnapshotCases:
         report = yield
         # outermost wrapper: the case's data is on the report by now
         data = getattr(report, outcomes.REPORT_ATTR, None)
-        suite = item.stash.get(_SUITE, None)
-        if call.when == "call" and isinstance(data, dict) and suite is not None:
-            write = item.stash.get(_WRITE, None)
+        state = item.stash.get(_STATE, None)
+        if call.when == "call" and isinstance(data, dict) and state is not None \
+                and state.suite is not None:
             data[REPORT_KEY] = outcomes.encodable({
-                **suite, "case": item.name, "write": write})
+                **state.suite, "case": item.name, "write": state.write})
         return report
 
 
