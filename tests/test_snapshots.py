@@ -150,18 +150,23 @@ def test_under_xdist_the_controller_writes_the_one_file(
 ) -> None:
     cases = "".join(f"  - id: c{n}\n    input: w{n}\n    expect: {{snapshot: true}}\n"
                     for n in range(8))
-    packages.package(app=APP, suite="cases:\n" + cases)
+    chat = ("  - id: chat\n    turns:\n      - input: one\n      - input: two\n"
+            "    expect: {snapshot: true}\n")
+    packages.package(app=APP, suite="cases:\n" + cases + chat)
     # workers would race on one file; every case must land whatever worker ran it
     written = pytester.runpytest_subprocess("-n", "2", "--elizon-snapshot-update", "-p",
                                             "no:cacheprovider")
-    assert written.parseoutcomes() == {"passed": 8}
+    assert written.parseoutcomes() == {"passed": 9}
     data = load_yaml((pytester.path / SNAP).read_bytes())
-    assert sorted(data["snapshots"]) == [f"c{n}" for n in range(8)]
+    assert sorted(data["snapshots"]) == ["c0", "c1", "c2", "c3", "c4", "c5", "c6", "c7", "chat"]
     assert data["snapshots"]["c5"]["output"] == "Hello w5\nline two\n"
+    # a conversation pins every turn's answer
+    assert data["snapshots"]["chat"]["output"] == (
+        "--- turn 1 ---\nHello one\nline two\n\n--- turn 2 ---\nHello two\nline two\n")
     (pytester.path / "pkg/mode.txt").write_text("Z")
     drifted = pytester.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider")
-    assert drifted.parseoutcomes() == {"failed": 8}
-    drifted.stdout.fnmatch_lines(["8 changed"])
+    assert drifted.parseoutcomes() == {"failed": 9}
+    drifted.stdout.fnmatch_lines(["9 changed"])
 
 
 def test_a_bad_snapshot_file_is_the_error_of_its_cases_naming_file_and_line(
@@ -186,6 +191,52 @@ def test_a_bad_snapshot_file_is_the_error_of_its_cases_naming_file_and_line(
     # the update run pins what the entry point says now
     assert pytester.runpytest("--elizon-snapshot-update").ret == 0
     assert "Hello world" in snap.read_text()
+
+
+def test_snapshot_files_are_never_suites_and_a_turn_has_no_snapshot_key(
+    packages: Packages, pytester: pytest.Pytester
+) -> None:
+    packages.package(app=APP, suite=SUITE)
+    assert pytester.runpytest("--elizon-snapshot-update").ret == 0
+    # even when the stand-alone glob matches it, the snapshot file is not collected
+    matched = pytester.runpytest("-o", "elizon_suite_files=*.yaml")
+    assert matched.parseoutcomes() == {"passed": 3}
+    packages.write("pkg/eval/suite.yaml", """
+        cases:
+          - id: chat
+            turns:
+              - input: a
+                expect: {snapshot: true}
+        """)
+    refused = pytester.runpytest()
+    refused.stdout.fnmatch_lines(["*EVALUATION_SUITE_INVALID: pkg/eval/suite.yaml:2: *"
+                                  "snapshot: is a key of the case's own expect, not of a "
+                                  "turn's*"])
+
+
+def test_a_snapshot_file_that_cannot_be_written_is_a_red_line_and_status_4(
+    packages: Packages, pytester: pytest.Pytester
+) -> None:
+    # the last case's entry point puts a file where the folder must go, after the first
+    # case read its (missing) snapshots: the write at the end of the session fails
+    packages.package(app="""
+import pathlib
+
+def answer(text):
+    if text == "sabotage":
+        pathlib.Path(__file__).with_name("eval").joinpath("__snapshots__").write_text("x")
+    return f"Hello {text}"
+""", suite="""
+cases:
+  - id: greet
+    input: world
+    expect: {snapshot: true}
+  - id: last
+    input: sabotage
+""")
+    result = pytester.runpytest("--elizon-snapshot-update")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines([f"elizon: {SNAP} not updated: *"])
 
 
 # -- the pure module ------------------------------------------------------------------------

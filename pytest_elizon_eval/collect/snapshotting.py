@@ -105,7 +105,7 @@ class SnapshotCases:
         state = item.stash[_STATE] = _CaseState()
         if isinstance(file, snapshots.SnapshotFile) and unused:
             state.suite = {"path": str(file.path), "display": file.display,
-                           "suite": suite.context.display, "unused": unused}
+                           "suite": suite.path.name, "unused": unused}
         expect = item.case.expect
         if expect is None or not expect.snapshot:
             return
@@ -116,7 +116,7 @@ class SnapshotCases:
             raise ElizonError(errors.ELIZON_SNAPSHOT_INVALID, [bad])
         state.file = file
         state.suite = {"path": str(file.path), "display": file.display,
-                       "suite": suite.context.display, "unused": unused}
+                       "suite": suite.path.name, "unused": unused}
 
     def pytest_elizon_case_checks(self, item: CaseItem, run: CaseRun) -> CaseChecks | None:
         state = item.stash.get(_STATE, None)
