@@ -31,6 +31,8 @@ from .nodes import CaseItem, SuiteFile
 
 __all__ = ["REPORT_KEY", "SnapshotCases", "SnapshotWriter", "update_requested"]
 
+#: Cases listed in the terminal section without -v.
+LISTED = 20
 #: The key of a case's report data that carries its suite's snapshot file to the owner.
 REPORT_KEY = "snapshot_file"
 
@@ -181,32 +183,33 @@ class SnapshotWriter:
         for path_text, state in sorted(self.files.items()):
             if not state["writes"] and not state["unused"]:
                 continue
-            path = Path(path_text)
             try:
-                # read again: the file as it is now, not as the workers saw it
-                file = snapshots.load(path, state["display"])
-                text = snapshots.updated_text(file, state["suite"], state["writes"],
-                                              state["unused"])
-                if text is None:
-                    path.unlink(missing_ok=True)
-                    if path.parent.is_dir() and not any(path.parent.iterdir()):
-                        path.parent.rmdir()
-                elif not path.is_file() or path.read_text(encoding="utf-8") != text:
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    path.write_text(text, encoding="utf-8")
-                else:
-                    continue
-            except ElizonError as exc:
+                changed = self._write(Path(path_text), state)
+            except (ElizonError, OSError) as exc:
                 self.problems.append(f"{state['display']} not updated: {exc}")
                 continue
-            except OSError as exc:
-                self.problems.append(f"{state['display']} not updated: {exc}")
-                continue
-            removed = len(state["unused"])
-            self.written.append(f"{state['display']} ({len(state['writes'])} written, "
-                                f"{removed} unused removed)")
+            if changed:
+                self.written.append(f"{state['display']} ({len(state['writes'])} written, "
+                                    f"{len(state['unused'])} unused removed)")
         if self.problems:
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
+
+    @staticmethod
+    def _write(path: Path, state: dict[str, Any]) -> bool:
+        """Apply a file's writes and removals; whether the file changed."""
+        # read again: the file as it is now, not as the workers saw it
+        file = snapshots.load(path, state["display"])
+        text = snapshots.updated_text(file, state["suite"], state["writes"], state["unused"])
+        if text is None:  # no snapshot left: the file goes, and its folder when empty
+            path.unlink(missing_ok=True)
+            if path.parent.is_dir() and not any(path.parent.iterdir()):
+                path.parent.rmdir()
+            return True
+        if path.is_file() and path.read_text(encoding="utf-8") == text:
+            return False
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        return True
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         unused = [(state["display"], sorted(state["unused"]))
@@ -220,12 +223,18 @@ class SnapshotWriter:
         if counts:
             terminalreporter.write_line(counts)
         hint = "" if self.update else " (run pytest with --elizon-snapshot-update to accept it)"
-        for nodeid, status, updated in self.notable:
+        shown = sorted(self.notable)
+        if terminalreporter.verbosity <= 0 and len(shown) > LISTED:
+            shown = shown[:LISTED]
+        for nodeid, status, updated in shown:
             said = "written" if updated else ("not written" if self.update else "")
             line = f"{status}: {nodeid}" + (f" — {said}" if said else "")
             failing = status != snapshots.MATCH and not updated
             terminalreporter.write_line(line + (hint if failing and not self.update else ""),
                                         red=failing, green=updated)
+        if len(shown) < len(self.notable):
+            terminalreporter.write_line(f"… and {len(self.notable) - len(shown)} more (-v "
+                                        "lists every one)")
         for display, ids in unused:
             what = "removed" if self.update else \
                 "not used by any case; --elizon-snapshot-update removes them"
