@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +25,7 @@ from .. import errors
 from ..errors import ElizonError
 from ..load.loading import LoadFailed, Problem, YamlMapping, line_of, load_yaml
 from .assertions import AssertionResult
+from .cassette import input_sha256  # one canonical input hash: a cassette's and a snapshot's
 
 __all__ = ["DIRECTORY", "FORMAT", "SUFFIX", "Comparison", "Pin", "SnapshotFile", "compare",
            "input_sha256", "is_snapshot_file", "load", "snapshot_path", "text_sha256",
@@ -60,12 +60,6 @@ def is_snapshot_file(path: Path) -> bool:
 
 def text_sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def input_sha256(case_input: object) -> str:
-    canonical = json.dumps(case_input, sort_keys=True, ensure_ascii=False,
-                           separators=(",", ":"), default=str)
-    return text_sha256(canonical)
 
 
 @dataclass(frozen=True)
