@@ -342,6 +342,17 @@ def test_statuses_and_what_an_update_writes(tmp_path: Path) -> None:
     assert "+'a\\nb'" in eol.record["diff"]
 
 
+def test_each_suite_file_has_its_own_snapshot_file() -> None:
+    where = {name: snapshots.snapshot_path(Path("eval") / name).as_posix() for name in
+             ("suite.yaml", "suite.yml", "smoke.eval.yaml", "cases.jsonl")}
+    assert where == {"suite.yaml": "eval/__snapshots__/suite.snap.yaml",
+                     "suite.yml": "eval/__snapshots__/suite.yml.snap.yaml",
+                     "smoke.eval.yaml": "eval/__snapshots__/smoke.eval.snap.yaml",
+                     "cases.jsonl": "eval/__snapshots__/cases.jsonl.snap.yaml"}
+    assert snapshots.is_snapshot_file(Path(where["suite.yml"]))
+    assert not snapshots.is_snapshot_file(Path("eval/suite.snap.yaml"))
+
+
 def test_the_written_text_reads_back_exactly(tmp_path: Path) -> None:
     tricky = ["no", "123", "  leading\ntrailing  \n", "tab\there", "ünïcode ✓\n\n\n",
               "", "line\r\nwindows\r\n", "null", "- item", "a: b\n# not a comment"]

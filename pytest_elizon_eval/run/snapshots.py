@@ -45,12 +45,11 @@ NEW, MATCH, CHANGED = "new", "match", "changed"
 
 
 def snapshot_path(suite: Path) -> Path:
-    """Where the snapshots of the suite file ``suite`` live."""
-    name = suite.name
-    for extension in (".yaml", ".yml"):
-        if name.endswith(extension):
-            name = name[: -len(extension)]
-            break
+    """Where the snapshots of the suite file ``suite`` live: ``suite.yaml`` →
+    ``__snapshots__/suite.snap.yaml``; any other name is kept whole (``suite.yml`` →
+    ``suite.yml.snap.yaml``, ``cases.jsonl`` → ``cases.jsonl.snap.yaml``), so two suites
+    of one folder never share a file."""
+    name = suite.name.removesuffix(".yaml")
     return suite.parent / DIRECTORY / f"{name}{SUFFIX}"
 
 
