@@ -105,9 +105,10 @@ class SnapshotCases:
             return
         file, unused = self._suite(suite)
         state = item.stash[_STATE] = _CaseState()
-        if isinstance(file, snapshots.SnapshotFile) and unused:
-            state.suite = {"path": str(file.path), "display": file.display,
-                           "suite": suite.path.name, "unused": unused}
+        shared = {"path": str(file.path), "display": file.display, "suite": suite.path.name,
+                  "unused": unused} if isinstance(file, snapshots.SnapshotFile) else None
+        if unused:  # every case of the suite tells the owner, whichever of them runs
+            state.suite = shared
         expect = item.case.expect
         if expect is None or not expect.snapshot:
             return
@@ -116,9 +117,7 @@ class SnapshotCases:
         bad = file.bad.get(item.case.id)
         if bad is not None and not self.update:  # an update run writes the entry again
             raise ElizonError(errors.ELIZON_SNAPSHOT_INVALID, [bad])
-        state.file = file
-        state.suite = {"path": str(file.path), "display": file.display,
-                       "suite": suite.path.name, "unused": unused}
+        state.file, state.suite = file, shared
 
     def pytest_elizon_case_checks(self, item: CaseItem, run: CaseRun) -> CaseChecks | None:
         state = item.stash.get(_STATE, None)
