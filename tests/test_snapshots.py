@@ -9,10 +9,12 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from pytest_elizon_eval.errors import ElizonError
 from pytest_elizon_eval.load.loading import load_yaml
+from pytest_elizon_eval.reporting import results
 from pytest_elizon_eval.run import snapshots
 from pytest_elizon_eval.run.snapshots import compare, load, text_sha256
 
@@ -44,6 +46,7 @@ SNAP = "pkg/eval/__snapshots__/suite.snap.yaml"
 
 def _results(pytester: pytest.Pytester, name: str = "r.json") -> dict[str, dict[str, Any]]:
     data = json.loads((pytester.path / name).read_text())
+    jsonschema.validate(data, results.schema())  # the snapshot record is in the schema
     return {c["id"]: c for s in data["suites"] for c in s["cases"]}
 
 
@@ -273,6 +276,23 @@ def test_a_file_that_is_not_a_snapshot_file_is_refused_at_its_line(
     assert raised.value.code == "ELIZON_SNAPSHOT_INVALID"
     assert raised.value.messages[0].startswith(f"s.snap.yaml:{line}: ")
     assert said in raised.value.messages[0]
+
+
+@pytest.mark.parametrize(("data", "said"), [
+    (b"format: pytest-elizon-eval/snapshots/v1\nsnapshots:\n  c: \xff\n",
+     "s.snap.yaml:3: not UTF-8 text"),
+    (b"format: pytest-elizon-eval/snapshots/v1\nsnapshots:\n  c: {output: no}\n",
+     "s.snap.yaml:3: unquoted 'no' is read by YAML 1.1 as boolean false"),
+    (b"a: &a [*a]\n", "s.snap.yaml:1: recursive YAML alias"),
+])
+def test_what_the_suite_loader_refuses_a_snapshot_file_is_refused_for(
+    tmp_path: Path, data: bytes, said: str
+) -> None:
+    path = tmp_path / "s.snap.yaml"
+    path.write_bytes(data)
+    with pytest.raises(ElizonError) as raised:
+        load(path, "s.snap.yaml")
+    assert str(raised.value).startswith(f"ELIZON_SNAPSHOT_INVALID: {said}")
 
 
 def test_bad_entries_are_kept_apart_with_their_lines(tmp_path: Path) -> None:
