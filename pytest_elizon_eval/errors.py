@@ -28,6 +28,7 @@ __all__ = [
     "ELIZON_RESULTS_INVALID",
     "ELIZON_RESULTS_SIGNATURE_INVALID",
     "ELIZON_SECRETS_INVALID",
+    "ELIZON_SNAPSHOT_INVALID",
     "EVALUATION_GATE_FAILED",
     "EVALUATION_NOT_ACKNOWLEDGED",
     "EVALUATION_SUITE_INVALID",
@@ -52,6 +53,7 @@ EVALUATION_NOT_ACKNOWLEDGED = "EVALUATION_NOT_ACKNOWLEDGED"
 ELIZON_RESULTS_SIGNATURE_INVALID = "ELIZON_RESULTS_SIGNATURE_INVALID"
 ELIZON_RESULTS_INVALID = "ELIZON_RESULTS_INVALID"
 EVALUATION_GATE_FAILED = "EVALUATION_GATE_FAILED"
+ELIZON_SNAPSHOT_INVALID = "ELIZON_SNAPSHOT_INVALID"
 
 
 @dataclass(frozen=True)
@@ -107,6 +109,10 @@ CODES: tuple[Code, ...] = (
          "found no RESULTS.ack.json for exactly this document"),
     Code(EVALUATION_GATE_FAILED, "elizon-eval",
          "verify --require-pass: a must-pass suite did not pass (recomputed from the cases)"),
+    Code(ELIZON_SNAPSHOT_INVALID, "case",
+         "a case with expect.snapshot: its suite's __snapshots__ file is not valid YAML or not "
+         "a snapshot file, or the case's entry has a wrong key or type or an output_sha256 "
+         "that is not its output's (an update run rewrites a bad entry, never a bad file)"),
 )
 
 

@@ -22,7 +22,7 @@ import pytest
 
 from .bind.binding import Binder
 from .collect import _pytest_compat as compat
-from .collect import hookspecs, options
+from .collect import hookspecs, options, snapshotting
 from .collect import nodes as collect
 from .collect import session as elizon_session
 from .decide import outcomes
@@ -68,6 +68,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(redteam_nodes, "elizon-redteam")
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(SessionReporter(config, settings), _REPORTER)
+    # snapshots: compared in every process, written by the owning one (docs/contract.md#snapshots)
+    config.pluginmanager.register(snapshotting.SnapshotCases(config), "elizon-snapshots")
+    if not hasattr(config, "workerinput"):
+        config.pluginmanager.register(snapshotting.SnapshotWriter(config),
+                                      "elizon-snapshot-writer")
     if config.pluginmanager.hasplugin("html") and getattr(config.option, "htmlpath", None):
         # pytest-html is active: its rows and summary get the Elizon details (workers too,
         # since the extras ride on the report).

@@ -13,6 +13,7 @@ from pytest_elizon_eval.decide.results_data import (
     ProbeRecord,
     RunRecord,
     SecurityRecord,
+    SnapshotRecord,
     SuiteInfo,
     ToolCallRecord,
     TurnRecord,
@@ -48,7 +49,9 @@ def full() -> CaseResult:
         turns=(turn,), failed_turn=2, turn_count=3,
         security=SecurityRecord((LeakRecord("canary", "ab…yz"),),
                                 ProbeRecord("jailbreak", "high", "pack", "elizon.yaml", 7)),
-        attempts=3, retries=2, waited_s=0.5, rate_limited=True)
+        attempts=3, retries=2, waited_s=0.5, rate_limited=True,
+        snapshot=SnapshotRecord("changed", "pkg/eval/__snapshots__/s.snap.yaml", 5, True,
+                                "the output differs from it", "--- a\n+++ b"))
 
 
 def test_a_fully_populated_result_survives_data_and_json_unchanged() -> None:

@@ -131,6 +131,9 @@ OPTIONS: tuple[Option, ...] = (
            unset="*.eval.yaml",
            help="Glob patterns of stand-alone suite files to collect (default: "
                 "*.eval.yaml)."),
+    Option(cli="--elizon-snapshot-update", action="store_true", default=False,
+           help="Write the snapshots of cases with expect.snapshot that are new or changed "
+                "(they pass), and remove unused ones, in each suite's __snapshots__ folder."),
 )
 
 

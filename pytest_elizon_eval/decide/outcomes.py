@@ -30,7 +30,14 @@ from .results_data import TIMEOUT as TIMEOUT
 from .results_data import WORKER_CRASH as WORKER_CRASH
 from .results_data import CaseIdentity as CaseIdentity
 from .results_data import CaseResult as CaseResult
-from .results_data import RunRecord, SecurityRecord, ToolCallRecord, TurnRecord, from_data
+from .results_data import (
+    RunRecord,
+    SecurityRecord,
+    SnapshotRecord,
+    ToolCallRecord,
+    TurnRecord,
+    from_data,
+)
 from .results_data import SuiteInfo as SuiteInfo
 from .results_data import encodable as encodable
 from .wording import OUTPUT_SHOWN as OUTPUT_SHOWN
@@ -175,13 +182,16 @@ def _run_record(attempt: Attempt, outcome: str) -> RunRecord:
 
 def decide(identity: CaseIdentity, plan: CasePlan, run: CaseRun, *,
            also: tuple[AssertionResult, ...] = (),
-           security: SecurityRecord | Mapping[str, Any] | None = None) -> CaseResult:
+           security: SecurityRecord | Mapping[str, Any] | None = None,
+           snapshot: Mapping[str, Any] | None = None) -> CaseResult:
     """The result of a case that ran: one run as it went; ``repeat`` runs pass when at least
     ``minPassRate`` of them pass, and then show the first run that did not pass. ``also``
     are checks of the whole case (the probe pack's canary and secrets, read from every
     run): one that fails fails a case that would have passed. ``security`` may come as
     plain data (:func:`~.redteam.leak_checks` gives it so)."""
     result = _decided(identity, plan, run)
+    if snapshot is not None:
+        result = replace(result, snapshot=from_data(SnapshotRecord, snapshot))
     if not also and security is None:
         return result
     failed = any(a.passed is False for a in also)

@@ -44,6 +44,7 @@ __all__ = [
     "ProbeRecord",
     "RunRecord",
     "SecurityRecord",
+    "SnapshotRecord",
     "SuiteInfo",
     "ToolCallRecord",
     "TurnRecord",
@@ -304,6 +305,20 @@ class SecurityRecord:
 
 
 @dataclass(frozen=True)
+class SnapshotRecord:
+    """A case's snapshot check (docs/contract.md#snapshots): ``new``, ``match`` or
+    ``changed``, in which file (and at which line its pin is), whether this run wrote it,
+    why it changed and the unified diff of the pinned output against this run's."""
+
+    status: str
+    file: str
+    line: int | None = None
+    updated: bool = False
+    note: str | None = field(default=None, metadata={OMIT_NONE: True})
+    diff: str | None = field(default=None, metadata={OMIT_NONE: True})
+
+
+@dataclass(frozen=True)
 class SuiteInfo:
     """What every case of a suite shares, carried with each case so reports need no files."""
 
@@ -380,6 +395,8 @@ class CaseResult:
     retries: int = 0
     waited_s: float = 0.0
     rate_limited: bool = False
+    #: The ``expect.snapshot`` check; None where the case has none (and then not in the data).
+    snapshot: SnapshotRecord | None = field(default=None, metadata={OMIT_NONE: True})
 
     @property
     def crashed(self) -> bool:

@@ -57,8 +57,9 @@ def reason(result: CaseResult, limit: int = REASON_PART) -> str:
     if result.failed_turn is not None:
         text = f"turn {result.failed_turn} of {_turns_of(result)}: {text}"
     if result.runs:
-        text = (f"{result.passed_runs}/{len(result.runs)} runs passed; first that did not: "
-                + text)
+        first = "first that did not: " if (result.passed_runs or 0) < len(result.runs) \
+            else "a check of the whole case did not: "
+        text = f"{result.passed_runs}/{len(result.runs)} runs passed; {first}" + text
     return text.replace("\r", " ").replace("\n", " ")
 
 
@@ -132,7 +133,9 @@ def _runs_lines(result: CaseResult) -> list[str]:
     lines = [f"runs: {result.passed_runs}/{n} passed, minPassRate {result.min_pass_rate:g} "
              f"needs {math.ceil((result.min_pass_rate or 0) * n - 1e-9)}"]
     lines.extend(_run_line(index, run) for index, run in enumerate(result.runs, 1))
-    lines.append("the first run that did not pass:")
+    # every run passed and a check of the whole case (every run's) failed it: say that
+    lines.append("the first run that did not pass:" if (result.passed_runs or 0) < n
+                 else "every run passed; a check of the whole case did not:")
     return lines
 
 
@@ -179,6 +182,9 @@ def failure_message(result: CaseResult) -> str:
                          f"{visible(a.found, keep_newlines=False)}")
     if not result.assertions and result.error is None:
         lines.append("  (no assertions: the case checks the run end to end)")
+    if result.snapshot is not None and result.snapshot.diff:
+        lines.append("snapshot diff (- pinned, + this run):")
+        lines.append(_indent(visible(result.snapshot.diff), "  "))
     if result.tool_calls and not result.turns:
         lines.append("tool " + visible(_calls_line(result.tool_calls), keep_newlines=False))
     if result.usage:

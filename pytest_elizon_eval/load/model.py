@@ -158,6 +158,8 @@ class Expect(_Strict):
         Annotated[str, Tag("check-name")] | Annotated[CheckSpec, Tag("check-mapping")],
         Discriminator(_check_form),
     ]] | None = None
+    # Issue 24: the output pinned in the suite's __snapshots__ file (docs/contract.md#snapshots).
+    snapshot: bool | None = None
 
     @property
     def checks_output(self) -> bool:
@@ -237,6 +239,13 @@ class Case(_Strict):
     def _input_or_turns(self) -> Case:
         if (self.input is None) == (self.turns is None):
             raise ValueError(INPUT_OR_TURNS)
+        return self
+
+    @model_validator(mode="after")
+    def _snapshot_of_case(self) -> Case:
+        if any(t.expect is not None and t.expect.snapshot for t in self.turns or ()):
+            raise ValueError("snapshot: is a key of the case's own expect, not of a turn's "
+                             "(a conversation's snapshot pins every turn's answer)")
         return self
 
     @property

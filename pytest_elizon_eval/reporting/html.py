@@ -35,6 +35,7 @@ from typing import Any
 from ..decide.outcomes import ERROR, FAILED, PASSED, TIMEOUT, CaseResult, blocks, reason
 from ..run.assertions import AssertionResult
 from ..text import cap, visible
+from . import snapshot_reports
 from .aggregate import Aggregate, BaselineRow, SuiteSummary, format_metric
 from .regression import CHANGES, Regression
 
@@ -63,6 +64,7 @@ _KNOWN = {"nodeid", "case_id", "line", "outcome", "assertions", "latency_ms", "o
           "output_length", "error", "timeout_s", "timeout_source", "entry", "judge_score",
           "judge_reasoning", "runs", "passed_runs", "min_pass_rate", "replayed", "input",
           "suite"}
+_KNOWN |= {"snapshot"}  # its own item of the details (snapshot_reports.html_item)
 
 _CSS = """
 :root{--ok:#2e7d32;--ko:#c62828;--to:#ef6c00;--er:#6a1b9a;--ad:#b58900;--mu:#666;
@@ -260,6 +262,9 @@ def _detail_items(result: CaseResult) -> list[tuple[str, str]]:
     if result.entry:
         run += f"; entry <code>{_capped(result.entry, LINE_SHOWN)}</code>"
     items.append(("run", run))
+    snapshot = snapshot_reports.html_item(result, _esc, _pre)
+    if snapshot is not None:
+        items.append(snapshot)
     for name, value in result.to_data().items():
         if name not in _KNOWN and value not in (None, [], {}, ""):
             items.append((name.replace("_", " "), _pre(_json_text(value))))

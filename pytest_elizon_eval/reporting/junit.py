@@ -35,6 +35,7 @@ from ..decide.outcomes import (
     reason,
 )
 from ..text import cap, visible
+from . import snapshot_reports
 from .aggregate import Aggregate, SuiteSummary
 
 __all__ = ["render"]
@@ -117,4 +118,4 @@ def render(aggregate: Aggregate) -> str:
 
     text: str = to_xml_report_string([_suite(s) for s in aggregate.suites()], prettyprint=True,
                                      encoding="utf-8")
-    return text
+    return snapshot_reports.junit_properties(text, aggregate)

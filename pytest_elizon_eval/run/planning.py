@@ -65,6 +65,8 @@ class CaseChecks:
     security: dict[str, Any] | None = None
     #: Strings every report must show masked.
     redact: tuple[str, ...] = ()
+    #: The case's snapshot record (docs/contract.md#snapshots), as plain data.
+    snapshot: dict[str, Any] | None = None
 
 
 def sources(kind: Kind, context: SuiteContext, settings: Settings, fixture_value: object,
@@ -158,7 +160,9 @@ def decided(identity: CaseIdentity, plan: CasePlan, run: CaseRun,
         if found.security is not None:  # one record: the leaks of every plugin, together
             leaked = [*(security or {}).get("leaked", ()), *found.security.get("leaked", ())]
             security = {**(security or {}), **found.security, "leaked": leaked}
-    result = outcomes.decide(identity, plan, run, also=also, security=security)
+    snapshot = next((found.snapshot for found in added if found.snapshot is not None), None)
+    result = outcomes.decide(identity, plan, run, also=also, security=security,
+                             snapshot=snapshot)
     return redteam.redact(result, [v for found in added for v in found.redact])
 
 
