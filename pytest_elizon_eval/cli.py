@@ -465,6 +465,15 @@ def _import_promptfoo(args: argparse.Namespace, out: Out) -> int:
     return EXIT_OK
 
 
+def _annotations_summarize(args: argparse.Namespace, out: Out) -> int:
+    from . import agreement_cli  # deferred: only this verb needs it
+
+    try:
+        return agreement_cli.summarize(args.file, args.dispute_below, args.gold, args.json, out)
+    except agreement_cli.AgreementTrouble as exc:
+        raise Trouble(str(exc)) from None
+
+
 # -- the parser ------------------------------------------------------------------------------
 
 class _Parser(argparse.ArgumentParser):
@@ -598,6 +607,26 @@ def parser() -> argparse.ArgumentParser:
                                        "checks, and its input ({canary} is the run's canary).")
     q.add_argument("--category", choices=probe_names.CATEGORIES, help="only this category")
     q.set_defaults(run=_probes_list)
+
+    p = verbs.add_parser("annotations", help="several people's labels: annotations summarize "
+                                             "FILE", description="Summaries of human labels.")
+    actions = p.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser,
+                               required=True)
+    q = actions.add_parser("summarize", help="gold labels, agreement, disputes, Fleiss' kappa",
+                           description="Read an annotations file (JSONL or CSV rows: case, "
+                                       "annotator, label, optional confidence, output, input) "
+                                       "and print per case the gold (majority) label and the "
+                                       "share of raters who gave it, the overall agreement, "
+                                       "the disputed cases and Fleiss' kappa (null unless "
+                                       "every case has the same number, at least 2, of "
+                                       "raters).")
+    q.add_argument("file", metavar="FILE")
+    q.add_argument("--dispute-below", type=float, default=0.8, metavar="SHARE",
+                   help="a case whose agreement is below this is disputed (default 0.8)")
+    q.add_argument("--gold", metavar="PATH",
+                   help="write the gold labels as a judge-alignment labels file (JSONL)")
+    q.add_argument("--json", action="store_true", help="print the summary as JSON")
+    q.set_defaults(run=_annotations_summarize)
     return top
 
 

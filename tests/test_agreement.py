@@ -176,3 +176,47 @@ def test_hostile_annotations() -> None:
         "a:4: 'label' is missing or not text or a number",
         "a:5: unknown column 'who'; an annotation row has case, annotator, label, and "
         "optionally confidence, output, input"]
+
+
+def test_cli_annotations_summarize_and_gold(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from pytest_elizon_eval import cli
+
+    source = tmp_path / "ann.csv"
+    source.write_text("case,annotator,label,output\n"
+                      "refund,ann,pass,We refund in 30 days\nrefund,bo,pass,\nrefund,cy,fail,\n"
+                      "rude,ann,fail,Go away\nrude,bo,fail,\nrude,cy,fail,\n")
+    gold = tmp_path / "gold.jsonl"
+    assert cli.main(["annotations", "summarize", str(source), "--gold", str(gold)]) == 0
+    shown = capsys.readouterr().out
+    assert "refund: gold 'pass', agreement 67% of 3  DISPUTED" in shown
+    assert "rude: gold 'fail', agreement 100% of 3\n" in shown
+    assert "2 cases, overall agreement 83%, 1 disputed (agreement below 0.8), Fleiss' κ " \
+        "0.250 (fair)" in shown
+    written = [json.loads(line) for line in gold.read_text().splitlines()]
+    assert written == [{"output": "We refund in 30 days", "human": "pass"},
+                       {"output": "Go away", "human": "fail"}]
+    # the gold file is a labels file alignment reads as it is
+    assert [r.human for r in agreement.read_labels(gold.read_bytes(), "g", ".jsonl")] == [1, 0]
+    assert cli.main(["annotations", "summarize", str(source), "--json",
+                     "--dispute-below", "0.5"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["disputed"] == []
+    assert data["fleiss_kappa"] == pytest.approx(0.25)
+
+
+def test_cli_annotations_errors(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from pytest_elizon_eval import cli
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"case": "a", "annotator": "x", "label": "pass"}\n{"case": "a"}\n')
+    assert cli.main(["annotations", "summarize", str(bad)]) == 2
+    assert f"{bad}:2: 'annotator' is missing or not text" in capsys.readouterr().err
+    good = tmp_path / "g.jsonl"
+    good.write_text('{"case": "a", "annotator": "x", "label": "meh"}\n')
+    assert cli.main(["annotations", "summarize", str(good), "--gold",
+                     str(tmp_path / "o.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert "--gold: case 'a': the gold label 'meh' is neither pass/fail nor a score" in err
+    assert not (tmp_path / "o.jsonl").exists()
+    assert cli.main(["annotations", "summarize", str(tmp_path / "none.csv")]) == 2
+    assert "none.csv: cannot read the file: No such file or directory" in capsys.readouterr().err
