@@ -62,6 +62,7 @@ def landis_koch(kappa: float | None) -> str | None:
     almost perfect."""
     if kappa is None:
         return None
+    kappa = round(kappa, 9)  # 0.6 computed as 0.6000000000000001 is still "moderate"
     for bound, label in ((0.0, "poor"), (0.2, "slight"), (0.4, "fair"), (0.6, "moderate"),
                          (0.8, "substantial")):
         if kappa < bound or (bound > 0 and kappa <= bound):
