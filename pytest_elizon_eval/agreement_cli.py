@@ -107,3 +107,63 @@ def summarize(path: str, dispute_below: float, gold: str | None, as_json: bool,
     if gold is not None:
         out.line(f"gold labels written to {gold} ({len(summary.cases)} rows)")
     return 0
+
+
+def align(package_path: str, judge_text: str | None, cache_dir: str, refresh: bool,
+          timeout_s: float, as_json: bool, out: _Out) -> int:
+    """Measure a package's judge against its ``alignment:`` labels, keep the result where
+    pytest's runs look for it, print it; 1 when κ is below ``minKappa`` (or undefined)."""
+    # deferred: only this verb loads packages and binds judges
+    from .bind.binding import JUDGE, Binder, Source, parse_text, precedence
+    from .errors import ElizonError
+    from .load.packages import MANIFEST_NAME, load_manifest
+    from .reporting.judges import alignment_line
+    from .run import alignment
+    from .run.grade_cache import GradeCache
+
+    path = Path(package_path)
+    manifest = path / MANIFEST_NAME if path.is_dir() else path
+    if not manifest.is_file():
+        raise AgreementTrouble(f"{package_path}: no {MANIFEST_NAME} there")
+    try:
+        package = load_manifest(manifest, str(manifest))
+        labels = package.alignment
+        if labels is None:
+            raise AgreementTrouble(f"{manifest}: no alignment: {{labels: …}} to measure the "
+                                   "judge against")
+        given = None
+        if judge_text is not None:
+            try:
+                given = parse_text(judge_text, JUDGE)
+            except ValueError as exc:
+                raise AgreementTrouble(f"--judge {judge_text!r}: {exc}") from None
+        binder = Binder(Path.cwd())
+        judge = binder.judge(precedence(
+            cli=Source(given, f"--judge={judge_text}"),
+            fixture=Source(None, "an elizon_judge fixture (not read by elizon-eval)"),
+            manifest=Source(package.judge, f"judge: in {manifest}"),
+            ini=Source(None, "ini elizon_judge (not read by elizon-eval)")), package.folder)
+        try:
+            rubrics = alignment.resolve_rubrics(package, labels)
+            folder = Path(cache_dir) / "d" / "elizon"
+            cache = GradeCache(folder / "grades", "refresh" if refresh else "on")
+            record = alignment.measure(judge, package, labels, rubrics, cache, timeout_s)
+        finally:
+            judge.close()
+    except ElizonError as exc:
+        raise AgreementTrouble("\n".join(exc.lines)) from None
+    alignment.save(folder / "alignment", record)
+    if as_json:
+        out.line(json.dumps(record, ensure_ascii=False, indent=2))
+    else:
+        out.line(visible(alignment_line(record), keep_newlines=False), {"bold": True})
+        out.line(f"judge calls: {record['calls']}, grades reused from the cache: "
+                 f"{record['cached']}; kept in {folder / 'alignment'}")
+        for line in record.get("ungraded", ()):
+            out.line(f"  not graded: {visible(line, keep_newlines=False)}", {"yellow": True})
+    reason = alignment.advisory_reason(record, labels, require=False)
+    if reason:
+        if not as_json:
+            out.line(f"{reason}: its failures in must-pass suites are advisory", {"red": True})
+        return 1
+    return 0

@@ -474,6 +474,16 @@ def _annotations_summarize(args: argparse.Namespace, out: Out) -> int:
         raise Trouble(str(exc)) from None
 
 
+def _align(args: argparse.Namespace, out: Out) -> int:
+    from . import agreement_cli  # deferred: only this verb needs it
+
+    try:
+        return agreement_cli.align(args.package, args.judge, args.cache_dir, args.refresh,
+                                   args.timeout, args.json, out)
+    except agreement_cli.AgreementTrouble as exc:
+        raise Trouble(str(exc)) from None
+
+
 # -- the parser ------------------------------------------------------------------------------
 
 class _Parser(argparse.ArgumentParser):
@@ -627,6 +637,26 @@ def parser() -> argparse.ArgumentParser:
                    help="write the gold labels as a judge-alignment labels file (JSONL)")
     q.add_argument("--json", action="store_true", help="print the summary as JSON")
     q.set_defaults(run=_annotations_summarize)
+
+    p = verbs.add_parser("align", help="measure a package's judge against its human labels",
+                         description="Grade every labelled output of the package's "
+                                     "alignment: labels with its judge and print agreement, "
+                                     "Cohen's kappa with its 95% interval, mean absolute "
+                                     "error, Pearson r, the confusion matrix and the "
+                                     "Landis-Koch label. The result is kept where pytest runs "
+                                     "in this folder look for it (.pytest_cache/d/elizon/"
+                                     "alignment). Exit 1 when kappa is below minKappa.")
+    p.add_argument("package", metavar="PACKAGE", help="the package folder or its elizon.yaml")
+    p.add_argument("--judge", metavar="SPEC",
+                   help="the judge, as --elizon-judge takes it (default: the manifest's judge:)")
+    p.add_argument("--cache-dir", default=".pytest_cache", metavar="DIR",
+                   help="pytest's cache folder of the project (default .pytest_cache)")
+    p.add_argument("--refresh", action="store_true",
+                   help="grade anew instead of reusing cached grades")
+    p.add_argument("--timeout", type=float, default=90.0, metavar="SECONDS",
+                   help="time limit of each grade (default 90)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(run=_align)
     return top
 
 

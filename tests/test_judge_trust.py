@@ -244,3 +244,50 @@ def test_labels_path_outside_the_package(packages: Packages, pytester: pytest.Py
     result = pytester.runpytest()
     result.stdout.fnmatch_lines(["*ELIZON_ALIGNMENT_INVALID: pkg/elizon.yaml:*: alignment "
                                  "labels '../labels.jsonl' is outside the package folder*"])
+
+
+def test_elizon_eval_align_keeps_what_pytest_then_gates_on(
+        packages: Packages, pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from pytest_elizon_eval import cli
+
+    folder = _package(packages, FAILING, extra="alignment: {labels: labels.jsonl, "
+                                               "minKappa: 0.9}\n")
+    packages.write("pkg/labels.jsonl", LABELS)
+    monkeypatch.chdir(pytester.path)
+    try:
+        assert cli.main(["align", "pkg"]) == 1  # κ 0.60 < 0.90: the data says no
+        assert cli.main(["align", "pkg/elizon.yaml", "--json"]) == 1
+    finally:
+        sys.modules.pop("judges", None)  # the package's judge, imported from its folder
+    shown = capsys.readouterr().out
+    assert "judges:grade [prompt " in shown
+    assert "κ 0.60 [0.10, 1.00] (moderate), minKappa 0.90, agreement 80%" in shown
+    assert "judge calls: 10, grades reused from the cache: 0; kept in " \
+           ".pytest_cache/d/elizon/alignment" in shown
+    assert "judge not aligned: κ 0.60 < 0.90: its failures in must-pass suites are " \
+           "advisory" in shown
+    assert '"cached": 10' in shown  # the second measurement graded nothing again
+    assert _calls(folder) == 10
+    result = pytester.runpytest()  # no --elizon-align: the kept result gates
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*judge: score 0.20 < 0.5: judge not aligned: κ 0.60 < 0.90"])
+
+
+def test_elizon_eval_align_errors(packages: Packages, pytester: pytest.Pytester,
+                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from pytest_elizon_eval import cli
+
+    _package(packages, FAILING)
+    assert cli.main(["align", str(pytester.path / "pkg")]) == 2
+    assert "no alignment: {labels: …} to measure the judge against" in capsys.readouterr().err
+    assert cli.main(["align", str(pytester.path / "nowhere")]) == 2
+    assert "nowhere: no elizon.yaml there" in capsys.readouterr().err
+    manifest = pytester.path / "pkg/elizon.yaml"
+    manifest.write_text(manifest.read_text().replace("judge: judges:grade\n", "") +
+                        "alignment: {labels: labels.jsonl}\n")
+    packages.write("pkg/labels.jsonl", LABELS)
+    assert cli.main(["align", str(pytester.path / "pkg")]) == 2
+    assert "ELIZON_JUDGE_UNBOUND" in capsys.readouterr().err
