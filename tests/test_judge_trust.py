@@ -138,6 +138,13 @@ def test_cache_key_changes_with_every_part(tmp_path: Path) -> None:
         changed[index] = other
         assert cache_key(*changed) != key
     assert cache_key(base[0], base[1], {"q": 1}, base[3], 0) == key  # canonical, not identity
+    # a run's random canary is no part of the key: a probe's grade is reused next run
+    from pytest_elizon_eval.redteam.pack import new_canary
+
+    one, other = new_canary(), new_canary()
+    assert one != other
+    assert cache_key(base[0], base[1], f"say {one}", f"no {one}", 0) == \
+        cache_key(base[0], base[1], f"say {other}", f"no {other}", 0)
     judge = CallableJudge(lambda *_: 1.0, "mod:fn")
     assert judge_identity(judge).startswith("mod:fn [prompt ")
     assert grade_cache.prompt_template_hash() in judge_identity(judge)

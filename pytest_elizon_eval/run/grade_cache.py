@@ -17,6 +17,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import tempfile
 import threading
 from dataclasses import dataclass
@@ -54,10 +55,17 @@ def _canonical(value: object) -> str:
                       default=repr)
 
 
+#: A run's red-team canary (:func:`~..redteam.pack.new_canary`): random in every run, so a
+#: key holds it as ``{canary}`` and a probe's grade is reused like any other.
+CANARY = re.compile(r"CANARY-[0-9A-F]{16}-ELZ")
+
+
 def cache_key(identity: str, rubric: str, case_input: object, output: str, sample: int) -> str:
-    """The SHA-256 of the canonical JSON of every part a grade depends on."""
+    """The SHA-256 of the canonical JSON of every part a grade depends on (the run's canary
+    written as ``{canary}``)."""
     text = _canonical({"judge": identity, "rubric": rubric, "input": case_input,
                        "output": output, "sample": sample})
+    text = CANARY.sub("{canary}", text)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
