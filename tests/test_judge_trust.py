@@ -98,7 +98,8 @@ def test_rubrics_samples_and_a_second_run_from_the_cache(
     provenance = json.loads((pytester.path / "r1.json").read_text())["provenance"]
     assert provenance["packages"][0]["judges"] == [polite["judge"]]
 
-    second = pytester.runpytest("--elizon-results=r2.json")
+    second = pytester.runpytest("--elizon-results=r2.json", "--elizon-junit=j2.xml",
+                                "--elizon-markdown=m2.md", "--elizon-html=h2.html")
     second.assert_outcomes(passed=2, failed=1)
     assert _calls(folder) == 6  # nothing graded again
     second.stdout.fnmatch_lines(["*judge: 0 calls, 6 grades reused from the cache*"])
@@ -106,6 +107,17 @@ def test_rubrics_samples_and_a_second_run_from_the_cache(
     assert all(j["calls"] == 0 and j["cached"] >= 1 for c in again.values() for j in c["judges"])
     assert again["sampled"]["judges"][0]["scores"] == [0.5, 0.9, 0.7]
     assert "[cached grade]" in again["single"]["assertions"][0]["found"]
+    # every report marks the reused grades
+    junit = (pytester.path / "j2.xml").read_text()
+    assert "judge.refund: score 0.90 (threshold 0.5) by judges:grade [prompt " in junit
+    assert "[cached grade]" in junit
+    assert "judge: 0 calls, 6 grades reused from the cache" in (pytester.path / "m2.md"
+                                                                ).read_text()
+    page = (pytester.path / "h2.html").read_text()
+    assert "judge: 0 calls, 6 grades reused from the cache" in page
+    assert "[cached grade]" in page
+    assert "Inconsistent judge grades\n\n- pkg/eval/suite.yaml::sampled — judge: scores 0.5, " \
+        "0.9, 0.7 (range 0.40 &gt; tolerance 0.1)" in (pytester.path / "m2.md").read_text()
 
     pytester.runpytest("--elizon-cache=off").assert_outcomes(passed=2, failed=1)
     assert _calls(folder) == 12

@@ -16,8 +16,17 @@ from typing import Any
 from ..decide.results_data import CaseResult
 from .aggregate import Aggregate
 
-__all__ = ["advisory_grades", "alignment_line", "alignments", "html_section",
-           "inconsistent_grades", "markdown_lines", "terminal_lines", "usage_line"]
+__all__ = [
+    "advisory_grades",
+    "alignment_line",
+    "alignments",
+    "case_lines",
+    "html_section",
+    "inconsistent_grades",
+    "markdown_lines",
+    "terminal_lines",
+    "usage_line",
+]
 
 
 def _cases(aggregate: Aggregate) -> list[CaseResult]:
@@ -101,6 +110,23 @@ def inconsistent_grades(aggregate: Aggregate) -> list[str]:
     return [f"{r.nodeid} — {j.name}: scores {', '.join(f'{s:g}' for s in j.scores)} (range "
             f"{j.range or 0:.2f} > tolerance {j.tolerance:g})"
             for r in _cases(aggregate) for j in r.judges if j.consistent is False]
+
+
+def case_lines(result: CaseResult) -> list[str]:
+    """One line per rubric grade of a case: its score, samples, cache use, flags."""
+    lines = []
+    for j in result.judges:
+        where = "".join(f" {k} {v}" for k, v in (("run", j.run), ("turn", j.turn)) if v)
+        score = "no score" if j.score is None else f"score {j.score:.2f}"
+        if len(j.scores) > 1:
+            score += f" (mean of {len(j.scores)}, range {j.range or 0:.2f}" + (
+                ", INCONSISTENT)" if j.consistent is False else ")")
+        cached = " [cached grade]" if j.cached and not j.calls else (
+            f" [{j.cached} of {j.cached + j.calls} grades cached]" if j.cached else "")
+        advisory = f" — counted as advisory: {j.advisory}" if j.advisory else ""
+        lines.append(f"{j.name}{where}: {score} (threshold {j.threshold:g}) by {j.judge}"
+                     f"{cached}{advisory}")
+    return lines
 
 
 def terminal_lines(aggregate: Aggregate) -> list[tuple[str, dict[str, bool]]]:
