@@ -310,3 +310,19 @@ def test_elizon_eval_align_errors(packages: Packages, pytester: pytest.Pytester,
     packages.write("pkg/labels.jsonl", LABELS)
     assert cli.main(["align", str(pytester.path / "pkg")]) == 2
     assert "ELIZON_JUDGE_UNBOUND" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("ini", "message"), [
+    ("elizon_cache = sometimes", "ini option elizon_cache in *tox.ini ('sometimes'): expected "
+                                 "on, off or refresh"),
+    ("elizon_cache_max_entries = many", "ini option elizon_cache_max_entries in *tox.ini "
+                                        "('many'): expected a whole number from 1 to 10000000"),
+    ("elizon_require_alignment = maybe", "ini option elizon_require_alignment in *tox.ini: *"
+                                         "expected true or false"),
+])
+def test_bad_cache_and_alignment_settings(pytester: pytest.Pytester, ini: str,
+                                          message: str) -> None:
+    pytester.makeini(f"[pytest]\n{ini}\n")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{message}*"])
