@@ -222,10 +222,10 @@ def test_alignment_gates_a_must_pass_suite(packages: Packages, pytester: pytest.
         assert counted in found
         assert case["assertions"][0]["passed"] is None
     assert "Judge alignment" in (pytester.path / "r.md").read_text()
-    # kept: the next run without --elizon-align gates the same way, without measuring again
-    pytester.runpytest("--elizon-results=again.json")
-    assert _results(pytester.path / "again.json")["no-refund"]["outcome"] == outcome
-    assert _calls(folder) == 11
+    if counted:  # kept: the next run without --elizon-align gates alike, measuring nothing
+        pytester.runpytest("--elizon-results=again.json")
+        assert _results(pytester.path / "again.json")["no-refund"]["outcome"] == outcome
+        assert _calls(folder) == 11
 
 
 def test_require_alignment(packages: Packages, pytester: pytest.Pytester) -> None:
@@ -242,20 +242,15 @@ def test_require_alignment(packages: Packages, pytester: pytest.Pytester) -> Non
     pytester.runpytest("--elizon-align").assert_outcomes(failed=1)  # aligned: it counts
 
 
-@pytest.mark.parametrize(("labels", "message"), [
-    ("", "ELIZON_ALIGNMENT_INVALID: pkg/labels.jsonl: the file has no rows"),
-    ('{"output": "a", "human": "pass"}\n', "ELIZON_ALIGNMENT_INVALID: pkg/labels.jsonl: every "
-     "label is pass (at the threshold 0.5): Cohen's κ is undefined with one class only*"),
-    ('{"output": "a", "human": "pass"}\n{"output": 1, "human": "x"}\n',
-     "ELIZON_ALIGNMENT_INVALID: pkg/labels.jsonl:2: 'output' is int, not text"),
-])
-def test_hostile_labels_stop_collection(packages: Packages, pytester: pytest.Pytester,
-                                        labels: str, message: str) -> None:
+def test_hostile_labels_stop_collection(packages: Packages, pytester: pytest.Pytester) -> None:
+    # every message of a hostile labels file is in test_agreement; here: it stops collection
     _package(packages, FAILING, extra="alignment: {labels: labels.jsonl, minKappa: 0.5}\n")
-    packages.write("pkg/labels.jsonl", labels)
+    packages.write("pkg/labels.jsonl", '{"output": "a", "human": "pass"}\n')
     result = pytester.runpytest()
-    assert result.ret != 0
-    result.stdout.fnmatch_lines([f"*{message}*"])
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*ELIZON_ALIGNMENT_INVALID: pkg/labels.jsonl: every label is "
+                                 "pass (at the threshold 0.5): Cohen's κ is undefined with one "
+                                 "class only*"])
 
 
 def test_labels_path_outside_the_package(packages: Packages, pytester: pytest.Pytester) -> None:
