@@ -26,6 +26,8 @@ _count = itertools.count()
 def grade(rubric, case_input, output):
     with open(pathlib.Path(__file__).with_name("calls.log"), "a") as log:
         log.write(rubric + "\\n")
+    if rubric == "explode":
+        raise RuntimeError("judge down")
     if rubric.startswith("noisy"):
         return (0.5, 0.9, 0.7)[next(_count) % 3], "it varies"
     word = rubric.split()[-1].strip(".")
@@ -229,17 +231,25 @@ def test_alignment_gates_a_must_pass_suite(packages: Packages, pytester: pytest.
 
 
 def test_require_alignment(packages: Packages, pytester: pytest.Pytester) -> None:
-    _package(packages, FAILING, extra="alignment: {labels: labels.jsonl, minKappa: 0.5}\n")
+    _package(packages, FAILING + """
+  - id: judge-down
+    input: anything
+    expect:
+      judge: {rubric: explode, threshold: 0.5}
+""", extra="alignment: {labels: labels.jsonl, minKappa: 0.5, rubric: Mentions refund.}\n")
     packages.write("pkg/labels.jsonl", LABELS)
     pytester.makeini("[pytest]\nelizon_require_alignment = true\n")
-    result = pytester.runpytest("-rA")
-    result.assert_outcomes(passed=1)
+    result = pytester.runpytest("-rA", "--elizon-results=r.json")
+    result.assert_outcomes(passed=2)
+    down = _results(pytester.path / "r.json")["judge-down"]["judges"][0]
+    assert down["advisory"].startswith("judge not aligned: no alignment measured")
+    assert down["score"] is None
     result.stdout.fnmatch_lines(["judge failures counted as advisory:",
                                  "  pkg/eval/suite.yaml::no-refund — judge: score 0.20 < 0.5: "
                                  "judge not aligned: no alignment measured for this judge and "
                                  "these labels (run pytest --elizon-align or elizon-eval "
                                  "align)*"])
-    pytester.runpytest("--elizon-align").assert_outcomes(failed=1)  # aligned: it counts
+    pytester.runpytest("--elizon-align").assert_outcomes(failed=2)  # aligned: they count
 
 
 def test_hostile_labels_stop_collection(packages: Packages, pytester: pytest.Pytester) -> None:

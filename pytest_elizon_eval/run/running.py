@@ -135,12 +135,13 @@ class CaseRun:
 
 def _no_grade(spec: JudgeExpect, identity: str, wanted: str, found: str, passed: bool | None,
               advisory: str | None, cached: int, calls: int) -> tuple[AssertionResult, JudgeRecord]:
-    if passed is False and advisory:
+    counted_as_advisory = passed is False and bool(advisory)
+    if counted_as_advisory:
         passed, found = None, f"{found} — counted as advisory: {advisory}"
     return (AssertionResult(spec.assertion, passed, wanted, found),
             JudgeRecord(spec.assertion, identity, spec.threshold, tolerance=spec.tolerance,
                         cached=cached, calls=calls,
-                        advisory=advisory if passed is None and cached + calls else None))
+                        advisory=advisory if counted_as_advisory else None))
 
 
 def _grade_rubric(plan: CasePlan, spec: JudgeExpect, judge: Judge, case_input: object,
