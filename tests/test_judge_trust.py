@@ -4,6 +4,7 @@ under ``-n 2``), alignment with human labels and the gating it drives."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -331,3 +332,40 @@ def test_bad_cache_and_alignment_settings(pytester: pytest.Pytester, ini: str,
     result = pytester.runpytest()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*{message}*"])
+
+
+def test_labels_rows_resolve_their_rubric(tmp_path: Path) -> None:
+    from pytest_elizon_eval.errors import ElizonError
+    from pytest_elizon_eval.load.packages import load_manifest
+    from pytest_elizon_eval.run.alignment import alignment_key, resolve_rubrics
+
+    (tmp_path / "suite.yaml").write_text(
+        "cases:\n- id: a\n  input: x\n  expect:\n    judge:\n"
+        "    - {name: tone, rubric: Is polite., threshold: 0.5}\n"
+        "    - {name: facts, rubric: Is right., threshold: 0.5}\n")
+    (tmp_path / "labels.jsonl").write_text(
+        '{"output": "a", "human": 1, "rubric": "tone"}\n'
+        '{"output": "b", "human": 0, "rubric": "Some other rubric."}\n'
+        '{"output": "c", "human": 0}\n')
+    manifest = tmp_path / "elizon.yaml"
+    manifest.write_text("name: p\nevaluation: {suite: suite.yaml}\n"
+                        "alignment: {labels: labels.jsonl}\n")
+    package = load_manifest(manifest, "p/elizon.yaml")
+    assert package.alignment is not None
+    with pytest.raises(ElizonError) as caught:
+        resolve_rubrics(package, package.alignment)
+    assert caught.value.lines == [
+        "ELIZON_ALIGNMENT_INVALID: p/labels.jsonl:3: the row names no rubric and the package "
+        "has 2 rubrics; give the row a 'rubric' (its text or a rubric's name) or alignment: "
+        "{rubric: …}"]
+    manifest.write_text(manifest.read_text().replace("labels.jsonl}", "labels.jsonl, "
+                                                     "rubric: facts}"))
+    package = load_manifest(manifest, "p/elizon.yaml")
+    assert package.alignment is not None
+    rubrics = resolve_rubrics(package, package.alignment)
+    assert rubrics == ["Is polite.", "Some other rubric.", "Is right."]
+    key = alignment_key("j", package.alignment, rubrics)
+    assert key != alignment_key("j2", package.alignment, rubrics)  # the judge
+    assert key != alignment_key("j", package.alignment, ["Is polite."])  # a rubric
+    edited = dataclasses.replace(package.alignment, sha256="0" * 64)
+    assert key != alignment_key("j", edited, rubrics)  # the labels file
