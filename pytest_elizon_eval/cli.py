@@ -465,6 +465,25 @@ def _import_promptfoo(args: argparse.Namespace, out: Out) -> int:
     return EXIT_OK
 
 
+def _annotations_summarize(args: argparse.Namespace, out: Out) -> int:
+    from . import agreement_cli  # deferred: only this verb needs it
+
+    try:
+        return agreement_cli.summarize(args.file, args.dispute_below, args.gold, args.json, out)
+    except agreement_cli.AgreementTrouble as exc:
+        raise Trouble(str(exc)) from None
+
+
+def _align(args: argparse.Namespace, out: Out) -> int:
+    from . import agreement_cli  # deferred: only this verb needs it
+
+    try:
+        return agreement_cli.align(args.package, args.judge, args.cache_dir, args.refresh,
+                                   args.timeout, args.json, out)
+    except agreement_cli.AgreementTrouble as exc:
+        raise Trouble(str(exc)) from None
+
+
 # -- the parser ------------------------------------------------------------------------------
 
 class _Parser(argparse.ArgumentParser):
@@ -598,6 +617,46 @@ def parser() -> argparse.ArgumentParser:
                                        "checks, and its input ({canary} is the run's canary).")
     q.add_argument("--category", choices=probe_names.CATEGORIES, help="only this category")
     q.set_defaults(run=_probes_list)
+
+    p = verbs.add_parser("annotations", help="several people's labels: annotations summarize "
+                                             "FILE", description="Summaries of human labels.")
+    actions = p.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser,
+                               required=True)
+    q = actions.add_parser("summarize", help="gold labels, agreement, disputes, Fleiss' kappa",
+                           description="Read an annotations file (JSONL or CSV rows: case, "
+                                       "annotator, label, optional confidence, output, input) "
+                                       "and print per case the gold (majority) label and the "
+                                       "share of raters who gave it, the overall agreement, "
+                                       "the disputed cases and Fleiss' kappa (null unless "
+                                       "every case has the same number, at least 2, of "
+                                       "raters).")
+    q.add_argument("file", metavar="FILE")
+    q.add_argument("--dispute-below", type=float, default=0.8, metavar="SHARE",
+                   help="a case whose agreement is below this is disputed (default 0.8)")
+    q.add_argument("--gold", metavar="PATH",
+                   help="write the gold labels as a judge-alignment labels file (JSONL)")
+    q.add_argument("--json", action="store_true", help="print the summary as JSON")
+    q.set_defaults(run=_annotations_summarize)
+
+    p = verbs.add_parser("align", help="measure a package's judge against its human labels",
+                         description="Grade every labelled output of the package's "
+                                     "alignment: labels with its judge and print agreement, "
+                                     "Cohen's kappa with its 95% interval, mean absolute "
+                                     "error, Pearson r, the confusion matrix and the "
+                                     "Landis-Koch label. The result is kept where pytest runs "
+                                     "in this folder look for it (.pytest_cache/d/elizon/"
+                                     "alignment). Exit 1 when kappa is below minKappa.")
+    p.add_argument("package", metavar="PACKAGE", help="the package folder or its elizon.yaml")
+    p.add_argument("--judge", metavar="SPEC",
+                   help="the judge, as --elizon-judge takes it (default: the manifest's judge:)")
+    p.add_argument("--cache-dir", default=".pytest_cache", metavar="DIR",
+                   help="pytest's cache folder of the project (default .pytest_cache)")
+    p.add_argument("--refresh", action="store_true",
+                   help="grade anew instead of reusing cached grades")
+    p.add_argument("--timeout", type=float, default=90.0, metavar="SECONDS",
+                   help="time limit of each grade (default 90)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(run=_align)
     return top
 
 

@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # types only
 
 __all__ = [
     "CODES",
+    "ELIZON_ALIGNMENT_INVALID",
     "ELIZON_CASSETTE_MISSING",
     "ELIZON_CASSETTE_STALE",
     "ELIZON_ENTRY_INVALID",
@@ -48,6 +49,7 @@ ELIZON_CASSETTE_STALE = "ELIZON_CASSETTE_STALE"
 ELIZON_JUDGE_INVALID = "ELIZON_JUDGE_INVALID"
 ELIZON_PROBES_INVALID = "ELIZON_PROBES_INVALID"
 ELIZON_SECRETS_INVALID = "ELIZON_SECRETS_INVALID"
+ELIZON_ALIGNMENT_INVALID = "ELIZON_ALIGNMENT_INVALID"
 # The elizon-eval command's (docs/cli.md).
 EVALUATION_NOT_ACKNOWLEDGED = "EVALUATION_NOT_ACKNOWLEDGED"
 ELIZON_RESULTS_SIGNATURE_INVALID = "ELIZON_RESULTS_SIGNATURE_INVALID"
@@ -113,6 +115,10 @@ CODES: tuple[Code, ...] = (
          "a case with expect.snapshot: its suite's __snapshots__ file is not valid YAML or not "
          "a snapshot file, or the case's entry has a wrong key or type or an output_sha256 "
          "that is not its output's (an update run rewrites a bad entry, never a bad file)"),
+    Code(ELIZON_ALIGNMENT_INVALID, "collection",
+         "a manifest's alignment: labels file cannot be used: outside the package, missing, "
+         "not JSONL or CSV, a bad row (at its line), or labels of one class only (Cohen's "
+         "kappa is undefined); with elizon-eval align, also a judge that cannot be bound"),
 )
 
 

@@ -44,3 +44,21 @@ def test_the_release_gate_catches_a_broken_router(examples: Path, pytester: pyte
     result.stdout.fnmatch_lines(["FAILED *publish-gate-core.yaml::guardrail-injection*"])
     result.stdout.fnmatch_lines(["      found:    'ZE…31' at character *"])  # masked
     assert "ZEBRA-7731" not in result.stdout.str()
+
+
+def test_legal_practice_shows_its_judge_alignment_and_grades_once(
+        examples: Path, pytester: pytest.Pytester) -> None:
+    labels = (examples / "legal-practice/eval/judge-labels.jsonl").read_text().splitlines()
+    assert len(labels) >= 30
+    first = pytester.runpytest("example_suites/legal-practice", "--elizon-align")
+    assert first.ret == pytest.ExitCode.OK
+    first.stdout.fnmatch_lines([
+        "judge: 9 calls, 0 grades reused from the cache",
+        "judge alignment:",
+        "  grade [[]prompt *] on example_suites/legal-practice/eval/judge-labels.jsonl: κ 0.74 "
+        "[[]0.51, 0.98] (substantial), minKappa 0.60, agreement 88%, MAE 0.32, r 0.79, TP 17 "
+        "TN 11 FP 3 FN 1 (n=32, pass ≥ 0.8)"])
+    second = pytester.runpytest("example_suites/legal-practice")
+    assert second.ret == pytest.ExitCode.OK
+    second.stdout.fnmatch_lines(["judge: 0 calls, 9 grades reused from the cache",
+                                 "judge alignment:", "  grade * κ 0.74 *"])

@@ -456,3 +456,38 @@ def test_a_latency_or_cost_threshold_that_is_not_finite_is_named_not_converted(
     assert notes.count("needs a finite numeric threshold") == 2
     expect = yaml.safe_load(conversion.suite)["cases"][0]["expect"]
     assert expect == {"containsExact": ["hi"]}
+
+
+def test_every_llm_rubric_of_a_test_is_kept(tmp_path: Path) -> None:
+    config = _config(tmp_path, """
+        defaultTest:
+          assert:
+            - type: llm-rubric
+              value: Is polite
+        tests:
+          - description: Tone
+            vars: {q: hi}
+            assert:
+              - type: llm-rubric
+                value: Is concise
+                threshold: 0.8
+              - type: llm-rubric
+                value: Gives no legal advice
+                metric: no-advice
+              - type: llm-rubric
+                value: Cites sources
+                metric: not a name!
+              - type: llm-rubric
+                value: Is polite
+          - description: One
+            vars: {q: hi}
+        """)
+    conversion = convert(config, tmp_path / "out")
+    tone, one = yaml.safe_load(conversion.suite)["cases"]
+    assert tone["expect"]["judge"] == [
+        {"name": "rubric-1", "rubric": "Is concise", "threshold": 0.8},
+        {"name": "no-advice", "rubric": "Gives no legal advice", "threshold": 0.5},
+        {"name": "rubric-3", "rubric": "Cites sources", "threshold": 0.5},
+        {"name": "rubric-4", "rubric": "Is polite", "threshold": 0.5}]
+    assert one["expect"]["judge"] == {"rubric": "Is polite", "threshold": 0.5}
+    assert not [u for u in conversion.unconverted if "judge" in u]

@@ -9,6 +9,7 @@ from typing import Any
 
 from pytest_elizon_eval.decide.results_data import (
     CaseResult,
+    JudgeRecord,
     LeakRecord,
     ProbeRecord,
     RunRecord,
@@ -51,7 +52,10 @@ def full() -> CaseResult:
                                 ProbeRecord("jailbreak", "high", "pack", "elizon.yaml", 7)),
         attempts=3, retries=2, waited_s=0.5, rate_limited=True,
         snapshot=SnapshotRecord("changed", "pkg/eval/__snapshots__/s.snap.yaml", 5, True,
-                                "the output differs from it", "--- a\n+++ b"))
+                                "the output differs from it", "--- a\n+++ b"),
+        judges=(JudgeRecord("judge.tone", "j [prompt ab]", 0.7, 0.5, (0.4, 0.6), 0.1, 0.4, 0.6,
+                            0.2, 0.1, False, 1, 1, "judge not aligned: κ 0.41 < 0.60", 1, 2),),
+        alignment={"cohen_kappa": 0.41, "min_kappa": 0.6})
 
 
 def test_a_fully_populated_result_survives_data_and_json_unchanged() -> None:
@@ -95,6 +99,7 @@ def test_every_record_field_is_in_the_results_schema() -> None:
         AssertionResult: _props(case["assertions"]["items"]),
         ErrorInfo: _props(case["error"]),
         Usage: _props(case["usage"]),
+        JudgeRecord: _props(case["judges"]["items"]),
     }
     assert set(where) == set(records())
     for record, known in where.items():

@@ -27,6 +27,7 @@ from ..bind.binding import ENTRY, JUDGE, Kind, Source, parse_text
 from ..load.model import MAX_PRICE
 from ..run.cassette import Cassette
 from ..run.concurrency import MAX_CONCURRENCY
+from ..run.grade_cache import CACHE_MODES, DEFAULT_MAX_ENTRIES, GradeCache
 from ..run.retrying import RetryPolicy
 
 if TYPE_CHECKING:  # types only: signing is imported when a results file is to be signed
@@ -134,6 +135,22 @@ OPTIONS: tuple[Option, ...] = (
     Option(cli="--elizon-snapshot-update", action="store_true", default=False,
            help="Write the snapshots of cases with expect.snapshot that are new or changed "
                 "(they pass), and remove unused ones, in each suite's __snapshots__ folder."),
+    Option(cli="--elizon-cache", ini="elizon_cache", choices=("on", "off", "refresh"),
+           metavar="on|off|refresh", unset="on",
+           help="The judge grade cache in pytest's cache folder (.pytest_cache/d/elizon/grades): "
+                "on reuses a grade stored for the same judge, rubric, input, output and "
+                "sample; refresh grades anew and stores; off neither reads nor writes "
+                "(default on; off without pytest's cacheprovider)."),
+    Option(ini="elizon_cache_max_entries", unset="20000",
+           help="Most grades the judge grade cache keeps; past it the least recently used "
+                "are removed (default 20000)."),
+    Option(cli="--elizon-align", action="store_true", default=False, unset="false",
+           help="Before the cases, measure each package's judge against its alignment: "
+                "labels (Cohen's kappa, agreement, MAE, Pearson r, confusion matrix) and "
+                "keep the result for later runs."),
+    Option(ini="elizon_require_alignment", ini_type="bool", ini_default=False, unset="false",
+           help="A judge with no alignment result kept for it counts as not aligned: its "
+                "failures in must-pass suites are advisory."),
 )
 
 
@@ -174,6 +191,13 @@ class Settings:
     #: ``--elizon-retries`` / ini ``elizon_retries``, ``elizon_retry_on``,
     #: ``elizon_retry_backoff`` (docs/contract.md#retries).
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    #: ``--elizon-cache`` / ini ``elizon_cache``: the judge grade cache (None: off).
+    grade_cache: GradeCache | None = None
+    #: Where alignment results are kept (None: pytest's cacheprovider is off).
+    alignment_folder: Path | None = None
+    #: ``--elizon-align`` and ini ``elizon_require_alignment``.
+    align: bool = False
+    require_alignment: bool = False
 
 
 
@@ -472,4 +496,48 @@ def resolve(config: pytest.Config) -> Settings:
         html=_html_path(config),
         prices=_prices(config),
         sign_key=_sign_key(config, _path(config, "elizon_results")),
+        grade_cache=_grade_cache(config),
+        alignment_folder=_elizon_folder(config, "alignment"),
+        align=bool(config.getoption("elizon_align")),
+        require_alignment=_ini_bool(config, "elizon_require_alignment"),
     )
+
+
+def _elizon_folder(config: pytest.Config, name: str) -> Path | None:
+    """``name`` in the plugin's folder of pytest's cache (``.pytest_cache/d/elizon/NAME``);
+    None without the cacheprovider (``-p no:cacheprovider``)."""
+    cache = getattr(config, "cache", None)
+    if cache is None:
+        return None
+    return Path(cache.mkdir("elizon")) / name
+
+
+def _ini_bool(config: pytest.Config, name: str) -> bool:
+    try:
+        return bool(config.getini(name))
+    except (ValueError, pytest.UsageError) as exc:  # pytest 8 raises the first, 9 the second
+        reason = str(exc).rsplit(": ", 1)[-1]
+        raise pytest.UsageError(f"{_ini_source(config, name)}: {reason}; expected true or "
+                                "false") from None
+
+
+def _grade_cache(config: pytest.Config) -> GradeCache | None:
+    raw, source = _option_or_ini(config, "elizon_cache")
+    mode = (raw or "on").strip()
+    if mode not in CACHE_MODES:
+        raise pytest.UsageError(f"{source}: expected on, off or refresh")
+    limit_raw = str(config.getini("elizon_cache_max_entries") or "").strip()
+    limit = DEFAULT_MAX_ENTRIES
+    if limit_raw:
+        try:
+            limit = int(limit_raw)
+        except ValueError:
+            limit = 0
+        if not 1 <= limit <= 10_000_000:
+            raise pytest.UsageError(
+                f"{_ini_source(config, 'elizon_cache_max_entries')} ({limit_raw!r}): "
+                "expected a whole number from 1 to 10000000")
+    folder = _elizon_folder(config, "grades")
+    if mode == "off" or folder is None:
+        return None
+    return GradeCache(folder, mode, limit)

@@ -170,7 +170,9 @@ def _single(identity: CaseIdentity, plan: CasePlan, attempt: Attempt, outcome: s
         output_length=len(call.text) if call.text is not None else 0, error=call.error,
         judge_score=attempt.judge_score, judge_reasoning=attempt.judge_reasoning,
         judge_usage=attempt.judge_usage,
-        replayed=call.replayed, **_retry_fields([attempt]))
+        replayed=call.replayed, **_retry_fields([attempt]), judges=attempt.judges,
+        alignment=dict(plan.alignment) if plan.alignment is not None and attempt.judges
+        else None)
 
 
 def _run_record(attempt: Attempt, outcome: str) -> RunRecord:
@@ -227,7 +229,9 @@ def _decided(identity: CaseIdentity, plan: CasePlan, run: CaseRun) -> CaseResult
         "judge_score": sum(scores) / len(scores) if scores else None,
         "runs": tuple(_run_record(a, o) for a, o in zip(run.attempts, outcomes, strict=True)),
         "passed_runs": passed, "min_pass_rate": plan.min_pass_rate,
-        **_retry_fields(run.attempts)})
+        **_retry_fields(run.attempts),
+        "judges": tuple(replace(r, run=number) for number, a in enumerate(run.attempts, 1)
+                        for r in a.judges)})
 
 
 def setup_error(identity: CaseIdentity, plan_limits: tuple[float, str], error: ErrorInfo

@@ -40,6 +40,7 @@ __all__ = [
     "WORKER_CRASH",
     "CaseIdentity",
     "CaseResult",
+    "JudgeRecord",
     "LeakRecord",
     "ProbeRecord",
     "RunRecord",
@@ -249,6 +250,36 @@ class ToolCallRecord:
 
 
 @dataclass(frozen=True)
+class JudgeRecord:
+    """One rubric's grade of one answer (docs/contract.md#judge-grades): which judge, its
+    samples and their spread, what the grade cache gave, and why a failure was advisory."""
+
+    #: The assertion line's name: ``judge`` or ``judge.NAME``.
+    name: str
+    #: The judge's identity (:func:`~..run.grade_cache.judge_identity`).
+    judge: str
+    threshold: float
+    #: The mean of the sample scores; None when the judge gave no score.
+    score: float | None = None
+    scores: tuple[float, ...] = ()
+    std_dev: float | None = None
+    min: float | None = None
+    max: float | None = None
+    range: float | None = None
+    tolerance: float = 0.1
+    #: Whether the samples' range is within ``tolerance`` (None for fewer than 2 scores).
+    consistent: bool | None = None
+    #: Samples answered from the grade cache, and judge calls made.
+    cached: int = 0
+    calls: int = 0
+    #: Why this rubric's failure is reported but not counted ("judge not aligned: …").
+    advisory: str | None = None
+    #: 1-based run (``repeat``) and turn (conversation) it was graded in, when there are several.
+    run: int | None = None
+    turn: int | None = None
+
+
+@dataclass(frozen=True)
 class RunRecord:
     """One run of a ``repeat`` case."""
 
@@ -397,6 +428,11 @@ class CaseResult:
     rate_limited: bool = False
     #: The ``expect.snapshot`` check; None where the case has none (and then not in the data).
     snapshot: SnapshotRecord | None = field(default=None, metadata={OMIT_NONE: True})
+    #: Each rubric's grade of each run and turn (docs/contract.md#judge-grades).
+    judges: tuple[JudgeRecord, ...] = ()
+    #: The package judge's alignment with human labels, as the case's judge was measured
+    #: (docs/contract.md#judge-alignment); None when not measured or no judge graded.
+    alignment: dict[str, Any] | None = field(default=None, metadata={OMIT_NONE: True})
 
     @property
     def crashed(self) -> bool:
@@ -438,4 +474,4 @@ def case_of_file(suite: Mapping[str, Any], case: Mapping[str, Any]) -> dict[str,
 def records() -> tuple[type, ...]:
     """Every record a case result is made of (for the schema's own test)."""
     return (CaseResult, SuiteInfo, RunRecord, TurnRecord, ToolCallRecord, SecurityRecord,
-            LeakRecord, ProbeRecord, AssertionResult, ErrorInfo, Usage)
+            LeakRecord, ProbeRecord, AssertionResult, ErrorInfo, Usage, JudgeRecord)

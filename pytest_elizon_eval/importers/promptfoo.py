@@ -428,6 +428,35 @@ def _add(expect: dict[str, Any], key: str, value: Any) -> None:
         raise ValueError(f"a second {key} ({_shown(value)}) besides {_shown(expect[key])}")
 
 
+_RUBRIC_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
+
+
+def _add_rubric(expect: dict[str, Any], rubric: dict[str, Any], metric: object) -> None:
+    """Add an ``llm-rubric`` as a judge rubric: the first as the one mapping; with a second,
+    every one becomes a named rubric of a list (``judge.NAME``): a later one named by its
+    promptfoo ``metric`` when that is a usable name, else each ``rubric-N``."""
+    present = expect.get("judge")
+    if present is None:  # one rubric stays the one mapping: its assertion is "judge"
+        expect["judge"] = rubric
+        return
+    if isinstance(metric, str) and _RUBRIC_NAME.match(metric):
+        rubric = {"name": metric, **rubric}
+    listed = present if isinstance(present, list) else [present]
+    if any({k: v for k, v in r.items() if k != "name"} == {k: v for k, v in rubric.items()
+                                                            if k != "name"} for r in listed):
+        return  # the same rubric twice is graded once
+    listed = [*listed, rubric]
+    taken: set[str] = set()
+    named = []
+    for number, item in enumerate(listed, 1):
+        name = item.get("name")
+        if not name or name in taken:
+            name = f"rubric-{number}"
+        taken.add(name)
+        named.append({"name": name, **{k: v for k, v in item.items() if k != "name"}})
+    expect["judge"] = named
+
+
 class _Unrendered(Exception):
     """A template the importer does not render; the message says which and why."""
 
@@ -577,8 +606,9 @@ class _Mapper:
             if threshold is not None and not (isinstance(threshold, (int, float))
                                               and 0 <= threshold <= 1):
                 raise ValueError("threshold is not a number from 0 to 1")
-            _add(expect, "judge", {"rubric": value, "threshold":
-                                   float(threshold) if threshold is not None else 0.5})
+            _add_rubric(expect, {"rubric": value, "threshold":
+                                 float(threshold) if threshold is not None else 0.5},
+                        item.get("metric"))
             return set()
         if kind == "python":
             return self._python(case, value, threshold, item)

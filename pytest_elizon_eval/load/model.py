@@ -34,6 +34,7 @@ from .loading import Problem, YamlMapping, YamlSequence, line_of
 
 __all__ = [
     "CASE_ID_PATTERN",
+    "AlignmentSpec",
     "Case",
     "CheckSpec",
     "CommandEntry",
@@ -87,11 +88,54 @@ def _check_schema(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
+#: Most grades ``samples`` may ask of a judge for one answer.
+MAX_SAMPLES = 20
+JUDGE_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]*$"
+
+
 class JudgeExpect(_Strict):
-    """``judge:`` in ``expect``: a rubric and the score that passes."""
+    """``judge:`` in ``expect``: a rubric and the score that passes; graded ``samples``
+    times (their mean is the grade, consistent when their range is within ``tolerance``).
+    In a list each one has a ``name``: its assertion is ``judge.NAME``."""
 
     rubric: str = Field(min_length=1)
     threshold: float = Field(ge=0.0, le=1.0)
+    name: str | None = Field(None, pattern=JUDGE_NAME_PATTERN)
+    samples: int = Field(1, ge=1, le=MAX_SAMPLES)
+    tolerance: float = Field(0.1, ge=0.0, le=1.0)
+
+    @property
+    def assertion(self) -> str:
+        """The name of its assertion line: ``judge``, or ``judge.NAME`` when named."""
+        return "judge" if self.name is None else f"judge.{self.name}"
+
+
+def _judge_form(value: Any) -> str:
+    return "judge-list" if isinstance(value, list) else "judge-mapping"
+
+
+def _named_rubrics(rubrics: list[JudgeExpect]) -> list[JudgeExpect]:
+    if not rubrics:
+        raise ValueError("a list of rubrics needs at least one {name, rubric, threshold}")
+    names = [r.name for r in rubrics]
+    if None in names:
+        raise ValueError(f"rubric {names.index(None) + 1} of the list has no name; in a list "
+                         "each rubric is named (its assertion is judge.NAME)")
+    repeated = sorted({n for n in names if names.count(n) > 1 and n is not None})
+    if repeated:
+        raise ValueError(f"the rubric name {repeated[0]!r} is used twice")
+    return rubrics
+
+
+class AlignmentSpec(_Strict):
+    """``alignment:`` in ``elizon.yaml``: human-labelled examples for the package's judge."""
+
+    labels: str = Field(min_length=1)
+    min_kappa: float | None = Field(None, alias="minKappa", ge=-1.0, le=1.0)
+    #: The score at or above which a grade (and a human score) counts as a pass.
+    threshold: float = Field(0.5, ge=0.0, le=1.0)
+    #: The rubric for rows that name none: its text, or the name of a suite's rubric.
+    rubric: str | None = Field(None, min_length=1)
 
 
 class ToolCallPattern(_Strict):
@@ -144,7 +188,11 @@ class Expect(_Strict):
     error_contains: list[str] | None = Field(None, alias="errorContains")
     json_schema: Annotated[dict[str, Any], AfterValidator(_check_schema)] | None = Field(
         None, alias="jsonSchema")
-    judge: JudgeExpect | None = None
+    judge: Annotated[
+        Annotated[JudgeExpect, Tag("judge-mapping")]
+        | Annotated[list[JudgeExpect], AfterValidator(_named_rubrics), Tag("judge-list")],
+        Discriminator(_judge_form),
+    ] | None = None
     tool_calls: ToolCallsExpect | None = Field(None, alias="toolCalls")
     max_tokens: int | None = Field(None, alias="maxTokens", ge=0)
     max_cost_usd: float | None = Field(None, alias="maxCostUsd", ge=0)
@@ -165,6 +213,13 @@ class Expect(_Strict):
     def checks_output(self) -> bool:
         """Whether ``output:`` was given (it may be null)."""
         return "output" in self.model_fields_set
+
+    @property
+    def rubrics(self) -> tuple[JudgeExpect, ...]:
+        """``judge:`` as a list: the one mapping, or each rubric of the list."""
+        if self.judge is None:
+            return ()
+        return tuple(self.judge) if isinstance(self.judge, list) else (self.judge,)
 
 
 def _check_input(value: object) -> object:
@@ -358,7 +413,7 @@ def _entry_form(value: Any) -> str:
 
 
 _UNION_TAGS.update(("entry-spec", "entry-url", "entry-command"))
-_UNION_TAGS.update(("check-name", "check-mapping"))
+_UNION_TAGS.update(("check-name", "check-mapping", "judge-mapping", "judge-list"))
 
 
 #: How a command's stdout or a service's reply is read (docs/format.md#output-mode).
@@ -438,6 +493,8 @@ class Manifest(_Strict):
     #: Strings planted in the application's context that no answer may reveal.
     secrets: list[Annotated[str, AfterValidator(_check_secret)]] | None = Field(
         None, min_length=1)
+    #: Human-labelled examples the judge is measured against (docs/format.md#judge-alignment).
+    alignment: AlignmentSpec | None = None
 
 
 # -- turning pydantic errors into Problems ---------------------------------------------
@@ -448,7 +505,7 @@ _KEYS_UNDER: dict[type[BaseModel], dict[str, type[BaseModel]]] = {
             "toolCalls": ToolCallsExpect, "calledWith": ToolCallPattern,
             "checks": CheckSpec},
     Manifest: {"evaluation": Evaluation, "suites": SuiteRef, "judge": JudgeEndpoint,
-               "prices": Price,
+               "prices": Price, "alignment": AlignmentSpec,
                "entry": CommandEntry},
 }
 

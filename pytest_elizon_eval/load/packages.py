@@ -19,12 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from .. import errors
+from ..agreement import LabelRow, LabelsProblem, read_labels
 from ..errors import ElizonError
 from ..redteam import pack as redteam
 from ..run.checks import CheckRef, check_refs
 from . import datafiles
 from .loading import LoadFailed, Problem, YamlMapping, YamlSequence, load_yaml
 from .model import (
+    AlignmentSpec,
     Case,
     CommandEntry,
     JudgeEndpoint,
@@ -61,6 +63,21 @@ class SuiteSpec:
 
 
 @dataclass(frozen=True)
+class AlignmentLabels:
+    """A manifest's ``alignment:``: its settings and the labelled examples, read and checked
+    when the manifest is loaded (docs/format.md#judge-alignment)."""
+
+    spec: AlignmentSpec
+    path: Path
+    #: The labels file as messages and reports name it.
+    display: str
+    rows: tuple[LabelRow, ...]
+    sha256: str
+    #: 1-based line of ``alignment:`` in the manifest.
+    line: int | None = None
+
+
+@dataclass(frozen=True)
 class Package:
     """A manifest (or a stand-alone suite file) and what it declares."""
 
@@ -79,6 +96,8 @@ class Package:
     #: Strings no answer may reveal (``secrets:``), and the line of that key.
     secrets: tuple[str, ...] = ()
     secrets_line: int | None = None
+    #: ``alignment:``: human labels for the package's judge (None: not given).
+    alignment: AlignmentLabels | None = None
 
 
 @dataclass(frozen=True)
@@ -152,6 +171,10 @@ def load_manifest(path: Path, display: str) -> Package:
         if problems:
             raise ElizonError.from_problems(code, display, problems)
     key_lines = data.key_lines if isinstance(data, YamlMapping) else {}
+    labels = None
+    if manifest.alignment is not None:
+        labels = _alignment_labels(manifest.alignment, folder, display,
+                                   key_lines.get("alignment"))
     return Package(
         name=manifest.name or folder.name,
         folder=folder,
@@ -165,7 +188,32 @@ def load_manifest(path: Path, display: str) -> Package:
         suites=tuple(suites),
         secrets=tuple(manifest.secrets or ()),
         secrets_line=key_lines.get("secrets"),
+        alignment=labels,
     )
+
+
+def _alignment_labels(spec: AlignmentSpec, folder: Path, display: str, line: int | None
+                      ) -> AlignmentLabels:
+    """The labels file ``alignment:`` names, read and checked; ElizonError at the manifest's
+    line for a path that cannot be used, at the labels file's lines for bad rows."""
+    where = f"{display}:{line}" if line else display
+    found = _suite_path(folder.resolve(), spec.labels)
+    if isinstance(found, str):
+        raise ElizonError(errors.ELIZON_ALIGNMENT_INVALID, [
+            f"{where}: alignment labels {spec.labels!r} {found.replace('suites', 'files')}"])
+    shown = (Path(display).parent / spec.labels).as_posix()
+    try:
+        raw = found.read_bytes()
+    except OSError as exc:
+        raise ElizonError(errors.ELIZON_ALIGNMENT_INVALID, [
+            f"{where}: alignment labels {spec.labels!r}: cannot read the file: "
+            f"{exc.strerror}"]) from None
+    try:
+        rows = read_labels(raw, shown, found.suffix.lower(), spec.threshold)
+    except LabelsProblem as exc:
+        raise ElizonError(errors.ELIZON_ALIGNMENT_INVALID, exc.lines) from None
+    return AlignmentLabels(spec, found, shown, tuple(rows), hashlib.sha256(raw).hexdigest(),
+                           line)
 
 
 def _add_probes(suites: list[SuiteSpec], ref: SuiteRef, line: int, seen: dict[Path, int],

@@ -35,7 +35,7 @@ from typing import Any
 from ..decide.outcomes import ERROR, FAILED, PASSED, TIMEOUT, CaseResult, blocks, reason
 from ..run.assertions import AssertionResult
 from ..text import cap, visible
-from . import snapshot_reports
+from . import judges, snapshot_reports
 from .aggregate import Aggregate, BaselineRow, SuiteSummary, format_metric
 from .regression import CHANGES, Regression
 
@@ -577,7 +577,8 @@ def render(aggregate: Aggregate, regression: Regression | None = None,
     # Every case's row is on the page; its details while they fit, failures' first.
     ordered = [(s, _sorted(s.results)) for s in suites]
     rows = {r.nodeid: i for i, r in enumerate(r for _, rs in ordered for r in rs)}
-    fixed = [head, cards, chart_html, changes, filters]
+    judged = judges.html_section(aggregate)
+    fixed = [head, cards, chart_html, changes, judged, filters]
     used = sum(len(p.encode("utf-8")) for p in fixed) + len(_CSS) + len(_JS) + 4096
     used += sum(len(_case(rows[r.nodeid], r, None).encode("utf-8")) for _, rs in ordered
                 for r in rs)
@@ -613,6 +614,6 @@ def render(aggregate: Aggregate, regression: Regression | None = None,
         f'<meta http-equiv="Content-Security-Policy" content="{csp}">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>Elizon eval: {verdict}</title><style>{_CSS}</style></head><body><main>",
-        head, cards, chart_html, changes, *tables,
+        head, cards, chart_html, changes, judged, *tables,
         f"</main><script>{_JS}</script></body></html>\n",
     ])

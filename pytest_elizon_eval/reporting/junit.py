@@ -35,7 +35,7 @@ from ..decide.outcomes import (
     reason,
 )
 from ..text import cap, visible
-from . import snapshot_reports
+from . import judges, snapshot_reports
 from .aggregate import Aggregate, SuiteSummary
 
 __all__ = ["render"]
@@ -65,6 +65,9 @@ def _case(summary: SuiteSummary, result: CaseResult) -> TestCase:
 
     info = summary.info
     output = result.output or ""
+    graded = judges.case_lines(result)
+    if graded:  # every grade, reused ones marked, where a passing case shows anything
+        output += "\n\njudge grades:\n" + "\n".join(graded)
     detail = failure_message(result) if result.outcome != PASSED else ""
     case = TestCase(
         name=result.case_id,

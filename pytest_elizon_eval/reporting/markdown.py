@@ -18,7 +18,7 @@ import re
 
 from ..decide.outcomes import PASSED, CaseResult, conversation_text, reason
 from ..text import cap, visible
-from . import security, snapshot_reports
+from . import judges, security, snapshot_reports
 from .aggregate import Aggregate, SuiteSummary, format_metric
 from .regression import Regression
 
@@ -125,6 +125,8 @@ def render(aggregate: Aggregate, regression: Regression | None = None,
         doc.add(line)
     for line in snapshot_reports.markdown_lines(aggregate, cell):
         doc.add(line, optional=line.startswith("<details>"))
+    for line in judges.markdown_lines(aggregate, cell):
+        doc.add(line)
     if regression is not None:
         doc.add(f"## Changes since {cell(regression.baseline_file)}\n\n" + " · ".join(
             f"{n} {kind}" for kind, n in regression.counts().items()) + "\n")

@@ -21,7 +21,7 @@ from ..errors import ElizonError
 from ..load.model import Case
 from ..load.packages import Package, SuiteSpec
 from ..redteam import pack as redteam
-from . import checks
+from . import alignment, checks
 from .assertions import AssertionResult
 from .calls import ErrorInfo
 from .cassette import CassetteMiss, recording
@@ -136,7 +136,16 @@ def plan_case(case: Case, context: SuiteContext, settings: Settings, binder: Bin
             case, context.check_refs, values.get(CHECKS_FIXTURE),
             f"the {CHECKS_FIXTURE} fixture ({fixture_location(CHECKS_FIXTURE)})",
             context.display))
+    record = advisory = None
+    if judge is not None:
+        record = alignment.measured_or_kept(
+            judge, package, settings.alignment_folder, align=settings.align,
+            cache=settings.grade_cache, timeout_s=settings.timeout_s)
+        if spec.gate != "advisory" or settings.strict:  # only a must-pass suite is gated
+            advisory = alignment.advisory_reason(record, package.alignment,
+                                                 settings.require_alignment)
     return CasePlan(
+        grade_cache=settings.grade_cache, judge_advisory=advisory, alignment=record,
         case=case, entry=entry, judge=judge,
         entry_description=entry.description if entry else "cassette",
         timeout_s=timeout_s, timeout_source=timeout_source, route_key=settings.route_key,

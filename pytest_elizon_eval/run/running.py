@@ -26,15 +26,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..agreement import consistency
 from ..bind.entries import Entry
 from ..bind.judging import Judge
 from ..decide.outcomes import PASSED, call_outcome
+from ..decide.results_data import JudgeRecord
 from ..load.model import Case, Expect, JudgeExpect
 from .answers import conversation, priced
 from .assertions import AssertionResult, check
 from .calls import EntryCall, Usage
 from .checks import CaseCopy, CheckFunction, grade_checks
 from .concurrency import gate_for
+from .grade_cache import GradeCache, cache_key, judge_identity
 from .retrying import Tally
 
 __all__ = ["Attempt", "CasePlan", "CaseRun", "TurnResult", "run_case", "turn_failed"]
@@ -62,6 +65,13 @@ class CasePlan:
     prices: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     #: The functions of ``expect.checks``, by the name the suite gives them.
     checks: Mapping[str, CheckFunction] = field(default_factory=dict)
+    #: Where judge grades are kept and reused (None: ``--elizon-cache=off``).
+    grade_cache: GradeCache | None = None
+    #: Why the judge's failures are advisory in this case (a must-pass suite whose judge is
+    #: not aligned: docs/contract.md#judge-alignment), or None.
+    judge_advisory: str | None = None
+    #: The judge's alignment as measured, for the case's result (None: not measured).
+    alignment: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -77,6 +87,8 @@ class TurnResult:
     #: The entry point's answer, when ``call`` is that answer marked timed out because a
     #: check ran out of the case's time: what a cassette keeps (:attr:`Attempt.entry_calls`).
     answered: EntryCall | None = field(default=None, compare=False)
+    #: Each rubric's grade (docs/contract.md#judge-grades).
+    judges: tuple[JudgeRecord, ...] = ()
 
 
 def turn_failed(turn: TurnResult, expects_error: bool = False) -> bool:
@@ -102,6 +114,8 @@ class Attempt:
     judge_retries: Tally = field(default_factory=Tally, compare=False)
     #: As :attr:`TurnResult.answered`, for a single call.
     answered: EntryCall | None = field(default=None, compare=False)
+    #: Each rubric's grade, every turn's first (docs/contract.md#judge-grades).
+    judges: tuple[JudgeRecord, ...] = ()
 
     @property
     def entry_calls(self) -> tuple[EntryCall, ...]:
@@ -119,37 +133,112 @@ class CaseRun:
     attempts: tuple[Attempt, ...]
 
 
-def _judged(spec: JudgeExpect, judge: Judge, case_input: object, call: EntryCall,
-            deadline: float, retries: Tally
-            ) -> tuple[AssertionResult, float | None, str | None, Usage | None]:
+def _no_grade(spec: JudgeExpect, identity: str, wanted: str, found: str, passed: bool | None,
+              advisory: str | None, cached: int, calls: int) -> tuple[AssertionResult, JudgeRecord]:
+    counted_as_advisory = passed is False and bool(advisory)
+    if counted_as_advisory:
+        passed, found = None, f"{found} — counted as advisory: {advisory}"
+    return (AssertionResult(spec.assertion, passed, wanted, found),
+            JudgeRecord(spec.assertion, identity, spec.threshold, tolerance=spec.tolerance,
+                        cached=cached, calls=calls,
+                        advisory=advisory if counted_as_advisory else None))
+
+
+def _grade_rubric(plan: CasePlan, spec: JudgeExpect, judge: Judge, case_input: object,
+                  call: EntryCall, deadline: float, retries: Tally, spent: list[Usage]
+                  ) -> tuple[AssertionResult, JudgeRecord, str | None]:
+    """One rubric's assertion and record: ``samples`` grades (each from the grade cache when
+    it has it), their mean held against the threshold. A judge that fails or runs out of
+    time fails the rubric; with ``plan.judge_advisory`` a failure is reported, not counted."""
+    identity = judge_identity(judge)
     name = f"judge {judge.description}"
     wanted = f"a score of at least {spec.threshold:g} for the rubric {spec.rubric[:120]!r}"
+    advisory = plan.judge_advisory
     if call.text is None:
-        return AssertionResult("judge", None, wanted, "not checked: there is no output"), \
-            None, None, None
-    left = deadline - time.monotonic()
-    if left <= 0:
-        return AssertionResult("judge", False, wanted, f"{name}: no time left within the "
-                               "case's time limit"), None, None, None
-    grade = judge.grade(spec.rubric, case_input, call.text, deadline=deadline)
-    retries.retries += grade.retries
-    retries.waited_s += grade.waited_s
-    retries.rate_limited = retries.rate_limited or grade.rate_limited
-    if grade.timed_out:
-        return AssertionResult("judge", False, wanted, f"{name} gave no grade within the "
-                               f"{left:.1f} s left of the case's time limit"), \
-            None, None, grade.usage
-    if grade.error is not None or grade.score is None:
-        return AssertionResult("judge", False, wanted, f"{name} failed: {grade.error}"), \
-            None, None, grade.usage
-    found = f"score {grade.score:.2f}" + (f" — {grade.reasoning}" if grade.reasoning else "")
-    return (AssertionResult("judge", grade.score >= spec.threshold, wanted, found),
-            grade.score, grade.reasoning, grade.usage)
+        return (*_no_grade(spec, identity, wanted, "not checked: there is no output", None,
+                           None, 0, 0), None)
+    cache = plan.grade_cache
+    scores: list[float] = []
+    reasoning: str | None = None
+    cached = calls = 0
+    for sample in range(spec.samples):
+        key = cache_key(identity, spec.rubric, case_input, call.text, sample) if cache else ""
+        grade = cache.get(key) if cache is not None else None
+        if grade is not None:
+            cached += 1
+        else:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return (*_no_grade(spec, identity, wanted, f"{name}: no time left within the "
+                                   "case's time limit", False, advisory, cached, calls), None)
+            grade = judge.grade(spec.rubric, case_input, call.text, deadline=deadline)
+            calls += 1
+            retries.retries += grade.retries
+            retries.waited_s += grade.waited_s
+            retries.rate_limited = retries.rate_limited or grade.rate_limited
+            if grade.usage is not None:
+                spent.append(grade.usage)
+            if grade.timed_out:
+                return (*_no_grade(spec, identity, wanted, f"{name} gave no grade within the "
+                                   f"{left:.1f} s left of the case's time limit", False,
+                                   advisory, cached, calls), None)
+            if grade.error is not None or grade.score is None:
+                return (*_no_grade(spec, identity, wanted, f"{name} failed: {grade.error}",
+                                   False, advisory, cached, calls), None)
+            if cache is not None:
+                cache.put(key, grade)
+        assert grade.score is not None  # the cache keeps scores only
+        scores.append(grade.score)
+        reasoning = grade.reasoning if reasoning is None else reasoning
+    spread = consistency(scores, spec.tolerance)
+    found = f"score {spread.mean:.2f}"
+    if spec.samples > 1:
+        found += (f" (mean of {spec.samples} samples: sd {spread.std_dev:.2f}, range "
+                  f"{spread.range:.2f} " + ("within" if spread.consistent else
+                                            "OVER; INCONSISTENT:")
+                  + f" tolerance {spec.tolerance:g})")
+    if reasoning:
+        found += f" — {reasoning}"
+    if cached:
+        found += " [cached grade]" if cached == spec.samples else \
+            f" [{cached} of {spec.samples} grades cached]"
+    passed: bool | None = spread.mean >= spec.threshold
+    if passed is False and advisory:
+        passed, found = None, f"{found} — counted as advisory: {advisory}"
+    several = spec.samples > 1
+    record = JudgeRecord(
+        spec.assertion, identity, spec.threshold, score=spread.mean, scores=tuple(scores),
+        std_dev=spread.std_dev if several else None, min=spread.min if several else None,
+        max=spread.max if several else None, range=spread.range if several else None,
+        tolerance=spec.tolerance, consistent=spread.consistent if several else None,
+        cached=cached, calls=calls, advisory=advisory if passed is None else None)
+    return AssertionResult(spec.assertion, passed, wanted, found), record, reasoning
+
+
+def _judged(plan: CasePlan, expect: Expect, judge: Judge, case_input: object, call: EntryCall,
+            deadline: float, retries: Tally
+            ) -> tuple[list[AssertionResult], float | None, str | None, Usage | None,
+                       tuple[JudgeRecord, ...]]:
+    """Every rubric of ``expect``, one judge call (per sample) each, in order; the first
+    rubric's score and reasoning are the case's ``judge_score`` / ``judge_reasoning``."""
+    results: list[AssertionResult] = []
+    records: list[JudgeRecord] = []
+    spent: list[Usage] = []
+    score = reasoning = None
+    for index, spec in enumerate(expect.rubrics):
+        result, record, said = _grade_rubric(plan, spec, judge, case_input, call, deadline,
+                                             retries, spent)
+        results.append(result)
+        records.append(record)
+        if index == 0:
+            score, reasoning = record.score, said
+    return results, score, reasoning, _total(spent), tuple(records)
 
 
 #: What grading a call gives: the call (marked timed out when a check ran out of the
-#: case's time), its assertions, the judge's score, reasoning and usage.
-_Graded = tuple[EntryCall, tuple[AssertionResult, ...], float | None, str | None, Usage | None]
+#: case's time), its assertions, the judge's score, reasoning and usage, each rubric's record.
+_Graded = tuple[EntryCall, tuple[AssertionResult, ...], float | None, str | None, Usage | None,
+                tuple[JudgeRecord, ...]]
 
 
 def _checked(plan: CasePlan, expect: Expect | None, case_input: object, call: EntryCall,
@@ -162,12 +251,13 @@ def _checked(plan: CasePlan, expect: Expect | None, case_input: object, call: En
         if graded.out_of_time:  # the limit is the case's wherever it is reached: a timeout
             call = replace(call, timed_out=True)
     score = reasoning = usage = None
+    rubrics: tuple[JudgeRecord, ...] = ()
     if expect is not None and expect.judge is not None and plan.judge is not None \
             and not call.timed_out:
-        result, score, reasoning, usage = _judged(expect.judge, plan.judge, case_input, call,
-                                                  deadline, retries)
-        assertions.append(result)
-    return call, tuple(assertions), score, reasoning, priced(usage, plan.prices)
+        results, score, reasoning, usage, rubrics = _judged(plan, expect, plan.judge,
+                                                            case_input, call, deadline, retries)
+        assertions += results
+    return call, tuple(assertions), score, reasoning, priced(usage, plan.prices), rubrics
 
 
 def _call(plan: CasePlan, case_input: object, deadline: float,
@@ -205,10 +295,10 @@ def _attempt(plan: CasePlan, recorded: tuple[EntryCall, ...] | None) -> Attempt:
     case_copy = CaseCopy(case)  # the checks of this run share one copy of the case
     if case.turns is None:
         answer = _call(plan, case.input, deadline, recorded[0] if recorded else None, None)
-        call, assertions, score, reasoning, usage = _checked(
+        call, assertions, score, reasoning, usage, graded = _checked(
             plan, case.expect, case.input, answer, deadline, judged, case_copy)
         return Attempt(call, assertions, score, reasoning, usage, judge_retries=judged,
-                       answered=answer if call is not answer else None)
+                       answered=answer if call is not answer else None, judges=graded)
     expects_error = bool(case.expect and case.expect.error_contains is not None)
     turns: list[TurnResult] = []
     # Each message is built once: the conversation so far is kept, and each turn adds the
@@ -223,10 +313,11 @@ def _attempt(plan: CasePlan, recorded: tuple[EntryCall, ...] | None) -> Attempt:
         said += added[:-1]
         answer = _call(plan, turn.input, deadline, recorded[index] if recorded else None,
                        [*said, added[-1]])
-        call, assertions, score, reasoning, usage = _checked(
+        call, assertions, score, reasoning, usage, graded = _checked(
             plan, turn.expect, turn.input, answer, deadline, judged, case_copy)
         done = TurnResult(turn.input, call, assertions, score, reasoning, usage,
-                          answered=answer if call is not answer else None)
+                          answered=answer if call is not answer else None,
+                          judges=tuple(replace(r, turn=index + 1) for r in graded))
         turns.append(done)
         previous = [(turn.input, answer)]
         if turn_failed(done, expects_error):
@@ -236,11 +327,16 @@ def _attempt(plan: CasePlan, recorded: tuple[EntryCall, ...] | None) -> Attempt:
     if len(turns) < len(case.turns) or turn_failed(turns[-1], expects_error):
         # the case's own checks are about the whole conversation, which did not happen
         return Attempt(whole, (), judge_usage=graded_usage, turns=tuple(turns),
-                       judge_retries=judged)
-    call, assertions, score, reasoning, usage = _checked(
+                       judge_retries=judged, judges=_turn_judges(turns))
+    call, assertions, score, reasoning, usage, graded = _checked(
         plan, case.expect, case.turns[-1].input, whole, deadline, judged, case_copy)
     return Attempt(call, assertions, score, reasoning, _total([graded_usage, usage]),
-                   turns=tuple(turns), judge_retries=judged)
+                   turns=tuple(turns), judge_retries=judged,
+                   judges=_turn_judges(turns) + graded)
+
+
+def _turn_judges(turns: Sequence[TurnResult]) -> tuple[JudgeRecord, ...]:
+    return tuple(r for t in turns for r in t.judges)
 
 
 def _gated(plan: CasePlan, recorded: tuple[EntryCall, ...] | None) -> Attempt:

@@ -181,6 +181,8 @@ def packages(aggregate: Aggregate, index: PackageIndex) -> list[dict[str, Any]]:
         record["suites"].append(info.path)
         record["entries"] = sorted({*record["entries"],
                                     *(r.entry for r in summary.results if r.entry)})
+        record["judges"] = sorted({*record.get("judges", ()),
+                                   *(j.judge for r in summary.results for j in r.judges)})
     return list(found.values())
 
 
@@ -235,6 +237,7 @@ def merge(shards: Sequence[tuple[str, str, Mapping[str, Any] | None]]) -> dict[s
                 current["git"] = {"commit": old_git["commit"],
                                   "dirty": bool(old_git["dirty"] or new_git["dirty"])}
             current["entries"] = sorted({*current["entries"], *package["entries"]})
+            current["judges"] = sorted({*current.get("judges", ()), *package.get("judges", ())})
             current["suites"] = sorted({*current["suites"], *package["suites"]})
     common: dict[str, str | bool] = {}
     if known:
