@@ -11,6 +11,7 @@ from pytest_elizon_eval.decide.results_data import (
     CaseResult,
     LeakRecord,
     ProbeRecord,
+    RepeatRecord,
     RunRecord,
     SecurityRecord,
     SuiteInfo,
@@ -48,7 +49,9 @@ def full() -> CaseResult:
         turns=(turn,), failed_turn=2, turn_count=3,
         security=SecurityRecord((LeakRecord("canary", "ab…yz"),),
                                 ProbeRecord("jailbreak", "high", "pack", "elizon.yaml", 7)),
-        attempts=3, retries=2, waited_s=0.5, rate_limited=True)
+        attempts=3, retries=2, waited_s=0.5, rate_limited=True,
+        repeat=RepeatRecord(2, 1, 0.5, 0.09, 0.91, 0.95, 0.75, True, True, "sequential", 2,
+                            20, "SPRT", 0.1, "below", 2, False, 0.5, 0.5))
 
 
 def test_a_fully_populated_result_survives_data_and_json_unchanged() -> None:
@@ -92,6 +95,7 @@ def test_every_record_field_is_in_the_results_schema() -> None:
         AssertionResult: _props(case["assertions"]["items"]),
         ErrorInfo: _props(case["error"]),
         Usage: _props(case["usage"]),
+        RepeatRecord: _props(defs["repeat"]),
     }
     assert set(where) == set(records())
     for record, known in where.items():

@@ -131,6 +131,10 @@ OPTIONS: tuple[Option, ...] = (
            unset="*.eval.yaml",
            help="Glob patterns of stand-alone suite files to collect (default: "
                 "*.eval.yaml)."),
+    Option(ini="elizon_inconclusive", choices=("fail", "pass"), ini_default="fail",
+           unset="fail",
+           help="What an inconclusive case (repeat: {until: decided} still undecided at "
+                "max) does to a must-pass gate: fail (default) or pass."),
 )
 
 
@@ -171,6 +175,11 @@ class Settings:
     #: ``--elizon-retries`` / ini ``elizon_retries``, ``elizon_retry_on``,
     #: ``elizon_retry_backoff`` (docs/contract.md#retries).
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    #: ini ``elizon_inconclusive = pass``: an inconclusive case does not fail its gate.
+    inconclusive_passes: bool = False
+    #: The confidence of a repeated case's interval and sequential test (ini
+    #: ``elizon_confidence`` when registered, else 0.95).
+    case_confidence: float = 0.95
 
 
 
@@ -440,6 +449,33 @@ def _sign_key(config: pytest.Config, results: Path | None) -> SigningKey | None:
     return None
 
 
+def _inconclusive(config: pytest.Config) -> bool:
+    """ini ``elizon_inconclusive``: ``fail`` (default) or ``pass``."""
+    raw = str(config.getini("elizon_inconclusive") or "fail").strip().lower()
+    if raw not in ("fail", "pass"):
+        raise pytest.UsageError(f"{_ini_source(config, 'elizon_inconclusive')} ({raw!r}): "
+                                "expected fail or pass")
+    return raw == "pass"
+
+
+def _case_confidence(config: pytest.Config) -> float:
+    """ini ``elizon_confidence`` (0.95 while the key is not registered or not set)."""
+    try:
+        raw = config.getini("elizon_confidence")
+    except ValueError:  # the key belongs to the suite-level statistics; absent here
+        return 0.95
+    if raw in (None, ""):
+        return 0.95
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        value = math.nan
+    if not 0.0 < value < 1.0:
+        raise pytest.UsageError(f"{_ini_source(config, 'elizon_confidence')} ({raw!r}): "
+                                "expected a number between 0 and 1, e.g. 0.95")
+    return value
+
+
 def resolve(config: pytest.Config) -> Settings:
     """Read and check every setting; a bad value is a usage error naming its source."""
     timeout_s, timeout_source = _timeout(config)
@@ -469,4 +505,6 @@ def resolve(config: pytest.Config) -> Settings:
         html=_html_path(config),
         prices=_prices(config),
         sign_key=_sign_key(config, _path(config, "elizon_results")),
+        inconclusive_passes=_inconclusive(config),
+        case_confidence=_case_confidence(config),
     )
