@@ -138,7 +138,8 @@ def test_the_sequential_rule_decides_and_every_report_shows_it(
     assert ("pkg/eval/suite.yaml::fixed-flaky passed: 4/5 passed (80%, 95% CI 38%–96%) — "
             "flaky, within noise; fixed repeat: minPassRate 0.8") in text
     assert "pkg/eval/suite.yaml::undecided inconclusive: 16/20 passed" in text
-    assert "inconclusive: undecided after 20 of max 20 runs" in text
+    assert ("inconclusive: undecided after 20 of max 20 runs (SPRT, zone ±0.1, 95% "
+            "confidence; elizon_inconclusive = fail)") in text
     assert "decided above minPassRate 0.8 at run 12 of max 20" in text
     assert "[pkg, must-pass]: 4 passed, 2 failed, 0 timeout, 1 inconclusive — FAIL" in text
     # markdown: counts and the repeated cases table

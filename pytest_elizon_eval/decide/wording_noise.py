@@ -40,7 +40,7 @@ def decision_text(record: RepeatRecord) -> str:
     zone = (f"{record.method}, zone ±{record.indifference or 0:g}, "
             f"{_pct(record.confidence)} confidence")
     if record.decision is None:
-        policy = "passes its gate" if record.inconclusive_passes else "fails a must-pass gate"
+        policy = f"elizon_inconclusive = {'pass' if record.inconclusive_passes else 'fail'}"
         return (f"inconclusive: undecided after {record.runs} of max {record.max_runs} runs "
                 f"({zone}; {policy})")
     late = record.runs - (record.decided_at or record.runs)
