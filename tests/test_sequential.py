@@ -326,3 +326,25 @@ def test_noise_words_and_stability() -> None:
     assert found.variance == pytest.approx(5 / 6)
     assert found.min_similarity == 0.0
     assert stability(["x"] * 5).variance == 0.0
+
+
+def test_a_sequential_case_replays_its_recorded_runs(packages: Packages,
+                                                     pytester: pytest.Pytester) -> None:
+    packages.package(suite="""
+        cases:
+          - id: coin
+            input: "0.5"
+            repeat: {max: 20, until: decided}
+            minPassRate: 0.8
+            expect: {contains: ["yes"]}
+        """, app=APP)
+    pytester.runpytest("--elizon-record=c.json", "--elizon-results=out/r.json")
+    recorded = _cases(pytester)["coin"]
+    cassette = json.loads((pytester.path / "c.json").read_text(encoding="utf-8"))
+    (entry,) = cassette["cases"].values()
+    assert len(entry["runs"]) == recorded["repeat"]["runs"] < 20  # only the runs it took
+    (pytester.path / "pkg/app.py").write_text("def answer(text):\n    raise RuntimeError\n")
+    pytester.runpytest("--elizon-replay=c.json", "--elizon-results=out/r.json")
+    replayed = _cases(pytester)["coin"]
+    assert replayed["replayed"]
+    assert replayed["repeat"] == recorded["repeat"]

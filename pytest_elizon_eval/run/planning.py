@@ -118,7 +118,7 @@ def plan_case(case: Case, context: SuiteContext, settings: Settings, binder: Bin
     if settings.replay is not None:  # answered from the cassette: no entry point is called
         try:
             replay, recorded_limit = settings.replay.answers(
-                context.key, case.id, recorded_input(case), 1 if rule else runs)
+                context.key, case.id, recorded_input(case), runs, at_most=rule is not None)
         except CassetteMiss as exc:
             raise ElizonError(exc.code, [str(exc)]) from None
         if recorded_limit is not None:
