@@ -90,7 +90,7 @@ def _cases(pytester: pytest.Pytester) -> dict[str, Any]:
 def test_the_sequential_rule_decides_and_every_report_shows_it(
         packages: Packages, pytester: pytest.Pytester) -> None:
     packages.package(suite=SUITE, app=APP)
-    result = pytester.runpytest("-v", *REPORTS)
+    result = pytester.runpytest("-v", *REPORTS, "--junitxml=out/pytest.xml")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["*::always PASSED*", "*::coin FAILED*",
                                  "*::undecided INCONCLUSIVE*",
@@ -157,6 +157,13 @@ def test_the_sequential_rule_decides_and_every_report_shows_it(
     errors = {c.get("name"): c.find("error") for c in root.iter("testcase")}
     assert errors["undecided"] is not None
     assert errors["undecided"].get("type") == "inconclusive"
+    # pytest's own --junitxml: each repeated case's rate as user properties
+    own = ET.parse(pytester.path / "out/pytest.xml").getroot()
+    fixed_props = {p.get("name"): p.get("value") for c in own.iter("testcase")
+                   if c.get("name") == "fixed-flaky" for p in c.iter("property")}
+    assert fixed_props["elizon_flaky"] == "true"
+    assert fixed_props["elizon_within_noise"] == "true"
+    assert fixed_props["elizon_pass_rate"] == "0.8"
     # HTML: the inconclusive category, the flaky badge and an error bar per repeated case
     page = (pytester.path / "out/r.html").read_text(encoding="utf-8")
     assert 'data-outcome="inconclusive"' in page

@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..decide import outcomes
-from ..decide.wording_noise import repeat_properties
 from ..errors import ElizonError
 from ..run import planning
 from ..run.running import CaseRun, run_case
@@ -255,7 +254,7 @@ class CaseItem(compat.FixtureItem):
             self.result = result
         self.user_properties.append(("elizon_outcome", result.outcome))
         if result.repeat is not None:  # JUnit properties: the pass rate and its interval
-            self.user_properties.extend(repeat_properties(result.repeat))
+            self.user_properties.extend(outcomes.repeat_properties(result.repeat))
         if result.outcome != outcomes.PASSED and (outcomes.blocks(result)
                                                   or result.outcome != outcomes.INCONCLUSIVE):
             raise CaseNotPassed(result)

@@ -42,6 +42,7 @@ from .wording import display_reason as display_reason
 from .wording import failure_message as failure_message
 from .wording import reason as reason
 from .wording import usage_text as usage_text
+from .wording_noise import repeat_properties as repeat_properties
 
 if TYPE_CHECKING:  # types only: reports and elizon-eval read results without the run path
     from ..run.running import Attempt, CasePlan, CaseRun, TurnResult
@@ -69,6 +70,7 @@ __all__ = [
     "escaped",
     "failure_message",
     "reason",
+    "repeat_properties",
     "setup_error",
 ]
 
