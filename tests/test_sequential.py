@@ -57,6 +57,10 @@ cases:
     repeat: {max: 20, until: decided}
     minPassRate: 0.8
     expect: {contains: ["yes"]}
+  - id: never
+    input: "0.0"
+    repeat: {max: 20, until: decided}
+    expect: {contains: ["yes"]}
   - id: undecided
     input: "pattern:PPPPF"
     repeat: {max: 20, until: decided}
@@ -94,7 +98,7 @@ def test_the_sequential_rule_decides_and_every_report_shows_it(
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["*::always PASSED*", "*::coin FAILED*",
                                  "*::undecided INCONCLUSIVE*",
-                                 "*2 failed, 4 passed, 1 inconclusive*"])
+                                 "*3 failed, 4 passed, 1 inconclusive*"])
     cases = _cases(pytester)
     # p = 1: twelve passes take the likelihood ratio past 1/alpha = 20; nothing more runs
     always = cases["always"]["repeat"]
@@ -111,6 +115,10 @@ def test_the_sequential_rule_decides_and_every_report_shows_it(
     assert (cases["coin"]["outcome"], coin["decision"]) == ("failed", "below")
     assert coin["runs"] < 20
     assert coin["flaky"]
+    # minPassRate 1 (the default): one failing run rules out p >= 0.9 at once
+    never = cases["never"]["repeat"]
+    assert (cases["never"]["outcome"], never["decision"], never["decided_at"],
+            never["runs"]) == ("failed", "below", 1, 1)
     # four passes in five, for ever: the rule cannot tell 0.8 from 0.8 and stops at max
     undecided = cases["undecided"]
     assert undecided["outcome"] == "inconclusive"
@@ -141,10 +149,10 @@ def test_the_sequential_rule_decides_and_every_report_shows_it(
     assert ("inconclusive: undecided after 20 of max 20 runs (SPRT, zone ±0.1, 95% "
             "confidence; elizon_inconclusive = fail)") in text
     assert "decided above minPassRate 0.8 at run 12 of max 20" in text
-    assert "[pkg, must-pass]: 4 passed, 2 failed, 0 timeout, 1 inconclusive — FAIL" in text
+    assert "[pkg, must-pass]: 4 passed, 3 failed, 0 timeout, 1 inconclusive — FAIL" in text
     # markdown: counts and the repeated cases table
     md = (pytester.path / "out/s.md").read_text(encoding="utf-8")
-    assert "4 passed · 2 failed · 0 timeout · 1 inconclusive" in md
+    assert "4 passed · 3 failed · 0 timeout · 1 inconclusive" in md
     assert "| `fixed-flaky` | passed | 4/5 passed (80%, 95% CI 38%–96%) | flaky, within " \
            "noise |" in md
     assert "| `undecided` | inconclusive |" in md
@@ -168,8 +176,8 @@ def test_the_sequential_rule_decides_and_every_report_shows_it(
     page = (pytester.path / "out/r.html").read_text(encoding="utf-8")
     assert 'data-outcome="inconclusive"' in page
     assert '<span class="b flaky">flaky</span>' in page
-    assert page.count('class="interval"') == 7
-    assert page.count('class="threshold"') == 7
+    assert page.count('class="interval"') == 8
+    assert page.count('class="threshold"') == 8
 
 
 def test_elizon_inconclusive_pass_lets_the_gate_pass(packages: Packages,

@@ -205,7 +205,7 @@ def decide(identity: CaseIdentity, plan: CasePlan, run: CaseRun, *,
 def _decided(identity: CaseIdentity, plan: CasePlan, run: CaseRun) -> CaseResult:
     expects_error = bool(plan.case.expect and plan.case.expect.error_contains is not None)
     outcomes = [_attempt_outcome(a, expects_error) for a in run.attempts]
-    if len(outcomes) == 1:
+    if len(outcomes) == 1 and plan.sequential is None:  # decided at run 1: still reported
         return _single(identity, plan, run.attempts[0], outcomes[0])
     passed = outcomes.count(PASSED)
     outcome, decision, decided_at = noise.repeat_outcome(plan, outcomes)

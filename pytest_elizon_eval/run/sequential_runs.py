@@ -1,8 +1,9 @@
 """Run a ``repeat: {max: N, until: decided}`` case until its sequential test decides.
 
 Runs start one at a time, or up to ``plan.run_width`` at once under
-``--elizon-concurrency``; the test reads the runs in the order they were started
-(the longest finished prefix), so the decision is the same however they overlap.
+``--elizon-concurrency`` (never more than that many past the first unfinished run); the
+test reads the runs in the order they were started (the longest finished prefix), so the
+decision is the same however they overlap.
 Once it decides nothing new starts, and the runs already under way are waited for and
 counted: every run that was started is reported (docs/contract.md#repeat-runs).
 No pytest import here.
@@ -48,12 +49,15 @@ def until_decided(plan: CasePlan, run_once: RunOnce) -> tuple[Attempt, ...]:
                 break
         return tuple(attempts)
     done: dict[int, Attempt] = {}
+    prefix: list[Attempt] = []
     started = 0
     decided = False
     with ThreadPoolExecutor(width, thread_name_prefix="elizon-run") as pool:
         under_way: dict[Future[Attempt], int] = {}
         while True:
-            while not decided and started < limit and len(under_way) < width:
+            # At most ``width`` runs past the finished prefix: a slow run holds the window,
+            # so at most width - 1 runs past the deciding one are ever started.
+            while not decided and started < min(limit, len(prefix) + width):
                 under_way[pool.submit(one, started)] = started
                 started += 1
             if not under_way:
@@ -61,8 +65,9 @@ def until_decided(plan: CasePlan, run_once: RunOnce) -> tuple[Attempt, ...]:
             finished, _ = wait(under_way, return_when=FIRST_COMPLETED)
             for future in finished:
                 done[under_way.pop(future)] = future.result()
-            prefix: list[Attempt] = []
+            grew = False
             while len(prefix) in done:
                 prefix.append(done[len(prefix)])
-            decided = decided or _decided(plan, prefix)
+                grew = True
+            decided = decided or (grew and _decided(plan, prefix))
     return tuple(done[index] for index in range(started))
