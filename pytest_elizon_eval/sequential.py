@@ -66,21 +66,30 @@ class Sprt:
         down = -math.inf if p1 == 1.0 else math.log((1.0 - p1) / (1.0 - p0))
         return up, down
 
-    def decide(self, passes: Iterable[bool]) -> tuple[str | None, int]:
-        """(``above``, ``below`` or None, how many runs had been read when it decided —
-        or all of them when it did not)."""
-        alpha = 1.0 - self.confidence
-        bound = math.log(1.0 / alpha)
+    def standing(self, passed: int, runs: int) -> str | None:
+        """Where ``passed`` passes in ``runs`` runs stand: ``above`` when the likelihood
+        ratio is at least 1/α, ``below`` when at most α, else None."""
         up, down = self._steps()
-        llr = 0.0
-        count = 0
-        for passed in passes:
+        bound = math.log(1.0 / (1.0 - self.confidence))
+        # 0 * inf is nan: an outcome that did not occur adds nothing
+        llr = (passed * up if passed else 0.0) + ((runs - passed) * down
+                                                 if runs > passed else 0.0)
+        if llr >= bound:
+            return ABOVE
+        if llr <= -bound:
+            return BELOW
+        return None
+
+    def decide(self, passes: Iterable[bool]) -> tuple[str | None, int]:
+        """(``above``, ``below`` or None, how many runs had been read when it first
+        decided — or all of them when it did not)."""
+        passed = count = 0
+        for outcome in passes:
             count += 1
-            llr += up if passed else down
-            if llr >= bound:
-                return ABOVE, count
-            if llr <= -bound:
-                return BELOW, count
+            passed += bool(outcome)
+            decision = self.standing(passed, count)
+            if decision is not None:
+                return decision, count
         return None, count
 
 

@@ -269,7 +269,7 @@ def test_deterministic_needs_repeat(packages: Packages, pytester: pytest.Pyteste
      "cases[0].repeat.until: expected 'decided', found the text 'always'"),
     ("repeat: {max: 1, until: decided}", "cases[0].repeat.max: must be at least 2, found 1"),
     ("repeat: {max: 20, until: decided, indifference: 0.9}",
-     "cases[0].repeat.indifference: must be at most 0.5, found 0.9"),
+     "cases[0].repeat.indifference: Input should be less than 0.5"),
     ("repeat: {max: 20, until: decided, upto: 3}", "cases[0].repeat: unknown key 'upto'"),
     ("expect: {stable: {}}",
      "cases[0].expect.stable: stable needs maxUniqueOutputs, minSimilarity or both"),
@@ -388,3 +388,35 @@ def test_a_suite_default_may_be_sequential() -> None:
         "evaluation.repeat: missing required key 'until'",
         "evaluation.repeat: unknown key 'untl' (did you mean 'until'?); allowed here: max, "
         "until, indifference"]
+
+
+def _decided_share(rule: Sprt, p: float, horizon: int) -> dict[str | None, float]:
+    """The exact chance of each decision within ``horizon`` runs, by dynamic programming
+    over the number of passes (the order of a prefix does not change where it stands)."""
+    shares: dict[str | None, float] = {"above": 0.0, "below": 0.0, None: 0.0}
+    alive = {0: 1.0}  # passes so far -> chance of being undecided there
+    for n in range(1, horizon + 1):
+        nxt: dict[int, float] = {}
+        for passes, mass in alive.items():
+            for passed, chance in ((True, p), (False, 1 - p)):
+                k = passes + passed
+                decision = rule.standing(k, n)  # reached from an undecided path: new
+                if decision is None:
+                    nxt[k] = nxt.get(k, 0.0) + mass * chance
+                else:
+                    shares[decision] += mass * chance
+        alive = nxt
+    shares[None] = sum(alive.values())
+    return shares
+
+
+def test_the_rule_keeps_its_error_bound_exactly() -> None:
+    rule = Sprt(0.8)
+    # at the zone's edges, where the bound is tightest, and beyond them
+    assert _decided_share(rule, 0.7, 150)["above"] <= 0.05
+    assert _decided_share(rule, 0.5, 150)["above"] <= 0.05
+    assert _decided_share(rule, 0.9, 150)["below"] <= 0.05
+    assert _decided_share(rule, 0.99, 150)["below"] <= 0.05
+    strict = Sprt(0.8, indifference=0.05, confidence=0.99)
+    assert _decided_share(strict, 0.75, 300)["above"] <= 0.01
+    assert _decided_share(strict, 0.85, 300)["below"] <= 0.01

@@ -129,7 +129,7 @@ class RepeatUntil(_Strict):
     max: int = Field(ge=2, le=MAX_REPEAT)
     until: Literal["decided"]
     #: Half-width of the indifference zone around ``minPassRate`` (default 0.1).
-    indifference: float | None = Field(None, gt=0.0, le=0.5)
+    indifference: float | None = Field(None, gt=0.0, lt=0.5)
 
 
 def _repeat_form(value: Any) -> str:
