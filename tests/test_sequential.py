@@ -176,6 +176,7 @@ def test_the_sequential_rule_decides_and_every_report_shows_it(
     page = (pytester.path / "out/r.html").read_text(encoding="utf-8")
     assert 'data-outcome="inconclusive"' in page
     assert '<span class="b flaky">flaky</span>' in page
+    assert '<span class="b within-noise">within noise</span>' in page
     assert page.count('class="interval"') == 8
     assert page.count('class="threshold"') == 8
 

@@ -98,6 +98,7 @@ border-radius:6px;padding:10px 12px;min-width:0}
 white-space:nowrap}
 .b.passed{background:var(--ok)}.b.failed{background:var(--ko)}.b.timeout{background:var(--to)}
 .b.inconclusive{background:#00838f}.b.flaky{background:#8d6e63}
+.b.within-noise{background:#78909c}
 .b.error{background:var(--er)}.b.advisory{background:var(--ad)}.b.zero{background:#bbb}
 .card details summary{cursor:pointer;color:var(--mu);font-size:12px;margin-top:4px}
 table{border-collapse:collapse;width:100%}
@@ -315,7 +316,7 @@ def fragment(result: CaseResult) -> str:
 def _summary_row(index: int, result: CaseResult, cat: str) -> str:
     why = "" if result.outcome == PASSED else _capped(reason(result), LINE_SHOWN)
     if result.repeat is not None:
-        why += "".join(f' <span class="b flaky">{_esc(word)}</span>'
+        why += "".join(f' <span class="b {word.replace(" ", "-")}">{_esc(word)}</span>'
                        for word in tags(result.repeat))
     return (f'<summary class="row"><span>{_esc(result.case_id)}</span>'
             f'<span><span class="b {cat}">{cat}</span></span>'
