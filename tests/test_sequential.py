@@ -377,7 +377,8 @@ def test_a_suite_default_may_be_sequential() -> None:
         " repeat: {max: 30, until: decided, indifference: 0.05}}]}"))
     assert not problems
     assert manifest is not None
-    (ref,) = manifest.evaluation.refs() if manifest.evaluation else ()
+    assert manifest.evaluation is not None
+    (ref,) = manifest.evaluation.refs()
     assert isinstance(ref.repeat, RepeatUntil)
     rule, runs = repeat_rule(ref.repeat, 0.9, 0.95)
     assert runs == 30
@@ -421,3 +422,30 @@ def test_the_rule_keeps_its_error_bound_exactly() -> None:
     strict = Sprt(0.8, indifference=0.05, confidence=0.99)
     assert _decided_share(strict, 0.75, 300)["above"] <= 0.01
     assert _decided_share(strict, 0.85, 300)["below"] <= 0.01
+
+
+class _Config:
+    """What the confidence accessor reads of a pytest config: the ini, and where it is."""
+
+    inipath = None
+
+    def __init__(self, **ini: object) -> None:
+        self.ini = ini
+
+    def getini(self, name: str) -> object:
+        if name not in self.ini:
+            raise ValueError(f"unknown configuration value: {name!r}")
+        return self.ini[name]
+
+
+def test_the_case_confidence_comes_from_elizon_confidence_when_there_is_one() -> None:
+    from pytest_elizon_eval.collect.options import _case_confidence
+
+    assert _case_confidence(_Config()) == 0.95  # type: ignore[arg-type]  # not registered
+    assert _case_confidence(_Config(elizon_confidence="")) == 0.95  # type: ignore[arg-type]
+    assert _case_confidence(_Config(elizon_confidence="0.99")) == 0.99  # type: ignore[arg-type]
+    assert _case_confidence(_Config(elizon_confidence=0.9)) == 0.9  # type: ignore[arg-type]
+    for bad in ("1", "0", "high"):
+        with pytest.raises(pytest.UsageError, match=r"ini option elizon_confidence \("
+                           rf"'{bad}'\): expected a number between 0 and 1, e\.g\. 0\.95"):
+            _case_confidence(_Config(elizon_confidence=bad))  # type: ignore[arg-type]
