@@ -11,8 +11,9 @@ No pytest import here.
 
 from __future__ import annotations
 
+import queue
+import threading
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING
 
 from ..decide.outcomes import PASSED, attempt_outcome
@@ -50,24 +51,35 @@ def until_decided(plan: CasePlan, run_once: RunOnce) -> tuple[Attempt, ...]:
         return tuple(attempts)
     done: dict[int, Attempt] = {}
     prefix: list[Attempt] = []
-    started = 0
+    finished: queue.SimpleQueue[tuple[int, Attempt | BaseException]] = queue.SimpleQueue()
+
+    def work(index: int) -> None:
+        try:
+            finished.put((index, one(index)))
+        except BaseException as exc:  # delivered to the waiting thread, which raises it
+            finished.put((index, exc))
+
+    started = under_way = 0
     decided = False
-    with ThreadPoolExecutor(width, thread_name_prefix="elizon-run") as pool:
-        under_way: dict[Future[Attempt], int] = {}
-        while True:
-            # At most ``width`` runs past the finished prefix: a slow run holds the window,
-            # so at most width - 1 runs past the deciding one are ever started.
-            while not decided and started < min(limit, len(prefix) + width):
-                under_way[pool.submit(one, started)] = started
-                started += 1
-            if not under_way:
-                break
-            finished, _ = wait(under_way, return_when=FIRST_COMPLETED)
-            for future in finished:
-                done[under_way.pop(future)] = future.result()
-            grew = False
-            while len(prefix) in done:
-                prefix.append(done[len(prefix)])
-                grew = True
-            decided = decided or (grew and _decided(plan, prefix))
+    while True:
+        # At most ``width`` runs past the finished prefix: a slow run holds the window, so
+        # at most width - 1 runs past the deciding one are ever started. Daemon threads, as
+        # the case slots are: after -x or Ctrl-C a run under way is abandoned, not awaited.
+        while not decided and started < min(limit, len(prefix) + width):
+            threading.Thread(target=work, args=(started,), daemon=True,
+                             name="elizon-run").start()
+            started += 1
+            under_way += 1
+        if not under_way:
+            break
+        index, got = finished.get()
+        under_way -= 1
+        if isinstance(got, BaseException):
+            raise got
+        done[index] = got
+        grew = False
+        while len(prefix) in done:
+            prefix.append(done[len(prefix)])
+            grew = True
+        decided = decided or (grew and _decided(plan, prefix))
     return tuple(done[index] for index in range(started))
