@@ -76,7 +76,8 @@ CODES: tuple[Code, ...] = (
          "a suite file cannot be read as YAML or is not a valid suite (an unknown key, a case "
          "without id or input, a repeated id, a wrong type, an invalid regex or JSON Schema, "
          "a check that cannot be imported); a check the elizon_checks fixture lacks is this "
-         "error at that case's setup"),
+         "error at that case's setup, and so is expect.deterministic or expect.stable on a "
+         "case that runs once"),
     Code(ELIZON_MANIFEST_INVALID, "collection",
          "elizon.yaml cannot be read as YAML or is not valid (an unknown key, a bad gate, a "
          "malformed entry or judge mapping, a suite path outside the package or listed twice)"),

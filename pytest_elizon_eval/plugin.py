@@ -162,7 +162,8 @@ def annotate(report: Any, result: outcomes.CaseResult, recording: Mapping[str, A
         data = result.to_data()
         report.outcome, report.longrepr = "failed", outcomes.failure_message(result)
     setattr(report, outcomes.REPORT_ATTR, data)
-    if result.outcome in (outcomes.FAILED, outcomes.TIMEOUT) and result.suite.advisory:
+    if result.outcome in (outcomes.FAILED, outcomes.TIMEOUT, outcomes.INCONCLUSIVE) \
+            and result.suite.advisory:
         report.outcome = "passed"
         report.sections.append(("elizon advisory " + result.outcome,
                                 outcomes.failure_message(result)))
@@ -180,6 +181,9 @@ def teststatus(data: Mapping[str, Any], when: str) -> tuple[str, str, str] | Non
             else ("timeout", "T", "TIMEOUT")
     if outcome == outcomes.FAILED and advisory:
         return "advisory_failed", "a", "ADVISORY FAILED"
+    if outcome == outcomes.INCONCLUSIVE:  # undecided at max: its own count, like timeout
+        return ("advisory_inconclusive", "i", "ADVISORY INCONCLUSIVE") if advisory \
+            else ("inconclusive", "I", "INCONCLUSIVE")
     return None
 
 
@@ -339,7 +343,7 @@ class SessionReporter:
     @staticmethod
     def _advisory_reports(terminalreporter: pytest.TerminalReporter) -> list[pytest.TestReport]:
         found: list[pytest.TestReport] = []
-        for category in ("advisory_failed", "advisory_timeout"):
+        for category in ("advisory_failed", "advisory_timeout", "advisory_inconclusive"):
             found.extend(r for r in terminalreporter.stats.get(category, [])
                          if isinstance(r, pytest.TestReport))
         return found

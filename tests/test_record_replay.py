@@ -189,7 +189,8 @@ def test_repeat_passes_at_the_min_pass_rate(packages: Packages, pytester: pytest
     result = pytester.runpytest("--elizon-timeout=0.25", "--elizon-results=r.json",
                                 "--elizon-markdown=s.md")
     assert result.parseoutcomes() == {"passed": 2, "failed": 1}
-    assert "| `not-good-enough` | failed | 2/4 runs passed; first that did not: ✗ equals: " \
+    assert "| `not-good-enough` | failed | 2/4 runs passed (50%, 95% CI 15%–85%; flaky; within " \
+        "noise); first that did not: ✗ equals: " \
         in (pytester.path / "s.md").read_text()
     result.stdout.fnmatch_lines([
         "case 'not-good-enough' failed (must-pass suite pkg/eval/suite.yaml:7)",
@@ -283,7 +284,7 @@ def test_a_repeated_cases_short_summary_line_keeps_its_shape(
     # the word stays pytest's own; the ratio is the reason after the node id
     result.stdout.re_match_lines([r"^pkg/eval/suite\.yaml::flaky FAILED +\[100%\]$"])
     result.stdout.re_match_lines([
-        r"^FAILED pkg/eval/suite\.yaml::flaky - 2/4 runs passed; first that did not: "])
+        r"^FAILED pkg/eval/suite\.yaml::flaky - 2/4 runs passed \(50%, 95% CI 15%–85%; "])
 
 
 def test_a_replayed_timeout_keeps_the_limit_it_was_recorded_under(

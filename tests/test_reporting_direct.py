@@ -104,7 +104,8 @@ def test_decide_repeats_against_the_min_pass_rate() -> None:
     assert strict.outcome == "failed"
     assert [r.outcome for r in strict.runs] == ["passed", "failed", "passed", "failed"]
     assert strict.assertions == (FAILED_CHECK,)  # the first run that did not pass is shown
-    assert outcomes.reason(strict) == ("2/4 runs passed; first that did not: ✗ contains: "
+    assert outcomes.reason(strict) == ("2/4 runs passed (50%, 95% CI 15%–85%; flaky; within "
+                                       "noise); first that did not: ✗ contains: "
                                        "missing: 'delta'")
     message = outcomes.failure_message(strict)
     assert "runs: 2/4 passed, minPassRate 0.75 needs 3\n  run 1: passed in 1.0 ms\n" \

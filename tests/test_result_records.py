@@ -12,6 +12,7 @@ from pytest_elizon_eval.decide.results_data import (
     JudgeRecord,
     LeakRecord,
     ProbeRecord,
+    RepeatRecord,
     RunRecord,
     SecurityRecord,
     SnapshotRecord,
@@ -55,7 +56,9 @@ def full() -> CaseResult:
                                 "the output differs from it", "--- a\n+++ b"),
         judges=(JudgeRecord("judge.tone", "j [prompt ab]", 0.7, 0.5, (0.4, 0.6), 0.1, 0.4, 0.6,
                             0.2, 0.1, False, 1, 1, "judge not aligned: κ 0.41 < 0.60", 1, 2),),
-        alignment={"cohen_kappa": 0.41, "min_kappa": 0.6})
+        alignment={"cohen_kappa": 0.41, "min_kappa": 0.6},
+        repeat=RepeatRecord(2, 1, 0.5, 0.09, 0.91, 0.95, 0.75, True, True, "sequential", 2,
+                            20, "SPRT", 0.1, "below", 2, False, 0.5, 0.5))
 
 
 def test_a_fully_populated_result_survives_data_and_json_unchanged() -> None:
@@ -100,6 +103,7 @@ def test_every_record_field_is_in_the_results_schema() -> None:
         ErrorInfo: _props(case["error"]),
         Usage: _props(case["usage"]),
         JudgeRecord: _props(case["judges"]["items"]),
+        RepeatRecord: _props(defs["repeat"]),
     }
     assert set(where) == set(records())
     for record, known in where.items():

@@ -253,7 +253,10 @@ class CaseItem(compat.FixtureItem):
             result = outcomes.escaped(self.identity, self._limits(), exc)
             self.result = result
         self.user_properties.append(("elizon_outcome", result.outcome))
-        if result.outcome != outcomes.PASSED:
+        if result.repeat is not None:  # JUnit properties: the pass rate and its interval
+            self.user_properties.extend(outcomes.repeat_properties(result.repeat))
+        if result.outcome != outcomes.PASSED and (outcomes.blocks(result)
+                                                  or result.outcome != outcomes.INCONCLUSIVE):
             raise CaseNotPassed(result)
 
     def _limits(self) -> tuple[float, str]:

@@ -151,6 +151,10 @@ OPTIONS: tuple[Option, ...] = (
     Option(ini="elizon_require_alignment", ini_type="bool", ini_default=False, unset="false",
            help="A judge with no alignment result kept for it counts as not aligned: its "
                 "failures in must-pass suites are advisory."),
+    Option(ini="elizon_inconclusive", choices=("fail", "pass"), ini_default="fail",
+           unset="fail",
+           help="What an inconclusive case (repeat: {until: decided} still undecided at "
+                "max) does to a must-pass gate: fail (default) or pass."),
 )
 
 
@@ -198,6 +202,11 @@ class Settings:
     #: ``--elizon-align`` and ini ``elizon_require_alignment``.
     align: bool = False
     require_alignment: bool = False
+    #: ini ``elizon_inconclusive = pass``: an inconclusive case does not fail its gate.
+    inconclusive_passes: bool = False
+    #: The confidence of a repeated case's interval and sequential test (ini
+    #: ``elizon_confidence`` when registered, else 0.95).
+    case_confidence: float = 0.95
 
 
 
@@ -467,6 +476,33 @@ def _sign_key(config: pytest.Config, results: Path | None) -> SigningKey | None:
     return None
 
 
+def _inconclusive(config: pytest.Config) -> bool:
+    """ini ``elizon_inconclusive``: ``fail`` (default) or ``pass``."""
+    raw = str(config.getini("elizon_inconclusive") or "fail").strip().lower()
+    if raw not in ("fail", "pass"):
+        raise pytest.UsageError(f"{_ini_source(config, 'elizon_inconclusive')} ({raw!r}): "
+                                "expected fail or pass")
+    return raw == "pass"
+
+
+def _case_confidence(config: pytest.Config) -> float:
+    """ini ``elizon_confidence`` (0.95 while the key is not registered or not set)."""
+    try:
+        raw = config.getini("elizon_confidence")
+    except ValueError:  # the key belongs to the suite-level statistics; absent here
+        return 0.95
+    if raw in (None, ""):
+        return 0.95
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        value = math.nan
+    if not 0.0 < value < 1.0:
+        raise pytest.UsageError(f"{_ini_source(config, 'elizon_confidence')} ({raw!r}): "
+                                "expected a number between 0 and 1, e.g. 0.95")
+    return value
+
+
 def resolve(config: pytest.Config) -> Settings:
     """Read and check every setting; a bad value is a usage error naming its source."""
     timeout_s, timeout_source = _timeout(config)
@@ -500,6 +536,8 @@ def resolve(config: pytest.Config) -> Settings:
         alignment_folder=_elizon_folder(config, "alignment"),
         align=bool(config.getoption("elizon_align")),
         require_alignment=_ini_bool(config, "elizon_require_alignment"),
+        inconclusive_passes=_inconclusive(config),
+        case_confidence=_case_confidence(config),
     )
 
 

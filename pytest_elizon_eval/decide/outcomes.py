@@ -22,8 +22,10 @@ from typing import TYPE_CHECKING, Any
 from ..run.assertions import AssertionResult
 from ..run.calls import EntryCall, ErrorInfo, Usage
 from ..text import cap
+from . import noise
 from .results_data import ERROR as ERROR
 from .results_data import FAILED as FAILED
+from .results_data import INCONCLUSIVE as INCONCLUSIVE
 from .results_data import OUTPUT_KEPT as OUTPUT_KEPT
 from .results_data import PASSED as PASSED
 from .results_data import TIMEOUT as TIMEOUT
@@ -47,6 +49,7 @@ from .wording import display_reason as display_reason
 from .wording import failure_message as failure_message
 from .wording import reason as reason
 from .wording import usage_text as usage_text
+from .wording_noise import repeat_properties as repeat_properties
 
 if TYPE_CHECKING:  # types only: reports and elizon-eval read results without the run path
     from ..run.running import Attempt, CasePlan, CaseRun, TurnResult
@@ -54,6 +57,7 @@ if TYPE_CHECKING:  # types only: reports and elizon-eval read results without th
 __all__ = [
     "ERROR",
     "FAILED",
+    "INCONCLUSIVE",
     "OUTPUT_KEPT",
     "PASSED",
     "REPORT_ATTR",
@@ -61,6 +65,7 @@ __all__ = [
     "CaseIdentity",
     "CaseResult",
     "SuiteInfo",
+    "attempt_outcome",
     "blocks",
     "call_outcome",
     "conversation_text",
@@ -72,6 +77,7 @@ __all__ = [
     "escaped",
     "failure_message",
     "reason",
+    "repeat_properties",
     "setup_error",
 ]
 
@@ -118,6 +124,11 @@ def _attempt_outcome(attempt: Attempt, expects_error: bool) -> str:
         turn = attempt.turns[failed - 1]
         return call_outcome(turn.call, turn.assertions, expects_error)
     return call_outcome(attempt.call, attempt.assertions, expects_error)
+
+
+def attempt_outcome(attempt: Attempt, expects_error: bool) -> str:
+    """One run's outcome (a conversation's: its first turn that did not pass, if any)."""
+    return _attempt_outcome(attempt, expects_error)
 
 
 def _turn_record(number: int, turn: TurnResult, expects_error: bool) -> TurnRecord:
@@ -206,16 +217,18 @@ def decide(identity: CaseIdentity, plan: CasePlan, run: CaseRun, *,
 def _decided(identity: CaseIdentity, plan: CasePlan, run: CaseRun) -> CaseResult:
     expects_error = bool(plan.case.expect and plan.case.expect.error_contains is not None)
     outcomes = [_attempt_outcome(a, expects_error) for a in run.attempts]
-    if len(outcomes) == 1:
+    if len(outcomes) == 1 and plan.sequential is None:  # decided at run 1: still reported
         return _single(identity, plan, run.attempts[0], outcomes[0])
     passed = outcomes.count(PASSED)
-    if passed / len(outcomes) >= plan.min_pass_rate - 1e-9:  # 3/5 meets 0.6 despite rounding
-        outcome = PASSED
-    else:
-        outcome = TIMEOUT if all(o == TIMEOUT for o in outcomes) else FAILED
+    outcome, decision, decided_at = noise.repeat_outcome(plan, outcomes)
+    repeat = noise.repeat_record(plan, outcomes, [a.call.text for a in run.attempts],
+                                 decision, decided_at)
+    across = noise.across_runs(plan, repeat)
+    if any(a.passed is False for a in across) and outcome in (PASSED, INCONCLUSIVE):
+        outcome = FAILED  # the runs' outputs broke deterministic / stable
     shown = len(outcomes) - 1
     if outcome != PASSED:
-        shown = next(i for i, o in enumerate(outcomes) if o != PASSED)
+        shown = next((i for i, o in enumerate(outcomes) if o != PASSED), shown)
     latencies = [a.call.latency_ms for a in run.attempts if a.call.latency_ms is not None]
     scores = [a.judge_score for a in run.attempts if a.judge_score is not None]
     base = _single(identity, plan, run.attempts[shown], outcome)
@@ -229,6 +242,7 @@ def _decided(identity: CaseIdentity, plan: CasePlan, run: CaseRun) -> CaseResult
         "judge_score": sum(scores) / len(scores) if scores else None,
         "runs": tuple(_run_record(a, o) for a, o in zip(run.attempts, outcomes, strict=True)),
         "passed_runs": passed, "min_pass_rate": plan.min_pass_rate,
+        "assertions": (*base.assertions, *across), "repeat": repeat,
         **_retry_fields(run.attempts),
         "judges": tuple(replace(r, run=number) for number, a in enumerate(run.attempts, 1)
                         for r in a.judges)})
@@ -274,4 +288,7 @@ def blocks(result: CaseResult) -> bool:
     as pytest's exit status says too."""
     if result.outcome == PASSED:
         return False
+    if result.outcome == INCONCLUSIVE and result.repeat is not None \
+            and result.repeat.inconclusive_passes:
+        return False  # ini elizon_inconclusive = pass
     return not result.suite.advisory or result.outcome == ERROR

@@ -33,6 +33,7 @@ __all__ = [
     "DATA",
     "ERROR",
     "FAILED",
+    "INCONCLUSIVE",
     "OMIT_NONE",
     "OUTPUT_KEPT",
     "PASSED",
@@ -43,6 +44,7 @@ __all__ = [
     "JudgeRecord",
     "LeakRecord",
     "ProbeRecord",
+    "RepeatRecord",
     "RunRecord",
     "SecurityRecord",
     "SnapshotRecord",
@@ -59,6 +61,8 @@ __all__ = [
 ]
 
 PASSED, FAILED, TIMEOUT, ERROR = "passed", "failed", "timeout", "error"
+#: A ``repeat: {until: decided}`` case still undecided at ``max`` (docs/contract.md#outcomes).
+INCONCLUSIVE = "inconclusive"
 #: Characters of output (and of a tool call's part) kept on a report; the length is kept too.
 OUTPUT_KEPT = 64 * 1024
 #: The error type of a case whose xdist worker died.
@@ -292,6 +296,42 @@ class RunRecord:
 
 
 @dataclass(frozen=True)
+class RepeatRecord:
+    """A repeated case's pass rate with its Wilson interval, whether its runs disagree, how
+    it was decided and how much its outputs varied (docs/contract.md#repeat-runs)."""
+
+    runs: int
+    passed: int
+    pass_rate: float
+    #: The Wilson score interval of the pass rate at ``confidence``.
+    low: float
+    high: float
+    confidence: float
+    min_pass_rate: float
+    #: The interval holds ``min_pass_rate``: these runs cannot tell the rate from it.
+    within_noise: bool
+    #: Some runs passed and some did not.
+    flaky: bool
+    #: ``fixed`` (``repeat: n``) or ``sequential`` (``repeat: {until: decided}``).
+    rule: str = "fixed"
+    #: Distinct outputs over the runs (a run without output counts as one more).
+    unique_outputs: int = 1
+    #: Sequential only: ``max``, the method, the zone's half-width, ``above``, ``below`` or
+    #: None (inconclusive), and the run at which it decided.
+    max_runs: int | None = field(default=None, metadata={OMIT_NONE: True})
+    method: str | None = field(default=None, metadata={OMIT_NONE: True})
+    indifference: float | None = field(default=None, metadata={OMIT_NONE: True})
+    decision: str | None = field(default=None, metadata={OMIT_NONE: True})
+    decided_at: int | None = field(default=None, metadata={OMIT_NONE: True})
+    #: ini ``elizon_inconclusive = pass`` applied to this case.
+    inconclusive_passes: bool | None = field(default=None, metadata={OMIT_NONE: True})
+    #: With ``expect.deterministic`` or ``expect.stable``: the text variance (mean over all
+    #: pairs of runs of 1 − similarity) and the least similar pair's similarity.
+    variance: float | None = field(default=None, metadata={OMIT_NONE: True})
+    min_similarity: float | None = field(default=None, metadata={OMIT_NONE: True})
+
+
+@dataclass(frozen=True)
 class TurnRecord:
     """One turn of a conversation as it went: what was said, the answer and its checks."""
 
@@ -433,6 +473,8 @@ class CaseResult:
     #: The package judge's alignment with human labels, as the case's judge was measured
     #: (docs/contract.md#judge-alignment); None when not measured or no judge graded.
     alignment: dict[str, Any] | None = field(default=None, metadata={OMIT_NONE: True})
+    #: A repeated case's pass rate, interval, flakiness and decision; None for a single run.
+    repeat: RepeatRecord | None = field(default=None, metadata={OMIT_NONE: True})
 
     @property
     def crashed(self) -> bool:
@@ -474,4 +516,5 @@ def case_of_file(suite: Mapping[str, Any], case: Mapping[str, Any]) -> dict[str,
 def records() -> tuple[type, ...]:
     """Every record a case result is made of (for the schema's own test)."""
     return (CaseResult, SuiteInfo, RunRecord, TurnRecord, ToolCallRecord, SecurityRecord,
-            LeakRecord, ProbeRecord, AssertionResult, ErrorInfo, Usage, JudgeRecord)
+            LeakRecord, ProbeRecord, AssertionResult, ErrorInfo, Usage, JudgeRecord,
+            RepeatRecord)

@@ -14,7 +14,17 @@ from collections.abc import Sequence
 from ..run.assertions import calls_text
 from ..run.calls import Usage
 from ..text import cap, defuse, visible
-from .results_data import ERROR, FAILED, PASSED, TIMEOUT, CaseResult, RunRecord, ToolCallRecord
+from . import wording_noise as noise_words
+from .results_data import (
+    ERROR,
+    FAILED,
+    INCONCLUSIVE,
+    PASSED,
+    TIMEOUT,
+    CaseResult,
+    RunRecord,
+    ToolCallRecord,
+)
 
 __all__ = ["OUTPUT_SHOWN", "REASON_PART", "conversation_text", "display_reason",
            "failure_message", "reason", "usage_text"]
@@ -56,7 +66,20 @@ def reason(result: CaseResult, limit: int = REASON_PART) -> str:
     text = _single_reason(result, limit)
     if result.failed_turn is not None:
         text = f"turn {result.failed_turn} of {_turns_of(result)}: {text}"
-    if result.runs:
+    if result.runs and result.repeat is not None:
+        record = result.repeat
+        words = "".join(f"; {w}" for w in noise_words.tags(record))
+        rate = noise_words.interval_text(record).partition(" passed (")[2].rstrip(")")
+        head = f"{record.passed}/{record.runs} runs passed ({rate}{words})"
+        if result.outcome == INCONCLUSIVE:
+            head = f"inconclusive after {record.runs} of max {record.max_runs} runs: {head}"
+        failing = any(r.outcome != PASSED for r in result.runs)
+        if failing:
+            text = f"{head}; first that did not: {text}"
+        else:  # every run passed: a check of the runs together (deterministic, stable) did not
+            text = head if result.outcome in (PASSED, INCONCLUSIVE) \
+                else f"{head}; a check of the whole case did not: {text}"
+    elif result.runs:
         first = "first that did not: " if (result.passed_runs or 0) < len(result.runs) \
             else "a check of the whole case did not: "
         text = f"{result.passed_runs}/{len(result.runs)} runs passed; {first}" + text
@@ -132,10 +155,15 @@ def _runs_lines(result: CaseResult) -> list[str]:
     n = len(result.runs)
     lines = [f"runs: {result.passed_runs}/{n} passed, minPassRate {result.min_pass_rate:g} "
              f"needs {math.ceil((result.min_pass_rate or 0) * n - 1e-9)}"]
+    if result.repeat is not None and result.repeat.rule == "sequential":
+        lines = [f"runs: {result.passed_runs}/{n} passed"]  # the rule decides, not a count
+    if result.repeat is not None:  # before the runs, which follow their count
+        lines.insert(0, "pass rate: " + noise_words.repeat_text(result.repeat))
     lines.extend(_run_line(index, run) for index, run in enumerate(result.runs, 1))
-    # every run passed and a check of the whole case (every run's) failed it: say that
-    lines.append("the first run that did not pass:" if (result.passed_runs or 0) < n
-                 else "every run passed; a check of the whole case did not:")
+    if any(run.outcome != PASSED for run in result.runs):
+        lines.append("the first run that did not pass:")
+    else:
+        lines.append("every run passed; a check of the whole case did not:")
     return lines
 
 
@@ -166,6 +194,9 @@ def failure_message(result: CaseResult) -> str:
         head = (f"case {name!r} timed out{turn} ({where}): no answer within "
                 f"{result.timeout_s:g} s ({result.timeout_source}); a timeout is not an "
                 "assertion failure")
+    elif result.outcome == INCONCLUSIVE:
+        head = (f"case {name!r} is inconclusive ({where}): its runs could not tell its pass "
+                "rate from minPassRate within max runs")
     else:
         head = f"case {name!r} failed{turn} ({where})"
     lines = [head, *_runs_lines(result), *_turn_lines(result)]

@@ -43,6 +43,8 @@ __all__ = [
     "JudgeEndpoint",
     "JudgeExpect",
     "Manifest",
+    "RepeatUntil",
+    "StableExpect",
     "Suite",
     "SuiteRef",
     "UrlEntry",
@@ -164,6 +166,42 @@ class CheckSpec(_Strict):
     threshold: float | None = Field(None, ge=0.0, le=1.0)
 
 
+class RepeatUntil(_Strict):
+    """``repeat: {max: N, until: decided}``: run the case again only while the sequential
+    test cannot yet tell its pass rate from ``minPassRate`` (docs/format.md#repeat)."""
+
+    max: int = Field(ge=2, le=MAX_REPEAT)
+    until: Literal["decided"]
+    #: Half-width of the indifference zone around ``minPassRate`` (default 0.1).
+    indifference: float | None = Field(None, gt=0.0, lt=0.5)
+
+
+def _repeat_form(value: Any) -> str:
+    return "repeat-until" if isinstance(value, dict) else "repeat-count"
+
+
+#: ``repeat:`` — a number of runs, or the sequential form.
+RepeatSpec = Annotated[
+    Annotated[Annotated[int, Field(ge=1, le=MAX_REPEAT)], Tag("repeat-count")]
+    | Annotated[RepeatUntil, Tag("repeat-until")],
+    Discriminator(_repeat_form),
+]
+
+
+class StableExpect(_Strict):
+    """``stable:`` in a case's ``expect``: how much a repeated case's outputs may vary."""
+
+    max_unique_outputs: int | None = Field(None, alias="maxUniqueOutputs", ge=1)
+    #: The least similarity (difflib's ratio, 0 to 1) any two runs' outputs may have.
+    min_similarity: float | None = Field(None, alias="minSimilarity", ge=0.0, le=1.0)
+
+    @model_validator(mode="after")
+    def _something(self) -> StableExpect:
+        if self.max_unique_outputs is None and self.min_similarity is None:
+            raise ValueError("stable needs maxUniqueOutputs, minSimilarity or both")
+        return self
+
+
 def _check_path(path: str) -> str:
 
     parse_path(path)  # ValueError says what is wrong
@@ -208,6 +246,15 @@ class Expect(_Strict):
     ]] | None = None
     # Issue 24: the output pinned in the suite's __snapshots__ file (docs/contract.md#snapshots).
     snapshot: bool | None = None
+
+    # Issue 21: every run of a repeated case gives the same output / outputs that vary little.
+    deterministic: bool | None = None
+    stable: StableExpect | None = None
+
+    @property
+    def across_runs(self) -> bool:
+        """Whether it checks the runs of a repeated case together (deterministic, stable)."""
+        return bool(self.deterministic) or self.stable is not None
 
     @property
     def checks_output(self) -> bool:
@@ -257,6 +304,13 @@ class Turn(_Strict):
 
     _input_shape = field_validator("input", mode="before")(_check_input)
 
+    @model_validator(mode="after")
+    def _whole_case_only(self) -> Turn:
+        if self.expect is not None and self.expect.across_runs:
+            raise ValueError("deterministic and stable compare the runs of the whole case; "
+                             "put them in the case's own expect, not a turn's")
+        return self
+
 
 class Case(_Strict):
     """One test case of a suite file: an ``input``, or a conversation of ``turns``."""
@@ -267,7 +321,7 @@ class Case(_Strict):
     turns: list[Turn] | None = Field(None, min_length=1)
     expect: Expect | None = None
     tags: list[Annotated[str, AfterValidator(_check_tag)]] | None = None
-    repeat: int | None = Field(None, ge=1, le=MAX_REPEAT)
+    repeat: RepeatSpec | None = None
     min_pass_rate: float | None = Field(None, alias="minPassRate", ge=0.0, le=1.0)
 
     @field_validator("id")
@@ -372,7 +426,7 @@ class SuiteRef(_Strict):
     author_baseline: dict[str, float] | None = Field(None, alias="authorBaseline")
     gate: Gate = "must-pass"
     #: Suite defaults for the cases' ``repeat`` and ``minPassRate``.
-    repeat: int | None = Field(None, ge=1, le=MAX_REPEAT)
+    repeat: RepeatSpec | None = None
     min_pass_rate: float | None = Field(None, alias="minPassRate", ge=0.0, le=1.0)
 
 
@@ -382,7 +436,7 @@ class Evaluation(_Strict):
     suite: str | None = None
     author_baseline: dict[str, float] | None = Field(None, alias="authorBaseline")
     gate: Gate | None = None
-    repeat: int | None = Field(None, ge=1, le=MAX_REPEAT)
+    repeat: RepeatSpec | None = None
     min_pass_rate: float | None = Field(None, alias="minPassRate", ge=0.0, le=1.0)
     suites: list[SuiteRef] | None = Field(None, min_length=1)
 
@@ -414,6 +468,7 @@ def _entry_form(value: Any) -> str:
 
 _UNION_TAGS.update(("entry-spec", "entry-url", "entry-command"))
 _UNION_TAGS.update(("check-name", "check-mapping", "judge-mapping", "judge-list"))
+_UNION_TAGS.update(("repeat-count", "repeat-until"))
 
 
 #: How a command's stdout or a service's reply is read (docs/format.md#output-mode).
@@ -503,10 +558,10 @@ class Manifest(_Strict):
 _KEYS_UNDER: dict[type[BaseModel], dict[str, type[BaseModel]]] = {
     Suite: {"cases": Case, "expect": Expect, "judge": JudgeExpect, "turns": Turn,
             "toolCalls": ToolCallsExpect, "calledWith": ToolCallPattern,
-            "checks": CheckSpec},
+            "checks": CheckSpec, "repeat": RepeatUntil, "stable": StableExpect},
     Manifest: {"evaluation": Evaluation, "suites": SuiteRef, "judge": JudgeEndpoint,
                "prices": Price, "alignment": AlignmentSpec,
-               "entry": CommandEntry},
+               "entry": CommandEntry, "repeat": RepeatUntil},
 }
 
 

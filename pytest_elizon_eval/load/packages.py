@@ -31,6 +31,7 @@ from .model import (
     CommandEntry,
     JudgeEndpoint,
     Manifest,
+    RepeatUntil,
     Suite,
     SuiteRef,
     UrlEntry,
@@ -54,7 +55,7 @@ class SuiteSpec:
     #: 1-based line of the ``suite:`` key in the manifest (None for a stand-alone suite).
     declared_at: int | None = None
     #: Defaults for the cases' ``repeat`` and ``minPassRate``.
-    repeat: int | None = None
+    repeat: int | RepeatUntil | None = None
     min_pass_rate: float | None = None
     #: For the probe pack: where its cases come from (``elizon:probes/<category>.yaml``),
     #: and the named input a probe's text is given as; ``path`` is then the pack's file.

@@ -14,7 +14,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..decide.outcomes import ERROR, FAILED, PASSED, TIMEOUT, CaseResult, SuiteInfo, blocks
+from ..decide.outcomes import (
+    ERROR,
+    FAILED,
+    INCONCLUSIVE,
+    PASSED,
+    TIMEOUT,
+    CaseResult,
+    SuiteInfo,
+    blocks,
+)
 
 __all__ = ["COST_METRICS", "METRICS", "Aggregate", "BaselineRow", "SuiteSummary", "format_metric"]
 
@@ -214,7 +223,8 @@ class Aggregate:
             if s.passed:
                 parts.append(f"{s.info.path} ({gate}) passed all {n} cases.")
                 continue
-            detail = ", ".join(f"{s.count(o)} {o}" for o in (FAILED, TIMEOUT, ERROR) if s.count(o))
+            detail = ", ".join(f"{s.count(o)} {o}" for o in (FAILED, TIMEOUT, ERROR, INCONCLUSIVE)
+                               if s.count(o))
             tail = ", which does not block" if s.verdict == "advisory" else ""
             parts.append(f"{s.info.path} ({gate}) passed {s.count(PASSED)} of {n} "
                          f"({detail}){tail}.")

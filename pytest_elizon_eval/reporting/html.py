@@ -32,7 +32,18 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..decide.outcomes import ERROR, FAILED, PASSED, TIMEOUT, CaseResult, blocks, reason
+from ..decide.outcomes import (
+    ERROR,
+    FAILED,
+    INCONCLUSIVE,
+    PASSED,
+    TIMEOUT,
+    CaseResult,
+    blocks,
+    reason,
+)
+from ..decide.results_data import RepeatRecord
+from ..decide.wording_noise import repeat_text, tags
 from ..run.assertions import AssertionResult
 from ..text import cap, visible
 from . import judges, snapshot_reports
@@ -48,12 +59,13 @@ TEXT_SHOWN = 4000
 #: Characters shown of an assertion's expected / found text, or a one-line reason.
 LINE_SHOWN = 500
 #: The filterable categories of a case, in the order of its outcome bars and filters.
-CATEGORIES = (PASSED, FAILED, TIMEOUT, ERROR, "advisory")
+CATEGORIES = (PASSED, FAILED, TIMEOUT, ERROR, "advisory", INCONCLUSIVE)
 #: The order of the case table: what needs a look first.
-_ORDER = {FAILED: 0, TIMEOUT: 1, ERROR: 2, "advisory": 3, PASSED: 4}
+_ORDER = {FAILED: 0, TIMEOUT: 1, ERROR: 2, "advisory": 3, PASSED: 4, INCONCLUSIVE: 1}
 _COLOR = {PASSED: "#2e7d32", FAILED: "#c62828", TIMEOUT: "#ef6c00", ERROR: "#6a1b9a",
           "advisory": "#b58900", "regressed": "#c62828", "improved": "#2e7d32",
-          "new": "#1565c0", "removed": "#757575", "unchanged": "#9e9e9e"}
+          "new": "#1565c0", "removed": "#757575", "unchanged": "#9e9e9e",
+          INCONCLUSIVE: "#00838f"}
 _VERDICT = {"pass": "PASS", "fail": "FAIL", "advisory": "ADVISORY: not passed"}
 #: Bidirectional controls would reorder the text around them: shown as escapes too.
 _BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
@@ -63,7 +75,7 @@ _LIMIT = re.compile(r"^at most (\d+(?:\.\d+)?) ms")
 _KNOWN = {"nodeid", "case_id", "line", "outcome", "assertions", "latency_ms", "output",
           "output_length", "error", "timeout_s", "timeout_source", "entry", "judge_score",
           "judge_reasoning", "runs", "passed_runs", "min_pass_rate", "replayed", "input",
-          "suite"}
+          "suite", "repeat"}
 _KNOWN |= {"snapshot"}  # its own item of the details (snapshot_reports.html_item)
 
 _CSS = """
@@ -87,6 +99,8 @@ border-radius:6px;padding:10px 12px;min-width:0}
 .b{display:inline-block;padding:0 6px;border-radius:9px;color:#fff;font-size:12px;
 white-space:nowrap}
 .b.passed{background:var(--ok)}.b.failed{background:var(--ko)}.b.timeout{background:var(--to)}
+.b.inconclusive{background:#00838f}.b.flaky{background:#8d6e63}
+.b.within-noise{background:#78909c}
 .b.error{background:var(--er)}.b.advisory{background:var(--ad)}.b.zero{background:#bbb}
 .card details summary{cursor:pointer;color:var(--mu);font-size:12px;margin-top:4px}
 table{border-collapse:collapse;width:100%}
@@ -160,7 +174,8 @@ apply();
 def category(result: CaseResult) -> str:
     """What a case counts as on the page: its outcome, or ``advisory`` for a case of an
     advisory suite that did not pass and so does not fail the run."""
-    if result.outcome != PASSED and not blocks(result):
+    if result.outcome != PASSED and not blocks(result) \
+            and (result.outcome != INCONCLUSIVE or result.suite.advisory):
         return "advisory"
     return result.outcome
 
@@ -220,10 +235,35 @@ def _runs(result: CaseResult) -> str:
                     f"<td>{_capped(', '.join(failed), LINE_SHOWN)}</td>"
                     f"<td class=n>{'—' if score is None else f'{score:.3f}'}</td></tr>")
     need = math.ceil((result.min_pass_rate or 0) * len(result.runs) - 1e-9)
-    return (f"<p>{result.passed_runs}/{len(result.runs)} runs passed; minPassRate "
-            f"{result.min_pass_rate or 0:g} needs {need}</p><table><tr><th class=n>run</th>"
+    rate = ""
+    if result.repeat is not None:
+        rate = f"<p>pass rate {_esc(repeat_text(result.repeat))}</p>{_interval(result.repeat)}"
+        if result.repeat.rule == "sequential":
+            need = 0
+    needs = f"; minPassRate {result.min_pass_rate or 0:g} needs {need}" if need else ""
+    return (f"{rate}<p>{result.passed_runs}/{len(result.runs)} runs passed{needs}</p>"
+            "<table><tr><th class=n>run</th>"
             "<th>outcome</th><th class=n>latency</th><th>failed checks</th>"
             "<th class=n>judge</th></tr>" + "".join(rows) + "</table>")
+
+
+def _interval(record: RepeatRecord) -> str:
+    """The pass rate as a dot on a 0–100 % axis, its interval as an error bar, and the
+    threshold as a red tick."""
+    width, left, span = 320, 10, 300
+
+    def x(value: float) -> float:
+        return left + span * value
+
+    label = (f"pass rate {record.pass_rate:.0%}, interval {record.low:.0%} to "
+             f"{record.high:.0%}, minPassRate {record.min_pass_rate:g}")
+    return _svg(width, 28, label, [
+        f'<line x1="{left}" y1="14" x2="{left + span}" y2="14" stroke="#ccc"/>',
+        f'<line class="interval" x1="{x(record.low):.1f}" y1="14" x2="{x(record.high):.1f}" '
+        'y2="14" stroke="#1565c0" stroke-width="4"/>',
+        f'<circle cx="{x(record.pass_rate):.1f}" cy="14" r="4" fill="#0d47a1"/>',
+        f'<line class="threshold" x1="{x(record.min_pass_rate):.1f}" y1="4" '
+        f'x2="{x(record.min_pass_rate):.1f}" y2="24" stroke="#c62828" stroke-width="2"/>'])
 
 
 def _detail_items(result: CaseResult) -> list[tuple[str, str]]:
@@ -280,6 +320,9 @@ def fragment(result: CaseResult) -> str:
 
 def _summary_row(index: int, result: CaseResult, cat: str) -> str:
     why = "" if result.outcome == PASSED else _capped(reason(result), LINE_SHOWN)
+    if result.repeat is not None:
+        why += "".join(f' <span class="b {word.replace(" ", "-")}">{_esc(word)}</span>'
+                       for word in tags(result.repeat))
     return (f'<summary class="row"><span>{_esc(result.case_id)}</span>'
             f'<span><span class="b {cat}">{cat}</span></span>'
             f'<span class="n">{_ms(result.latency_ms)}</span><span>{why}</span>'

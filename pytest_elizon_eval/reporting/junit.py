@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 from ..decide.outcomes import (
     ERROR,
     FAILED,
+    INCONCLUSIVE,
     PASSED,
     TIMEOUT,
     CaseResult,
@@ -34,8 +35,9 @@ from ..decide.outcomes import (
     failure_message,
     reason,
 )
+from ..decide.wording_noise import repeat_text
 from ..text import cap, visible
-from . import judges, snapshot_reports
+from . import judges, repeats, snapshot_reports
 from .aggregate import Aggregate, SuiteSummary
 
 __all__ = ["render"]
@@ -69,6 +71,8 @@ def _case(summary: SuiteSummary, result: CaseResult) -> TestCase:
     if graded:  # every grade, reused ones marked, where a passing case shows anything
         output += "\n\njudge grades:\n" + "\n".join(graded)
     detail = failure_message(result) if result.outcome != PASSED else ""
+    if not detail and result.repeat is not None:  # a passing repeated case: its rate too
+        detail = "pass rate: " + repeat_text(result.repeat)
     case = TestCase(
         name=result.case_id,
         classname=f"{info.package or 'elizon'}.{info.path.rsplit('/', 1)[-1].split('.')[0]}",
@@ -80,7 +84,10 @@ def _case(summary: SuiteSummary, result: CaseResult) -> TestCase:
     message = _safe(_message(result), MESSAGE_CAP)
     if result.outcome == PASSED:
         return case
-    if not blocks(result):
+    if result.outcome == INCONCLUSIVE and not blocks(result) and not info.advisory:
+        case.add_skipped_info(message=f"inconclusive, passes by elizon_inconclusive = pass: "
+                                      f"{message}", output=_safe(detail, OUTPUT_CAP))
+    elif not blocks(result):
         case.add_skipped_info(message=f"advisory {result.outcome}, does not fail the run: "
                                       f"{message}",
                               output=_safe(detail, OUTPUT_CAP))
@@ -93,6 +100,9 @@ def _case(summary: SuiteSummary, result: CaseResult) -> TestCase:
     elif result.outcome == ERROR:
         case.add_error_info(message=message, output=_safe(detail, OUTPUT_CAP),
                             error_type="error")
+    elif result.outcome == INCONCLUSIVE:  # undecided is not an assertion failure
+        case.add_error_info(message=f"inconclusive: {message}",
+                            output=_safe(detail, OUTPUT_CAP), error_type="inconclusive")
     return case
 
 
@@ -104,6 +114,7 @@ def _suite(summary: SuiteSummary) -> TestSuite:
                   "sha256": info.sha256, "advisory": str(info.advisory).lower()}
     properties.update({f"baseline.{k}": _number(v) for k, v in info.baseline.items()})
     properties.update({f"metric.{k}": _number(v) for k, v in summary.metrics().items()})
+    properties.update(repeats.junit_properties(summary))
     return TestSuite(
         name=f"{info.package or 'elizon'}: {info.path}",
         test_cases=[_case(summary, r) for r in summary.results],

@@ -18,7 +18,7 @@ import re
 
 from ..decide.outcomes import PASSED, CaseResult, conversation_text, reason
 from ..text import cap, visible
-from . import judges, security, snapshot_reports
+from . import judges, repeats, security, snapshot_reports
 from .aggregate import Aggregate, SuiteSummary, format_metric
 from .regression import Regression
 
@@ -103,12 +103,15 @@ def render(aggregate: Aggregate, regression: Regression | None = None,
         info = summary.info
         gate = info.gate + (" (does not fail the run)" if summary.verdict == "advisory" else "")
         shown = ["passed", "failed", "timeout"] + (["error"] if summary.count("error") else [])
+        shown += ["inconclusive"] if summary.count("inconclusive") else []
         counts = " · ".join(f"{summary.count(o)} {o}" for o in shown)
         doc.add(f"## {_VERDICT[summary.verdict]} {cell(info.path)}\n\n"
                 f"Package **{cell(info.package)}**, gate **{gate}**: {counts}.\n")
         table = _baseline_table(summary)
         if table:
             doc.add("\n".join(table) + "\n")
+        for line in repeats.markdown_lines(summary, cell):
+            doc.add(line, optional=True)
         failing = [r for r in summary.results if r.outcome != PASSED]
         if not failing:
             continue

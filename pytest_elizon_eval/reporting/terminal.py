@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..decide.outcomes import ERROR, FAILED, PASSED, TIMEOUT, blocks, reason
+from ..decide.outcomes import ERROR, FAILED, INCONCLUSIVE, PASSED, TIMEOUT, blocks, reason
 from ..text import defuse, visible
-from . import judges, security
+from . import judges, repeats, security
 from .aggregate import Aggregate, SuiteSummary, format_metric
 
 if TYPE_CHECKING:  # types only: a run without --elizon-baseline never loads regression
@@ -38,6 +38,8 @@ def _counts(summary: SuiteSummary) -> str:
              f"{summary.count(TIMEOUT)} timeout"]
     if summary.count(ERROR):
         parts.append(f"{summary.count(ERROR)} error")
+    if summary.count(INCONCLUSIVE):
+        parts.append(f"{summary.count(INCONCLUSIVE)} inconclusive")
     return ", ".join(parts)
 
 
@@ -86,10 +88,11 @@ def render(aggregate: Aggregate, regression: Regression | None = None) -> list[L
         lines.append(("timed out:", {"yellow": True}))
         lines.extend((f"  {r.nodeid} — {reason(r)}", {}) for r in timeouts)
     advisory = [r for s in suites for r in s.not_passed if not blocks(r)
-                if r.outcome != TIMEOUT]
+                if r.outcome not in (TIMEOUT, INCONCLUSIVE)]
     if advisory:
         lines.append(("advisory, not passed:", {"yellow": True}))
         lines.extend((f"  {r.nodeid} — {reason(r)}", {}) for r in advisory)
+    lines.extend(repeats.terminal_lines(aggregate))
     note = aggregate.rate_limit_note()
     if note:  # results under a rate limit are read differently: always said
         lines.append((note, {"yellow": True}))

@@ -108,10 +108,12 @@ class Cassette:
         canary = data.get("canary")
         return cls(data["cases"], canary if isinstance(canary, str) else None)
 
-    def answers(self, suite: str, case_id: str, case_input: object, runs: int
+    def answers(self, suite: str, case_id: str, case_input: object, runs: int,
+                at_most: bool = False
                 ) -> tuple[tuple[tuple[EntryCall, ...], ...], float | None]:
-        """The recorded calls (per run, per turn) for ``runs`` runs of a case and the time
-        limit they were recorded under; or :class:`CassetteMiss`."""
+        """The recorded calls (per run, per turn) for ``runs`` runs of a case (``at_most``:
+        up to ``runs``, at least one — a sequential case's recording ends where it decided)
+        and the time limit they were recorded under; or :class:`CassetteMiss`."""
         name = case_key(suite, case_id)
         entry = self.entries.get(name)
         if entry is None:
@@ -122,7 +124,7 @@ class Cassette:
             raise CassetteMiss(errors.ELIZON_CASSETTE_STALE,
                                f"the input of {name} changed since it was "
                                "recorded; record it again with --elizon-record")
-        if len(entry["runs"]) < runs:
+        if len(entry["runs"]) < (1 if at_most else runs):
             raise CassetteMiss(errors.ELIZON_CASSETTE_MISSING, f"{name} has "
                                f"{len(entry['runs'])} recorded run(s); repeat asks for {runs}")
         limit = entry.get("timeout_s")

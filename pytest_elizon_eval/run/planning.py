@@ -17,10 +17,11 @@ from ..bind.binding import ENTRY, JUDGE, Binder, Kind, Source, precedence
 from ..collect.options import Settings
 from ..decide import outcomes
 from ..decide.outcomes import CaseIdentity, CaseResult
-from ..errors import ElizonError
-from ..load.model import Case
+from ..errors import EVALUATION_SUITE_INVALID, ElizonError
+from ..load.model import Case, RepeatUntil
 from ..load.packages import Package, SuiteSpec
 from ..redteam import pack as redteam
+from ..sequential import DEFAULT_INDIFFERENCE, Sprt
 from . import alignment, checks
 from .assertions import AssertionResult
 from .calls import ErrorInfo
@@ -107,13 +108,19 @@ def plan_case(case: Case, context: SuiteContext, settings: Settings, binder: Bin
     With ``judge_optional`` a judge that is not bound is none: its rubrics go ungraded."""
     package, spec = context.package, context.spec
     timeout_s, timeout_source = settings.timeout_s, settings.timeout_source
-    runs = case.repeat or spec.repeat or 1
+    repeat = case.repeat if case.repeat is not None else spec.repeat
     rate = next((r for r in (case.min_pass_rate, spec.min_pass_rate) if r is not None), 1.0)
+    rule, runs = repeat_rule(repeat, rate, settings.case_confidence)
+    if case.expect is not None and case.expect.across_runs and runs < 2:
+        raise ElizonError(EVALUATION_SUITE_INVALID, [
+            f"{context.display}: case {case.id}: "
+            "expect.deterministic and expect.stable compare the runs of a repeated case; "
+            "give it (or its suite) repeat: 2 or more, or repeat: {max: N, until: decided}"])
     entry = replay = None
     if settings.replay is not None:  # answered from the cassette: no entry point is called
         try:
             replay, recorded_limit = settings.replay.answers(
-                context.key, case.id, recorded_input(case), runs)
+                context.key, case.id, recorded_input(case), runs, at_most=rule is not None)
         except CassetteMiss as exc:
             raise ElizonError(exc.code, [str(exc)]) from None
         if recorded_limit is not None:
@@ -150,7 +157,18 @@ def plan_case(case: Case, context: SuiteContext, settings: Settings, binder: Bin
         entry_description=entry.description if entry else "cassette",
         timeout_s=timeout_s, timeout_source=timeout_source, route_key=settings.route_key,
         repeat=runs, min_pass_rate=rate, replay=replay,
-        prices={**settings.prices, **package.prices}, checks=functions)
+        prices={**settings.prices, **package.prices}, checks=functions,
+        sequential=rule, run_width=settings.concurrency, confidence=settings.case_confidence,
+        inconclusive_passes=settings.inconclusive_passes)
+
+
+def repeat_rule(repeat: int | RepeatUntil | None, min_pass_rate: float, confidence: float
+                ) -> tuple[Sprt | None, int]:
+    """The stopping rule (None for a fixed count) and the most runs, from ``repeat:``."""
+    if isinstance(repeat, RepeatUntil):
+        return Sprt(min_pass_rate, repeat.indifference or DEFAULT_INDIFFERENCE,
+                    confidence), repeat.max
+    return None, repeat or 1
 
 
 def suite_checks(refs: tuple[checks.CheckRef, ...], folders: Sequence[Path], display: str

@@ -32,6 +32,7 @@ from ..bind.judging import Judge
 from ..decide.outcomes import PASSED, call_outcome
 from ..decide.results_data import JudgeRecord
 from ..load.model import Case, Expect, JudgeExpect
+from ..sequential import DEFAULT_CONFIDENCE, Sprt
 from .answers import conversation, priced
 from .assertions import AssertionResult, check
 from .calls import EntryCall, Usage
@@ -39,6 +40,7 @@ from .checks import CaseCopy, CheckFunction, grade_checks
 from .concurrency import gate_for
 from .grade_cache import GradeCache, cache_key, judge_identity
 from .retrying import Tally
+from .sequential_runs import until_decided
 
 __all__ = ["Attempt", "CasePlan", "CaseRun", "TurnResult", "run_case", "turn_failed"]
 
@@ -72,6 +74,14 @@ class CasePlan:
     judge_advisory: str | None = None
     #: The judge's alignment as measured, for the case's result (None: not measured).
     alignment: Mapping[str, Any] | None = None
+    #: ``repeat: {until: decided}``: the stopping rule (``repeat`` is then its ``max``).
+    sequential: Sprt | None = None
+    #: Runs of one sequential case under way at once (``--elizon-concurrency``).
+    run_width: int = 1
+    #: The confidence of a repeated case's interval (ini ``elizon_confidence``).
+    confidence: float = DEFAULT_CONFIDENCE
+    #: ini ``elizon_inconclusive = pass``.
+    inconclusive_passes: bool = False
 
 
 @dataclass(frozen=True)
@@ -357,7 +367,10 @@ def _gated(plan: CasePlan, recorded: tuple[EntryCall, ...] | None) -> Attempt:
 
 
 def run_case(plan: CasePlan) -> CaseRun:
-    """Run the plan's case ``repeat`` times (or answer it from the replay)."""
+    """Run the plan's case ``repeat`` times (or answer it from the replay); with a
+    sequential rule, only until it decides (docs/contract.md#repeat-runs)."""
+    if plan.sequential is not None:
+        return CaseRun(until_decided(plan, _gated))
     return CaseRun(tuple(
         _gated(plan, plan.replay[index] if plan.replay is not None else None)
         for index in range(plan.repeat)))
