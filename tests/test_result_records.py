@@ -9,8 +9,10 @@ from typing import Any
 
 from pytest_elizon_eval.decide.results_data import (
     CaseResult,
+    LabelRecord,
     LeakRecord,
     ProbeRecord,
+    RagRecord,
     RunRecord,
     SecurityRecord,
     SuiteInfo,
@@ -48,7 +50,9 @@ def full() -> CaseResult:
         turns=(turn,), failed_turn=2, turn_count=3,
         security=SecurityRecord((LeakRecord("canary", "ab…yz"),),
                                 ProbeRecord("jailbreak", "high", "pack", "elizon.yaml", 7)),
-        attempts=3, retries=2, waited_s=0.5, rate_limited=True)
+        attempts=3, retries=2, waited_s=0.5, rate_limited=True,
+        label=LabelRecord("billing", "legal"), rag=RagRecord(0.5, 0.75, 1.0, 0.5, 3, 2),
+        first_tool="search")
 
 
 def test_a_fully_populated_result_survives_data_and_json_unchanged() -> None:
@@ -92,6 +96,8 @@ def test_every_record_field_is_in_the_results_schema() -> None:
         AssertionResult: _props(case["assertions"]["items"]),
         ErrorInfo: _props(case["error"]),
         Usage: _props(case["usage"]),
+        LabelRecord: _props(case["label"]),
+        RagRecord: _props(case["rag"]),
     }
     assert set(where) == set(records())
     for record, known in where.items():

@@ -33,6 +33,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..decide.outcomes import ERROR, FAILED, PASSED, TIMEOUT, CaseResult, blocks, reason
+from ..measures.rendering import html_section as measures_html
 from ..run.assertions import AssertionResult
 from ..text import cap, visible
 from .aggregate import Aggregate, BaselineRow, SuiteSummary, format_metric
@@ -520,7 +521,7 @@ def _card(summary: SuiteSummary) -> str:
             f'<div class="meta">package <b>{_esc(info.package or "—")}</b> · gate '
             f"<b>{_esc(gate)}</b> · {n} cases · pass rate <b>{rate}</b></div>"
             f'<div class="counts">{badges}</div>{table}'
-            "</div>")
+            f"{measures_html(summary.measures(), _esc)}</div>")
 
 
 def _regression_list(regression: Regression) -> str:

@@ -9,7 +9,7 @@ case's result. :mod:`.collect` calls both from a case's setup and run.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +65,10 @@ class CaseChecks:
     security: dict[str, Any] | None = None
     #: Strings every report must show masked.
     redact: tuple[str, ...] = ()
+    #: Task measures of the case (docs/contract.md#task-metrics), by the name of the
+    #: :class:`~.results_data.CaseResult` field that keeps them (``label``, ``rag``,
+    #: ``first_tool``); suite metrics are made of them.
+    measures: dict[str, Any] | None = None
 
 
 def sources(kind: Kind, context: SuiteContext, settings: Settings, fixture_value: object,
@@ -159,6 +163,9 @@ def decided(identity: CaseIdentity, plan: CasePlan, run: CaseRun,
             leaked = [*(security or {}).get("leaked", ()), *found.security.get("leaked", ())]
             security = {**(security or {}), **found.security, "leaked": leaked}
     result = outcomes.decide(identity, plan, run, also=also, security=security)
+    measured = {k: v for found in added for k, v in (found.measures or {}).items()}
+    if measured:
+        result = replace(result, **measured)
     return redteam.redact(result, [v for found in added for v in found.redact])
 
 
