@@ -106,7 +106,11 @@ def report(pairs: Sequence[tuple[str, str]]) -> ClassificationReport:
     def weighted(values: list[tuple[float | None, int]]) -> float | None:
         known = [(v, w) for v, w in values if v is not None]
         weight = sum(w for _, w in known)
-        return sum(v * w for v, w in known) / weight if known and weight else None
+        if not known:
+            return None
+        # every defined value weighs 0 (labels only predicted): their plain mean, as
+        # scikit-learn's average does
+        return sum(v * w for v, w in known) / weight if weight else _mean([v for v, _ in known])
 
     return ClassificationReport(
         labels=labels, matrix=tuple(tuple(row) for row in matrix), per_label=tuple(per_label),
