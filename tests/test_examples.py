@@ -20,7 +20,7 @@ def examples(pytester: pytest.Pytester) -> Path:
 
 def test_safety_cases_by_marker(examples: Path, pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("example_suites", "-m", "safety", "--strict-markers")
-    assert result.parseoutcomes() == {"passed": 7, "deselected": 69}
+    assert result.parseoutcomes() == {"passed": 7, "deselected": 78}
 
 
 def test_the_release_gate_catches_a_broken_router(examples: Path, pytester: pytest.Pytester
@@ -44,3 +44,37 @@ def test_the_release_gate_catches_a_broken_router(examples: Path, pytester: pyte
     result.stdout.fnmatch_lines(["FAILED *publish-gate-core.yaml::guardrail-injection*"])
     result.stdout.fnmatch_lines(["      found:    'ZE…31' at character *"])  # masked
     assert "ZEBRA-7731" not in result.stdout.str()
+
+
+def test_legal_practice_shows_its_routers_classification(examples: Path,
+                                                          pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("example_suites/legal-practice/eval")
+    result.stdout.fnmatch_lines([
+        "*publish-gate-core.yaml ?legal-practice-v1, must-pass?: 9 passed*",
+        "    accuracy  * 1.000 * 1.000 * +0 * at",  # widths follow the latency's Δ
+        "    recall.refuse.security  1.000 * 1.000 * +0 * at",
+        "    classification (5 cases, 5 labels): accuracy 1.000, macro F1 1.000, weighted F1 1.000",
+        "      recall: answer.summarize 1.000, calendar.schedule 1.000, records.query 1.000, "
+        "refuse.advice 1.000, refuse.security 1.000"])
+
+
+def test_the_rag_example_catches_a_retriever_that_finds_the_wrong_passages(
+        examples: Path, pytester: pytest.Pytester) -> None:
+    (examples / "handbook-rag" / "conftest.py").write_text(
+        "import pytest\n"
+        "from pytest_elizon_eval import Answer\n"
+        "from handbook_rag.assistant import HANDBOOK\n\n"
+        "@pytest.fixture(scope='session')\n"
+        "def elizon_entry():\n"
+        "    return lambda question: Answer(text='Employees accrue 40 days of paid leave.',\n"
+        "        value={'intent': 'other'}, contexts=[HANDBOOK[5], HANDBOOK[0]])\n")
+    result = pytester.runpytest("example_suites/handbook-rag", "--elizon-results=r.json")
+    assert result.parseoutcomes() == {"failed": 9}
+    result.stdout.fnmatch_lines([
+        "    accuracy  1.000            0.000     -1  below",
+        "    classification (5 cases, 5 labels): accuracy 0.000, macro F1 0.000, weighted F1 0.000",
+        "      recall: equipment 0.000, facilities 0.000, money 0.000, other —, time-off 0.000"])
+    result.stdout.fnmatch_lines([
+        "    context_recall     1.000            0.250     -0.75   below",
+        "    rag (4 cases): faithfulness 0.000, answer relevancy 0.500, context precision 0.125, "
+        "context recall 0.250"])

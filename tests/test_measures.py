@@ -90,7 +90,7 @@ def test_the_report_is_scikit_learns(pairs: list[tuple[str, str]]) -> None:
     _assert_like_sklearn(pairs)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=30, deadline=None, database=None)
 @given(st.lists(st.tuples(st.sampled_from("abcd"), st.sampled_from("abcde")), max_size=25))
 def test_generated_reports_are_scikit_learns(pairs: list[tuple[str, str]]) -> None:
     _assert_like_sklearn(pairs)
