@@ -3,6 +3,7 @@ CI workflow's full run beside its shards), and they can fail."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -78,3 +79,21 @@ def test_the_rag_example_catches_a_retriever_that_finds_the_wrong_passages(
         "    context_recall     1.000            0.250     -0.75   below",
         "    rag (4 cases): faithfulness 0.000, answer relevancy 0.500, context precision 0.125, "
         "context recall 0.250"])
+
+
+def test_the_support_agent_reports_its_agent_metrics(examples: Path,
+                                                     pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("example_suites/support-agent", "--elizon-results=r.json",
+                                "--elizon-markdown=s.md", "--elizon-html=r.html")
+    result.stdout.fnmatch_lines([
+        "    tool_success_rate  0.800 * 0.857 * +0.0571 * above",
+        "    first_tool_rate    1.000 * 1.000 * +0 * at",
+        "    agents: 7 tool calls, success 0.857, 1.400 per case, 0.875 per turn, 2.500 turns "
+        "per conversation, expected first tool first 1.000",
+        "      tools: add_to_cart 3× (errors 0.333), process_payment 2× (errors 0.000), "
+        "search_invoices 1× (errors 0.000), summarize 1× (errors 0.000)"])
+    suite = json.loads((pytester.path / "r.json").read_text())["suites"][0]
+    assert suite["measures"]["agents"]["tool_error_rate.add_to_cart"] == pytest.approx(1 / 3)
+    assert suite["metrics"]["tool_calls.add_to_cart"] == 3
+    assert "| add_to_cart | 3 | 0.333 |" in (pytester.path / "s.md").read_text()
+    assert "<td>add_to_cart</td><td>3</td><td>0.333</td>" in (pytester.path / "r.html").read_text()
