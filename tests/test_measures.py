@@ -384,3 +384,34 @@ def test_rag_scores_gate_cases_and_reach_every_report(
     assert rows["context_recall"] == "at"
     assert "| 0.900 | 0.600 | 0.500 | 0.500 |" in (pytester.path / "s.md").read_text()
     assert "<h3>RAG (3 cases)</h3>" in (pytester.path / "r.html").read_text()
+
+
+COMMAND = """
+import json, sys
+question = sys.stdin.read()
+contexts = {"refunds": ["Refunds take 14 days.", "Shipping is free."],
+            "broken": [{"passage": 1}]}
+key = "refunds" if "refund" in question else "broken"
+print(json.dumps({"text": "Refunds take 14 days.", "contexts": contexts[key]}))
+"""
+
+
+def test_a_command_gives_its_passages_in_the_answer_envelope(
+        packages: Packages, pytester: pytest.Pytester) -> None:
+    packages.package(entry="{command: [python, retrieve.py], output: answer}", suite="""
+        cases:
+          - id: refunds
+            input: how long do refunds take
+            expect: {rag: {contextRecall: 1, contextPrecision: 1, relevant: [refunds take]}}
+          - id: broken
+            input: anything
+            expect: {rag: {contextRecall: 1, relevant: [x]}}
+        """)
+    packages.write("pkg/retrieve.py", COMMAND)
+    result = pytester.runpytest("--elizon-results=results.json")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*OutputError: the envelope's contexts?0? is a dict, not a "
+                                 "string (a passage is its text)"])
+    case = _results(pytester)["suites"][0]["cases"][0]
+    assert case["rag"]["contexts"] == 2
+    assert case["rag"]["context_precision"] == 1.0

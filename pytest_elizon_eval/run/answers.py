@@ -278,7 +278,8 @@ def _envelope(data: object) -> EntryCall:
         raise OutputError("the answer envelope's tool_calls is not a list")
     try:
         answer = Answer(text=data.get("text"), value=data.get("value"), tool_calls=calls,
-                        usage=data.get("usage"), contexts=data.get("contexts"))
+                        usage=data.get("usage"),
+                        contexts=contexts_of(data.get("contexts"), "the envelope's contexts"))
     except ValueError as exc:
         raise OutputError(f"the answer envelope: {exc}") from None
     return _answer(answer)
