@@ -415,3 +415,10 @@ def test_a_command_gives_its_passages_in_the_answer_envelope(
     case = _results(pytester)["suites"][0]["cases"][0]
     assert case["rag"]["contexts"] == 2
     assert case["rag"]["context_precision"] == 1.0
+
+
+def test_the_docs_print_the_built_in_rubrics_word_for_word() -> None:
+    text = (Path(__file__).parent.parent / "docs" / "contract.md").read_text(encoding="utf-8")
+    quoted = " ".join(line[2:] for line in text.splitlines() if line.startswith("> "))
+    assert rag.FAITHFULNESS_RUBRIC in quoted
+    assert rag.ANSWER_RELEVANCY_RUBRIC in quoted
