@@ -21,6 +21,7 @@ from sklearn.metrics import accuracy_score, confusion_matrix, precision_recall_f
 
 from pytest_elizon_eval import Answer
 from pytest_elizon_eval.decide.results_data import CaseResult, SuiteInfo, ToolCallRecord, TurnRecord
+from pytest_elizon_eval.load.datafiles import load_rows
 from pytest_elizon_eval.load.model import Expect
 from pytest_elizon_eval.measures import rag
 from pytest_elizon_eval.measures.agents import agent_metrics
@@ -422,3 +423,17 @@ def test_the_docs_print_the_built_in_rubrics_word_for_word() -> None:
     quoted = " ".join(line[2:] for line in text.splitlines() if line.startswith("> "))
     assert rag.FAITHFULNESS_RUBRIC in quoted
     assert rag.ANSWER_RELEVANCY_RUBRIC in quoted
+
+
+def test_a_turn_cannot_hold_a_cases_measures(tmp_path: Path) -> None:
+    suite = ("cases:\n  - id: c\n    turns:\n      - input: hi\n        expect:\n"
+             "          label: greeting\n")
+    assert error_lines(tmp_path, suite, MANIFEST) == [
+        "EVALUATION_SUITE_INVALID: pkg/eval/suite.yaml:5: cases[0].turns[0].expect: label and "
+        "rag are measured once per case: put them in the case's own expect (they read the "
+        "conversation's last answer)"]
+
+
+def test_a_csv_label_is_text_even_when_it_reads_as_json() -> None:
+    rows = load_rows(b"id,input,expect.label\nc,hi,404\n", ".csv")
+    assert rows["cases"][0]["expect"]["label"] == "404"

@@ -242,6 +242,15 @@ class Turn(_Strict):
 
     _input_shape = field_validator("input", mode="before")(_check_input)
 
+    @field_validator("expect")
+    @classmethod
+    def _measures_are_the_cases(cls, value: Expect | None) -> Expect | None:
+        # a conversation is one case of a classification or RAG report: its own expect
+        if value is not None and (value.label is not None or value.rag is not None):
+            raise ValueError("label and rag are measured once per case: put them in the "
+                             "case's own expect (they read the conversation's last answer)")
+        return value
+
 
 class Case(_Strict):
     """One test case of a suite file: an ``input``, or a conversation of ``turns``."""

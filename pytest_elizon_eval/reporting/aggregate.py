@@ -75,6 +75,8 @@ class SuiteSummary:
 
     info: SuiteInfo
     results: list[CaseResult] = field(default_factory=list)
+    _measured: tuple[int, task_measures.SuiteMeasures] | None = field(
+        default=None, init=False, repr=False, compare=False)
 
     def count(self, outcome: str) -> int:
         return sum(1 for r in self.results if r.outcome == outcome)
@@ -126,7 +128,10 @@ class SuiteSummary:
 
     def measures(self) -> task_measures.SuiteMeasures:
         """Its classification, RAG and agent measures (docs/contract.md#task-metrics)."""
-        return task_measures.measure(self.results)
+        # every reporter asks, some more than once: measured again only when cases were added
+        if self._measured is None or self._measured[0] != len(self.results):
+            self._measured = (len(self.results), task_measures.measure(self.results))
+        return self._measured[1]
 
     def baseline_rows(self) -> list[BaselineRow]:
         """Every metric this run measured or the author named, baseline next to run."""
