@@ -7,8 +7,10 @@ schema, author baselines and ``--elizon-baseline`` regressions."""
 from __future__ import annotations
 
 import fnmatch
+import http.server
 import json
 import math
+import threading
 import warnings
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,7 @@ from pytest_elizon_eval.run.answers import from_reply, from_return
 from pytest_elizon_eval.run.calls import EntryCall, OutputError
 
 from .conftest import Packages
+from .test_agents import JsonHandler
 from .test_bad_files import error_lines
 
 # -- classification against scikit-learn -----------------------------------------------------
@@ -437,3 +440,60 @@ def test_a_turn_cannot_hold_a_cases_measures(tmp_path: Path) -> None:
 def test_a_csv_label_is_text_even_when_it_reads_as_json() -> None:
     rows = load_rows(b"id,input,expect.label\nc,hi,404\n", ".csv")
     assert rows["cases"][0]["expect"]["label"] == "404"
+
+
+class RagServer(JsonHandler):
+    """On loopback: a RAG service that answers as a chat completion with the passages it
+    used beside "choices", and a judge endpoint that scores by what it is asked."""
+
+    prompts: list[str]
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        said = body["messages"][-1]["content"]
+        if self.path.startswith("/judge"):  # the judge is sent to <url>/chat/completions
+            self.prompts.append(said)
+            score = 0.25 if said.startswith("Rubric:\nFaithfulness") else 0.75
+            content = json.dumps({"score": score, "reasoning": "graded"})
+            self.reply({"choices": [{"message": {"role": "assistant", "content": content}}]})
+            return
+        self.reply({"choices": [{"message": {"role": "assistant", "content": "Free over 50."}}],
+                    "contexts": ["Shipping is free over 50 euros.", "Refunds take 14 days."]})
+
+
+def test_a_rag_service_and_an_endpoint_judge_over_http(
+        packages: Packages, pytester: pytest.Pytester) -> None:
+    prompts: list[str] = []
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), type("Handler", (RagServer,), {"prompts": prompts}))
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02},
+                              daemon=True)
+    thread.start()
+    base = f"http://127.0.0.1:{server.server_port}"
+    try:
+        packages.package(entry=f"{{url: '{base}/chat', output: openai, model: m}}", suite="""
+            cases:
+              - id: shipping
+                input: is shipping free
+                expect:
+                  rag: {faithfulness: 0.5, answerRelevancy: 0.5,
+                        contextPrecision: 1, relevant: [shipping is free]}
+            """)
+        (pytester.path / "pkg/elizon.yaml").write_text(
+            (pytester.path / "pkg/elizon.yaml").read_text()
+            + f"judge: {{url: '{base}/judge', model: j}}\n")
+        result = pytester.runpytest("--elizon-results=results.json")
+    finally:
+        server.shutdown()
+        server.server_close()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*✗ rag.faithfulness*"])
+    case = _results(pytester)["suites"][0]["cases"][0]
+    assert case["rag"] == {"faithfulness": 0.25, "answer_relevancy": 0.75,
+                           "context_precision": 1.0, "context_recall": 1.0, "contexts": 2,
+                           "relevant": 1}
+    assert [a["passed"] for a in case["assertions"]] == [False, True, True]
+    faithful = next(p for p in prompts if p.startswith("Rubric:\nFaithfulness"))
+    assert rag.FAITHFULNESS_RUBRIC in faithful
+    assert '"[1]": "Shipping is free over 50 euros."' in faithful
+    assert "The application's answer:\nFree over 50." in faithful
