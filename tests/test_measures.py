@@ -22,7 +22,13 @@ from hypothesis import strategies as st
 from sklearn.metrics import accuracy_score, confusion_matrix, precision_recall_fscore_support
 
 from pytest_elizon_eval import Answer
-from pytest_elizon_eval.decide.results_data import CaseResult, SuiteInfo, ToolCallRecord, TurnRecord
+from pytest_elizon_eval.decide.results_data import (
+    CaseResult,
+    LabelRecord,
+    SuiteInfo,
+    ToolCallRecord,
+    TurnRecord,
+)
 from pytest_elizon_eval.load.datafiles import load_rows
 from pytest_elizon_eval.load.model import Expect
 from pytest_elizon_eval.measures import rag
@@ -497,3 +503,22 @@ def test_a_rag_service_and_an_endpoint_judge_over_http(
     assert rag.FAITHFULNESS_RUBRIC in faithful
     assert '"[1]": "Shipping is free over 50 euros."' in faithful
     assert "The application's answer:\nFree over 50." in faithful
+
+
+def test_hostile_labels_stay_text_in_every_report() -> None:
+    import xml.etree.ElementTree as ET  # only here: the JUnit report is parsed back
+
+    from pytest_elizon_eval.reporting import html, junit, markdown
+    from pytest_elizon_eval.reporting.aggregate import Aggregate
+
+    aggregate = Aggregate()
+    for n, (expected, predicted) in enumerate([('a<b>"|`x', "\x07bell"), ("ok", "ok")]):
+        aggregate.add(CaseResult(nodeid=f"n{n}", case_id="c", line=n + 1, suite=SUITE,
+                                 outcome="passed",
+                                 label=LabelRecord(expected, predicted)).to_data())
+    page = html.render(aggregate)
+    assert "a<b>" not in page
+    assert 'data-actual="a&lt;b&gt;&quot;|`x"' in page
+    assert "\x07" not in page
+    assert "| a&lt;b&gt;\"\\|\\`x | — | 0.000 | 0.000 | 1 |" in markdown.render(aggregate)
+    ET.fromstring(junit.render(aggregate))  # still XML
