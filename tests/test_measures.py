@@ -10,6 +10,7 @@ import fnmatch
 import http.server
 import json
 import math
+import random
 import threading
 import warnings
 from pathlib import Path
@@ -17,8 +18,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from sklearn.metrics import accuracy_score, confusion_matrix, precision_recall_fscore_support
 
 from pytest_elizon_eval import Answer
@@ -100,10 +99,13 @@ def test_the_report_is_scikit_learns(pairs: list[tuple[str, str]]) -> None:
     _assert_like_sklearn(pairs)
 
 
-@settings(max_examples=30, deadline=None, database=None)
-@given(st.lists(st.tuples(st.sampled_from("abcd"), st.sampled_from("abcde")), max_size=25))
-def test_generated_reports_are_scikit_learns(pairs: list[tuple[str, str]]) -> None:
-    _assert_like_sklearn(pairs)
+def test_generated_reports_are_scikit_learns() -> None:
+    # seeded: the same 40 suites every run, of 0 to 25 cases over 4 actual and 5 predicted
+    # labels, so labels never predicted, only predicted, single classes and empty suites recur
+    chance = random.Random(25)
+    for _ in range(40):
+        _assert_like_sklearn([(chance.choice("abcd"), chance.choice("abcde"))
+                              for _ in range(chance.randint(0, 25))])
 
 
 def test_undefined_values_are_shown_as_undefined_never_zero() -> None:
