@@ -6,6 +6,7 @@ schema, author baselines and ``--elizon-baseline`` regressions."""
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import http.server
 import json
@@ -24,6 +25,7 @@ from pytest_elizon_eval import Answer
 from pytest_elizon_eval.decide.results_data import (
     CaseResult,
     LabelRecord,
+    RagRecord,
     SuiteInfo,
     ToolCallRecord,
     TurnRecord,
@@ -35,10 +37,11 @@ from pytest_elizon_eval.measures.agents import agent_metrics
 from pytest_elizon_eval.measures.classification import NO_LABEL, report
 from pytest_elizon_eval.measures.hooks import predicted_label
 from pytest_elizon_eval.measures.rendering import markdown_lines, terminal_lines
-from pytest_elizon_eval.measures.suite import SuiteMeasures, direction
+from pytest_elizon_eval.measures.suite import SuiteMeasures, direction, measure
 from pytest_elizon_eval.reporting import results
 from pytest_elizon_eval.run.answers import from_reply, from_return
 from pytest_elizon_eval.run.calls import EntryCall, OutputError
+from pytest_elizon_eval.stats import wilson_interval
 
 from .conftest import Packages
 from .test_agents import JsonHandler
@@ -174,6 +177,26 @@ def test_agent_metrics_count_calls_errors_turns_and_first_tools() -> None:
     assert undefined["tool_success_rate"] is None
     assert (direction("recall.x"), direction("tool_error_rate.x"), direction("support.x")) == \
         (1, -1, 0)
+
+
+
+def test_every_rate_gives_its_counts_for_an_interval() -> None:
+    results = [_case(1, [("search", None), ("summarize", "timeout")], first="search"),
+               _case(2, [("summarize", None), ("search", None)], first="search")]
+    results[0] = dataclasses.replace(results[0], label=LabelRecord("a", "a"),
+                                     rag=RagRecord(faithfulness=0.5, context_recall=1.0))
+    results[1] = dataclasses.replace(results[1], label=LabelRecord("a", "b"),
+                                     rag=RagRecord(faithfulness=1.0))
+    found = measure(results)
+    assert found.proportions == {
+        "accuracy": (1, 2), "precision.a": (1, 1), "precision.b": (0, 1), "recall.a": (1, 2),
+        "tool_success_rate": (3, 4), "tool_error_rate.search": (0, 2),
+        "tool_error_rate.summarize": (1, 2), "first_tool_rate": (1, 2)}
+    for metric, (successes, trials) in found.proportions.items():  # the rates they stand for
+        assert found.metrics()[metric] == successes / trials
+    assert found.samples["faithfulness"] == (0.5, 1.0)
+    assert found.samples["context_recall"] == (1.0,)
+    assert wilson_interval(*found.proportions["accuracy"])[0] < 0.5
 
 
 # -- labels and passages read from answers ---------------------------------------------------
@@ -524,3 +547,15 @@ def test_hostile_labels_stay_text_in_every_report() -> None:
     assert "\x07" not in page
     assert "| a&lt;b&gt;\"\\|\\`x | — | 0.000 | 0.000 | 1 |" in markdown.render(aggregate)
     ET.fromstring(junit.render(aggregate))  # still XML
+
+
+def test_a_judged_rag_metric_needs_a_bound_judge(packages: Packages,
+                                                 pytester: pytest.Pytester) -> None:
+    packages.package(app=RETRIEVER, suite="""
+        cases:
+          - {id: judged, input: refunds, expect: {rag: {faithfulness: 0.5}}}
+          - {id: unjudged, input: refunds, expect: {rag: {contextRecall: 0, relevant: [x]}}}
+        """)
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["ELIZON_JUDGE_UNBOUND: no judge is bound for this case*"])

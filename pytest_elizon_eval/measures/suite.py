@@ -8,7 +8,7 @@ exactly as ``pass_rate`` does. No pytest import here.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..decide.results_data import CaseResult
@@ -57,6 +57,11 @@ class SuiteMeasures:
     rag: dict[str, float | None] | None = None
     rag_cases: int = 0
     agents: dict[str, Number | None] | None = None
+    #: For an interval around each metric (:mod:`pytest_elizon_eval.stats`): the
+    #: proportions as (successes, trials) — accuracy, per-label precision and recall, the
+    #: tool rates — and the per-case scores each RAG mean is made of.
+    proportions: dict[str, tuple[int, int]] = field(default_factory=dict)
+    samples: dict[str, tuple[float, ...]] = field(default_factory=dict)
 
     def metrics(self) -> dict[str, Number | None]:
         found: dict[str, Number | None] = {}
@@ -88,13 +93,44 @@ class SuiteMeasures:
         return data
 
 
+def _proportions(found: ClassificationReport | None, results: Sequence[CaseResult]
+                 ) -> dict[str, tuple[int, int]]:
+    counts: dict[str, tuple[int, int]] = {}
+    if found is not None and found.cases:
+        counts["accuracy"] = (sum(found.matrix[i][i] for i in range(len(found.labels))),
+                              found.cases)
+        for i, label in enumerate(found.labels):
+            predicted = sum(row[i] for row in found.matrix)
+            if predicted:
+                counts[f"precision.{label}"] = (found.matrix[i][i], predicted)
+            if sum(found.matrix[i]):
+                counts[f"recall.{label}"] = (found.matrix[i][i], sum(found.matrix[i]))
+    calls = [c for r in results for c in r.tool_calls]
+    if calls:
+        counts["tool_success_rate"] = (sum(1 for c in calls if c.error is None), len(calls))
+        for name in {c.name for c in calls}:
+            mine = [c for c in calls if c.name == name]
+            counts[f"tool_error_rate.{name}"] = (sum(1 for c in mine if c.error is not None),
+                                                 len(mine))
+    ordered = [r for r in results if r.first_tool is not None]
+    if ordered:
+        counts["first_tool_rate"] = (sum(1 for r in ordered if r.tool_calls
+                                         and r.tool_calls[0].name == r.first_tool),
+                                     len(ordered))
+    return counts
+
+
 def measure(results: Sequence[CaseResult]) -> SuiteMeasures:
     labelled = [(r.label.expected, r.label.predicted if r.label.predicted is not None
                  else NO_LABEL) for r in results if r.label is not None]
     ragged = [r.rag for r in results if r.rag is not None]
+    found = report(labelled) if labelled else None
     return SuiteMeasures(
-        classification=report(labelled) if labelled else None,
+        classification=found,
         rag={m: _mean([getattr(r, m) for r in ragged]) for m in RAG_METRICS} if ragged
         else None,
         rag_cases=len(ragged),
-        agents=agent_metrics(results))
+        agents=agent_metrics(results),
+        proportions=_proportions(found, results),
+        samples={m: tuple(v for r in ragged if (v := getattr(r, m)) is not None)
+                 for m in RAG_METRICS} if ragged else {})
