@@ -36,7 +36,7 @@ from pytest_elizon_eval.measures import rag
 from pytest_elizon_eval.measures.agents import agent_metrics
 from pytest_elizon_eval.measures.classification import NO_LABEL, report
 from pytest_elizon_eval.measures.hooks import predicted_label
-from pytest_elizon_eval.measures.rendering import markdown_lines, terminal_lines
+from pytest_elizon_eval.measures.rendering import html_section, markdown_lines, terminal_lines
 from pytest_elizon_eval.measures.suite import SuiteMeasures, direction, measure
 from pytest_elizon_eval.reporting import results
 from pytest_elizon_eval.run.answers import from_reply, from_return
@@ -559,3 +559,16 @@ def test_a_judged_rag_metric_needs_a_bound_judge(packages: Packages,
     result = pytester.runpytest()
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(["ELIZON_JUDGE_UNBOUND: no judge is bound for this case*"])
+
+
+def test_a_matrix_of_many_labels_is_left_out_of_markdown_and_html_not_json() -> None:
+    found = report([(f"l{n}", f"l{n + 1}") for n in range(41)])
+    measures = SuiteMeasures(classification=found)
+    assert "The confusion matrix of 42 labels is left out here (at most 40 are drawn); the " \
+        "results JSON has it." in markdown_lines(measures, str)
+    page = html_section(measures, str)
+    assert "<rect" not in page
+    assert "The confusion matrix of 42 labels is left out here" in page
+    assert len(found.to_data()["matrix"]) == 42
+    assert html_section(SuiteMeasures(classification=report([("a", "b")])), str).count(
+        '<rect class="hm"') == 4

@@ -17,6 +17,11 @@ __all__ = ["html_section", "markdown_lines", "number", "terminal_lines"]
 Escape = Callable[[str], str]
 #: Most labels the terminal lists by name (the markdown and HTML reports list all).
 _TERMINAL_LABELS = 8
+#: Most labels a confusion matrix is drawn for in markdown and HTML: it grows with their
+#: square, and both reports have a size limit. The results JSON always has it whole.
+MATRIX_LABELS = 40
+_MATRIX_LEFT_OUT = ("The confusion matrix of {n} labels is left out here (at most "
+                    f"{MATRIX_LABELS} are drawn); the results JSON has it.")
 _RAG_WORDS = {"faithfulness": "faithfulness", "answer_relevancy": "answer relevancy",
               "context_precision": "context precision", "context_recall": "context recall"}
 
@@ -80,6 +85,8 @@ def _markdown_classification(report: ClassificationReport, cell: Escape) -> list
     lines += [f"| *{kind} avg* | {number(p)} | {number(r)} | {number(f)} | {total} |"
               for kind, (p, r, f) in (("macro", report.macro), ("micro", report.micro),
                                       ("weighted", report.weighted))]
+    if len(report.labels) > MATRIX_LABELS:
+        return [*lines, "", _MATRIX_LEFT_OUT.format(n=len(report.labels)), ""]
     lines += ["", "Confusion matrix (rows actual, columns predicted):", "",
               "| actual \\ predicted | " + " | ".join(cell(x) for x in report.labels) + " |",
               "|---|" + "---|" * len(report.labels)]
@@ -118,6 +125,8 @@ def _heatmap(report: ClassificationReport, esc: Escape) -> str:
     diagonal, red off it; each cell's title says what it counts."""
     size, left, top = 40, 120, 40
     n = len(report.labels)
+    if n > MATRIX_LABELS:
+        return f'<p class="note">{_MATRIX_LEFT_OUT.format(n=n)}</p>'
     width, height = left + n * size + 10, top + n * size + 10
     body = []
     for j, label in enumerate(report.labels):
