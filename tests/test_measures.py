@@ -171,6 +171,8 @@ def test_agent_metrics_count_calls_errors_turns_and_first_tools() -> None:
         "tool_calls_per_turn": 4 / 5, "turns_per_conversation": 3.0, "first_tool_rate": 0.5,
         "tool_calls.search": 2, "tool_error_rate.search": 0.0,
         "tool_calls.summarize": 2, "tool_error_rate.summarize": 0.5}
+    many = SuiteMeasures(agents=agent_metrics([_case(1, [(f"t{n}", None) for n in range(10)])]))
+    assert terminal_lines(many)[1].endswith("t7 1× (errors 0.000), … 2 more")
     assert agent_metrics([_case(1, [])]) is None  # no agent here
     undefined = agent_metrics([_case(1, [], turns=2)])
     assert undefined is not None

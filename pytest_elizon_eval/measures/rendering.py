@@ -15,7 +15,7 @@ from .suite import RAG_METRICS, SuiteMeasures
 __all__ = ["html_section", "markdown_lines", "number", "terminal_lines"]
 
 Escape = Callable[[str], str]
-#: Most labels the terminal lists by name (the markdown and HTML reports list all).
+#: Most labels (and tools) the terminal lists by name (the markdown and HTML reports list all).
 _TERMINAL_LABELS = 8
 #: Most labels a confusion matrix is drawn for in markdown and HTML: it grows with their
 #: square, and both reports have a size limit. The results JSON always has it whole.
@@ -70,8 +70,11 @@ def terminal_lines(measures: SuiteMeasures) -> list[str]:
         lines.append("    agents: " + ", ".join(_agent_parts(measures.agents)))
         tools = _tools(measures.agents)
         if tools:
+            more = len(tools) - _TERMINAL_LABELS
             lines.append("      tools: " + ", ".join(
-                f"{name} {count}× (errors {number(rate)})" for name, count, rate in tools))
+                f"{name} {count}× (errors {number(rate)})"
+                for name, count, rate in tools[:_TERMINAL_LABELS])
+                + (f", … {more} more" if more > 0 else ""))
     return lines
 
 
