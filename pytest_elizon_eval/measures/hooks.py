@@ -93,6 +93,8 @@ def _graded(judge: Judge | None, rubric: str, question: object, call: EntryCall,
             deadline: float) -> tuple[float | None, str]:
     if judge is None:
         return None, "no judge is bound to grade it"
+    # the case's own time limit, but at least a second: its answer may have used it all,
+    # and a grade that cannot start says "gave no grade in time", never a pass
     grade = judge.grade(rubric, rag_metrics.judge_input(question, call.contexts),
                         call.text or "", deadline=max(deadline, time.monotonic() + 1.0))
     if grade.score is None:
