@@ -93,10 +93,8 @@ def _graded(judge: Judge | None, rubric: str, question: object, call: EntryCall,
             deadline: float) -> tuple[float | None, str]:
     if judge is None:
         return None, "no judge is bound to grade it"
-    # the case's own time limit, but at least a second: its answer may have used it all,
-    # and a grade that cannot start says "gave no grade in time", never a pass
     grade = judge.grade(rubric, rag_metrics.judge_input(question, call.contexts),
-                        call.text or "", deadline=max(deadline, time.monotonic() + 1.0))
+                        call.text or "", deadline=deadline)
     if grade.score is None:
         why = "gave no grade in time" if grade.timed_out else f"failed: {grade.error}"
         return None, f"judge {judge.description} {why}"
@@ -113,6 +111,8 @@ def _rag(plan: CasePlan, spec: RagExpect, question: object, call: EntryCall
     if relevant and contexts:
         scores["context_precision"] = rag_metrics.context_precision(contexts, relevant)
         scores["context_recall"] = rag_metrics.context_recall(contexts, relevant)
+    # the grades run after the case's answer, which may have used all of its time: they
+    # get the case's time limit again, together; one cut off fails its threshold
     deadline = time.monotonic() + plan.timeout_s
     for name, threshold, rubric in (
             ("faithfulness", spec.faithfulness, rag_metrics.FAITHFULNESS_RUBRIC),
