@@ -29,6 +29,7 @@ from .decide import outcomes
 from .load import discovery
 from .load.discovery import PackageIndex
 from .load.packages import standalone
+from .measures import hooks as measures_hooks
 from .redteam import nodes as redteam_nodes
 from .reporting.aggregate import Aggregate
 from .run import concurrency
@@ -66,6 +67,8 @@ def pytest_configure(config: pytest.Config) -> None:
     ).start(config)
     # the probe pack: the run's canary (one for all xdist workers), its fixtures, its checks
     config.pluginmanager.register(redteam_nodes, "elizon-redteam")
+    # the task measures: each case's label, passages and RAG scores (docs/contract.md#task-metrics)
+    config.pluginmanager.register(measures_hooks, "elizon-measures")
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(SessionReporter(config, settings), _REPORTER)
     # snapshots: compared in every process, written by the owning one (docs/contract.md#snapshots)

@@ -10,8 +10,10 @@ from typing import Any
 from pytest_elizon_eval.decide.results_data import (
     CaseResult,
     JudgeRecord,
+    LabelRecord,
     LeakRecord,
     ProbeRecord,
+    RagRecord,
     RepeatRecord,
     RunRecord,
     SecurityRecord,
@@ -58,7 +60,10 @@ def full() -> CaseResult:
                             0.2, 0.1, False, 1, 1, "judge not aligned: κ 0.41 < 0.60", 1, 2),),
         alignment={"cohen_kappa": 0.41, "min_kappa": 0.6},
         repeat=RepeatRecord(2, 1, 0.5, 0.09, 0.91, 0.95, 0.75, True, True, "sequential", 2,
-                            20, "SPRT", 0.1, "below", 2, False, 0.5, 0.5))
+                            20, "SPRT", 0.1, "below", 2, False, 0.5, 0.5),
+
+        label=LabelRecord("billing", "legal"), rag=RagRecord(0.5, 0.75, 1.0, 0.5, 3, 2),
+        first_tool="search")
 
 
 def test_a_fully_populated_result_survives_data_and_json_unchanged() -> None:
@@ -104,6 +109,8 @@ def test_every_record_field_is_in_the_results_schema() -> None:
         Usage: _props(case["usage"]),
         JudgeRecord: _props(case["judges"]["items"]),
         RepeatRecord: _props(defs["repeat"]),
+        LabelRecord: _props(case["label"]),
+        RagRecord: _props(case["rag"]),
     }
     assert set(where) == set(records())
     for record, known in where.items():

@@ -42,8 +42,10 @@ __all__ = [
     "CaseIdentity",
     "CaseResult",
     "JudgeRecord",
+    "LabelRecord",
     "LeakRecord",
     "ProbeRecord",
+    "RagRecord",
     "RepeatRecord",
     "RunRecord",
     "SecurityRecord",
@@ -390,6 +392,28 @@ class SnapshotRecord:
 
 
 @dataclass(frozen=True)
+class LabelRecord:
+    """A classified case's labels (docs/contract.md#classification): the one its
+    ``expect.route`` or ``expect.label`` names, and the one its answer gave (None: none)."""
+
+    expected: str
+    predicted: str | None = None
+
+
+@dataclass(frozen=True)
+class RagRecord:
+    """A case's RAG scores (docs/contract.md#rag), each None where not measured."""
+
+    faithfulness: float | None = None
+    answer_relevancy: float | None = None
+    context_precision: float | None = None
+    context_recall: float | None = None
+    #: How many passages the answer came with, and how many ``relevant:`` names.
+    contexts: int = 0
+    relevant: int = 0
+
+
+@dataclass(frozen=True)
 class SuiteInfo:
     """What every case of a suite shares, carried with each case so reports need no files."""
 
@@ -475,6 +499,11 @@ class CaseResult:
     alignment: dict[str, Any] | None = field(default=None, metadata={OMIT_NONE: True})
     #: A repeated case's pass rate, interval, flakiness and decision; None for a single run.
     repeat: RepeatRecord | None = field(default=None, metadata={OMIT_NONE: True})
+    #: Task measures (docs/contract.md#task-metrics), each left out while None: the labels
+    #: of a classified case, the RAG scores, the first tool ``expect.toolCalls.order`` names.
+    label: LabelRecord | None = field(default=None, metadata={OMIT_NONE: True})
+    rag: RagRecord | None = field(default=None, metadata={OMIT_NONE: True})
+    first_tool: str | None = field(default=None, metadata={OMIT_NONE: True})
 
     @property
     def crashed(self) -> bool:
@@ -517,4 +546,4 @@ def records() -> tuple[type, ...]:
     """Every record a case result is made of (for the schema's own test)."""
     return (CaseResult, SuiteInfo, RunRecord, TurnRecord, ToolCallRecord, SecurityRecord,
             LeakRecord, ProbeRecord, AssertionResult, ErrorInfo, Usage, JudgeRecord,
-            RepeatRecord)
+            RepeatRecord, LabelRecord, RagRecord)

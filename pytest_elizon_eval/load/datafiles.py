@@ -27,7 +27,7 @@ __all__ = ["SUFFIXES", "is_data_file", "load_rows", "read"]
 
 SUFFIXES = (".jsonl", ".json", ".csv")
 #: ``expect.<key>`` CSV cells read as text as they are; every other one is read as JSON.
-_TEXT_KEYS = frozenset({"equals", "startsWith", "route", "path"})
+_TEXT_KEYS = frozenset({"equals", "startsWith", "route", "path", "label"})
 #: Columns that group into a mapping of their own: ``input.<name>``, ``expect.<key>``.
 _GROUPS = ("input", "expect")
 _WS = re.compile(r"[ \t\n\r]*")

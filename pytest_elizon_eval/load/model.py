@@ -43,6 +43,7 @@ __all__ = [
     "JudgeEndpoint",
     "JudgeExpect",
     "Manifest",
+    "RagExpect",
     "RepeatUntil",
     "StableExpect",
     "Suite",
@@ -201,6 +202,42 @@ class StableExpect(_Strict):
             raise ValueError("stable needs maxUniqueOutputs, minSimilarity or both")
         return self
 
+#: Longest label ``expect.label`` / ``expect.route`` may name, and longest ``relevant:``
+#: passage: both are shown in every report's tables.
+MAX_LABEL = 200
+MAX_PASSAGE = 20_000
+
+
+def _check_label(label: str) -> str:
+    if not label.strip() or label != label.strip() or "\n" in label:
+        raise ValueError(f"label {label[:40]!r} must be a word or phrase on one line, with no "
+                         "surrounding spaces: reports name it in their tables")
+    return label
+
+
+class RagExpect(_Strict):
+    """``rag:`` in ``expect``: the least score of each RAG metric (docs/contract.md#rag), and
+    the passages a good retrieval finds."""
+
+    faithfulness: float | None = Field(None, ge=0.0, le=1.0)
+    answer_relevancy: float | None = Field(None, alias="answerRelevancy", ge=0.0, le=1.0)
+    context_precision: float | None = Field(None, alias="contextPrecision", ge=0.0, le=1.0)
+    context_recall: float | None = Field(None, alias="contextRecall", ge=0.0, le=1.0)
+    relevant: list[Annotated[str, Field(min_length=1, max_length=MAX_PASSAGE)]] | None = Field(
+        None, min_length=1)
+
+    @model_validator(mode="after")
+    def _relevant_for_context_metrics(self) -> RagExpect:
+        if (self.context_precision is not None or self.context_recall is not None) \
+                and self.relevant is None:
+            raise ValueError("contextPrecision and contextRecall are measured against the "
+                             "passages that should be retrieved: add 'relevant:' with them")
+        return self
+
+    @property
+    def judged(self) -> bool:
+        return self.faithfulness is not None or self.answer_relevancy is not None
+
 
 def _check_path(path: str) -> str:
 
@@ -256,6 +293,11 @@ class Expect(_Strict):
         """Whether it checks the runs of a repeated case together (deterministic, stable)."""
         return bool(self.deterministic) or self.stable is not None
 
+    # Issue 25: task measures (docs/contract.md#task-metrics).
+    label: Annotated[str, Field(min_length=1, max_length=MAX_LABEL),
+                     AfterValidator(_check_label)] | None = None
+    rag: RagExpect | None = None
+
     @property
     def checks_output(self) -> bool:
         """Whether ``output:`` was given (it may be null)."""
@@ -310,6 +352,15 @@ class Turn(_Strict):
             raise ValueError("deterministic and stable compare the runs of the whole case; "
                              "put them in the case's own expect, not a turn's")
         return self
+
+    @field_validator("expect")
+    @classmethod
+    def _measures_are_the_cases(cls, value: Expect | None) -> Expect | None:
+        # a conversation is one case of a classification or RAG report: its own expect
+        if value is not None and (value.label is not None or value.rag is not None):
+            raise ValueError("label and rag are measured once per case: put them in the "
+                             "case's own expect (they read the conversation's last answer)")
+        return value
 
 
 class Case(_Strict):
@@ -369,7 +420,8 @@ class Case(_Strict):
     @property
     def judged(self) -> bool:
         expects = [self.expect, *(t.expect for t in self.turns or ())]
-        return any(e is not None and e.judge is not None for e in expects)
+        return any(e is not None and e.judge is not None for e in expects) or bool(
+            self.expect and self.expect.rag and self.expect.rag.judged)
 
 
 class Suite(_Strict):
@@ -558,7 +610,8 @@ class Manifest(_Strict):
 _KEYS_UNDER: dict[type[BaseModel], dict[str, type[BaseModel]]] = {
     Suite: {"cases": Case, "expect": Expect, "judge": JudgeExpect, "turns": Turn,
             "toolCalls": ToolCallsExpect, "calledWith": ToolCallPattern,
-            "checks": CheckSpec, "repeat": RepeatUntil, "stable": StableExpect},
+            "checks": CheckSpec, "repeat": RepeatUntil, "stable": StableExpect,
+            "rag": RagExpect},
     Manifest: {"evaluation": Evaluation, "suites": SuiteRef, "judge": JudgeEndpoint,
                "prices": Price, "alignment": AlignmentSpec,
                "entry": CommandEntry, "repeat": RepeatUntil},

@@ -24,6 +24,7 @@ from ..decide.outcomes import (
     SuiteInfo,
     blocks,
 )
+from ..measures import suite as task_measures
 
 __all__ = ["COST_METRICS", "METRICS", "Aggregate", "BaselineRow", "SuiteSummary", "format_metric"]
 
@@ -44,7 +45,8 @@ def format_metric(value: float | int | None, metric: str, missing: str = "-") ->
     """A metric as reports show it: counts whole, latencies in ms to 0.1, rates to 0.001."""
     if value is None:
         return missing
-    if metric in ("cases", "total_tokens", "retries", "rate_limited_cases"):
+    if metric in ("cases", "total_tokens", "retries", "rate_limited_cases") \
+            or task_measures.is_count(metric):
         return f"{int(value):,}"
     if metric.endswith("_usd"):
         return f"${value:.6f}"
@@ -82,6 +84,8 @@ class SuiteSummary:
 
     info: SuiteInfo
     results: list[CaseResult] = field(default_factory=list)
+    _measured: tuple[int, task_measures.SuiteMeasures] | None = field(
+        default=None, init=False, repr=False, compare=False)
 
     def count(self, outcome: str) -> int:
         return sum(1 for r in self.results if r.outcome == outcome)
@@ -112,7 +116,7 @@ class SuiteSummary:
                  if r.usage and r.usage.cost_usd is not None]
         tokens = [r.usage.tokens for r in self.results
                   if r.usage and r.usage.tokens is not None]
-        return {
+        return {**{
             "cases": n,
             "pass_rate": self.count(PASSED) / n if n else None,
             "fail_rate": (self.count(FAILED) + self.count(ERROR)) / n if n else None,
@@ -129,7 +133,14 @@ class SuiteSummary:
             # docs/contract.md#retries: how hard the run pushed against its services
             "retries": sum(r.retries for r in self.results),
             "rate_limited_cases": sum(1 for r in self.results if r.rate_limited),
-        }
+        }, **self.measures().metrics()}
+
+    def measures(self) -> task_measures.SuiteMeasures:
+        """Its classification, RAG and agent measures (docs/contract.md#task-metrics)."""
+        # every reporter asks, some more than once: measured again only when cases were added
+        if self._measured is None or self._measured[0] != len(self.results):
+            self._measured = (len(self.results), task_measures.measure(self.results))
+        return self._measured[1]
 
     def baseline_rows(self) -> list[BaselineRow]:
         """Every metric this run measured or the author named, baseline next to run."""
@@ -137,12 +148,13 @@ class SuiteSummary:
         # a run that retried nothing does not list the retry counts (0) in every table
         names = [m for m in METRICS if m in self.info.baseline or metrics[m]
                  or (metrics[m] is not None and m not in _RETRY_METRICS)]
-        names += [m for m in self.info.baseline if m not in METRICS]
+        names += [m for m in self.measures().headline if m not in names]
+        names += [m for m in self.info.baseline if m not in names]
         rows = []
         for name in names:
             baseline = self.info.baseline.get(name)
             run = metrics.get(name)
-            if name not in METRICS:
+            if name not in metrics:
                 comparison = "not measured by this run"
             elif run is None:
                 comparison = "nothing measured in this run"

@@ -44,6 +44,7 @@ from ..decide.outcomes import (
 )
 from ..decide.results_data import RepeatRecord
 from ..decide.wording_noise import repeat_text, tags
+from ..measures.rendering import html_section as measures_html
 from ..run.assertions import AssertionResult
 from ..text import cap, visible
 from . import judges, snapshot_reports
@@ -568,7 +569,7 @@ def _card(summary: SuiteSummary) -> str:
             f'<div class="meta">package <b>{_esc(info.package or "—")}</b> · gate '
             f"<b>{_esc(gate)}</b> · {n} cases · pass rate <b>{rate}</b></div>"
             f'<div class="counts">{badges}</div>{table}'
-            "</div>")
+            f"{measures_html(summary.measures(), _esc)}</div>")
 
 
 def _regression_list(regression: Regression) -> str:

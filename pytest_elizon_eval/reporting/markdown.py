@@ -17,6 +17,7 @@ import html
 import re
 
 from ..decide.outcomes import PASSED, CaseResult, conversation_text, reason
+from ..measures.rendering import markdown_lines as measures_markdown
 from ..text import cap, visible
 from . import judges, repeats, security, snapshot_reports
 from .aggregate import Aggregate, SuiteSummary, format_metric
@@ -112,6 +113,9 @@ def render(aggregate: Aggregate, regression: Regression | None = None,
             doc.add("\n".join(table) + "\n")
         for line in repeats.markdown_lines(summary, cell):
             doc.add(line, optional=True)
+        measured = measures_markdown(summary.measures(), cell)
+        if measured:  # docs/contract.md#task-metrics; left out past the size limit
+            doc.add("\n".join(measured), optional=True)
         failing = [r for r in summary.results if r.outcome != PASSED]
         if not failing:
             continue
@@ -136,7 +140,7 @@ def render(aggregate: Aggregate, regression: Regression | None = None,
         for path in regression.changed_suites:
             doc.add(f"- The suite file `{cell(path)}` changed since that run.")
         for m in regression.metric_changes:
-            verdict = "❌ cost regressed" if m.regressed else "✅ cost improved"
+            verdict = f"❌ {m.kind} regressed" if m.regressed else f"✅ {m.kind} improved"
             doc.add(f"- {verdict}: `{cell(m.suite)}` {cell(m.metric)} "
                     f"{cell(format_metric(m.before, m.metric))} → "
                     f"{cell(format_metric(m.after, m.metric))}")

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..decide.outcomes import PASSED
+from ..measures.suite import direction
 from .aggregate import COST_METRICS, Aggregate
 
 __all__ = ["CHANGES", "CaseChange", "MetricChange", "Regression", "compare"]
@@ -27,7 +28,9 @@ class CaseChange:
 
 @dataclass(frozen=True)
 class MetricChange:
-    """A cost metric of a suite, before and after; a rise is a regression of the bill."""
+    """A cost metric of a suite, before and after; a rise is a regression of the bill. Or a
+    task metric (docs/contract.md#task-metrics): a fall is a regression (a rise, for an
+    error rate)."""
 
     suite: str
     metric: str
@@ -36,7 +39,14 @@ class MetricChange:
 
     @property
     def regressed(self) -> bool:
+        if direction(self.metric):
+            return (self.after - self.before) * direction(self.metric) < 0
         return self.after > self.before
+
+    @property
+    def kind(self) -> str:
+        """``cost`` for a cost metric, else ``metric`` (the words reports use)."""
+        return "metric" if direction(self.metric) else "cost"
 
 
 @dataclass(frozen=True)
@@ -92,7 +102,9 @@ def compare(previous: Mapping[str, Any], aggregate: Aggregate, source: str) -> R
             changed.append(summary.info.path)
         after.update({r.nodeid: r.outcome for r in summary.results})
         now = summary.metrics()
-        for metric in COST_METRICS:
+        # cost metrics, and the task metrics that have a better direction
+        compared = [*COST_METRICS, *(m for m in now if direction(m))]
+        for metric in compared:
             was, is_now = old_metrics.get(summary.info.path, {}).get(metric), now.get(metric)
             if isinstance(was, (int, float)) and is_now is not None and was != is_now:
                 metric_changes.append(MetricChange(summary.info.path, metric, float(was),

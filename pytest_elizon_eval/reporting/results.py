@@ -52,6 +52,9 @@ def build(aggregate: Aggregate, regression: Regression | None = None, *,
                            for r in summary.baseline_rows()],
             "cases": [file_case(r) for r in summary.results],
         })
+        measured = summary.measures().to_data()
+        if measured:  # docs/contract.md#task-metrics; suites without any keep their shape
+            suites[-1]["measures"] = measured
     data: dict[str, Any] = {
         "format": FORMAT,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),

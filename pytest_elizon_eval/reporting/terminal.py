@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..decide.outcomes import ERROR, FAILED, INCONCLUSIVE, PASSED, TIMEOUT, blocks, reason
+from ..measures.rendering import terminal_lines as measures_lines
 from ..text import defuse, visible
 from . import judges, repeats, security
 from .aggregate import Aggregate, SuiteSummary, format_metric
@@ -63,7 +64,7 @@ def _regression(regression: Regression) -> list[Line]:
     lines.extend((f"  {c.change}: {c.nodeid} ({c.before or '-'} -> {c.after or '-'})",
                   {"red": c.change == "regressed", "green": c.change == "improved"})
                  for c in regression.changes if c.change in ("regressed", "improved"))
-    lines.extend((f"  {'cost regressed' if m.regressed else 'cost improved'}: {m.suite} "
+    lines.extend((f"  {m.kind} {'regressed' if m.regressed else 'improved'}: {m.suite} "
                   f"{m.metric} {format_metric(m.before, m.metric)} -> "
                   f"{format_metric(m.after, m.metric)}",
                   {"red": m.regressed, "green": not m.regressed})
@@ -83,6 +84,7 @@ def render(aggregate: Aggregate, regression: Regression | None = None) -> list[L
         lines.append((f"{info.path} [{info.package}, {gate}]: {_counts(summary)} — {verdict}",
                       markup))
         lines.extend(_baseline_table(summary))
+        lines.extend((text, {}) for text in measures_lines(summary.measures()))
     timeouts = [r for s in suites for r in s.results if r.outcome == TIMEOUT]
     if timeouts:
         lines.append(("timed out:", {"yellow": True}))

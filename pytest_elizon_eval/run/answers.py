@@ -25,8 +25,9 @@ from typing import Any, TypeGuard
 
 from .calls import Answer, EntryCall, OutputError, ToolCall, Usage
 
-__all__ = ["MAX_COST_USD", "MAX_NESTING", "MAX_TOKENS", "chat_request", "check_tree",
-           "conversation", "from_reply", "from_return", "is_token_count", "parse_json", "priced"]
+__all__ = ["MAX_CONTEXTS", "MAX_CONTEXT_CHARS", "MAX_COST_USD", "MAX_NESTING", "MAX_TOKENS",
+           "chat_request", "check_tree", "contexts_of", "conversation", "from_reply",
+           "from_return", "is_token_count", "parse_json", "priced"]
 
 #: Deepest nesting of lists and mappings kept from an entry point: every report must be able
 #: to write the answer again within Python's recursion limit (docs/contract.md#answers).
@@ -206,6 +207,36 @@ def _usage(usage: object) -> Usage | None:
                  _count(usage.output_tokens, "output_tokens"), _cost(usage.cost_usd), model)
 
 
+#: Most passages one answer may carry, and most characters of one (docs/contract.md#rag).
+MAX_CONTEXTS = 1000
+MAX_CONTEXT_CHARS = 1_000_000
+
+
+def _a(value: object) -> str:
+    name = type(value).__name__
+    return f"{'an' if name[:1] in 'aeiou' else 'a'} {name}"
+
+
+def contexts_of(contexts: object, what: str) -> tuple[str, ...]:
+    """An answer's passages as a tuple of strings; OutputError says what is wrong."""
+    if contexts is None:
+        return ()
+    if isinstance(contexts, (str, bytes)) or not isinstance(contexts, (list, tuple)):
+        raise OutputError(f"{what} is {_a(contexts)}; expected a list of the "
+                          "passages (strings) the answer was built from, best first")
+    if len(contexts) > MAX_CONTEXTS:
+        raise OutputError(f"{what} has {len(contexts):,} passages; at most {MAX_CONTEXTS:,} "
+                          "are read")
+    for index, passage in enumerate(contexts):
+        if not isinstance(passage, str):
+            raise OutputError(f"{what}[{index}] is {_a(passage)}, not a string "
+                              "(a passage is its text)")
+        if len(passage) > MAX_CONTEXT_CHARS:
+            raise OutputError(f"{what}[{index}] is {len(passage):,} characters long; a "
+                              f"passage may have at most {MAX_CONTEXT_CHARS:,}")
+    return tuple(contexts)
+
+
 def _answer(answer: Answer) -> EntryCall:
     if answer.text is not None and not isinstance(answer.text, str):
         raise OutputError(f"Answer.text is a {type(answer.text).__name__}, not a string")
@@ -215,7 +246,8 @@ def _answer(answer: Answer) -> EntryCall:
         value, as_text = _plain(answer.value)
         text = answer.text if answer.text is not None else as_text
     calls = tuple(_tool_call(c, i) for i, c in enumerate(answer.tool_calls or ()))
-    return EntryCall(value=value, text=text, tool_calls=calls, usage=_usage(answer.usage))
+    return EntryCall(value=value, text=text, tool_calls=calls, usage=_usage(answer.usage),
+                     contexts=contexts_of(answer.contexts, "Answer.contexts"))
 
 
 def from_return(returned: object) -> EntryCall:
@@ -237,16 +269,17 @@ def _envelope(data: object) -> EntryCall:
     if not isinstance(data, Mapping):
         raise OutputError(f"the answer envelope is a {type(data).__name__}, not an object "
                           "with 'text' and/or 'value'")
-    unknown = sorted(set(data) - {"text", "value", "tool_calls", "usage"})
+    unknown = sorted(set(data) - {"text", "value", "tool_calls", "usage", "contexts"})
     if unknown:
         raise OutputError(f"the answer envelope has unknown keys {unknown}; allowed: text, "
-                          "value, tool_calls, usage")
+                          "value, tool_calls, usage, contexts")
     calls = data.get("tool_calls") or []
     if not isinstance(calls, list):
         raise OutputError("the answer envelope's tool_calls is not a list")
     try:
         answer = Answer(text=data.get("text"), value=data.get("value"), tool_calls=calls,
-                        usage=data.get("usage"))
+                        usage=data.get("usage"),
+                        contexts=contexts_of(data.get("contexts"), "the envelope's contexts"))
     except ValueError as exc:
         raise OutputError(f"the answer envelope: {exc}") from None
     return _answer(answer)
@@ -293,7 +326,11 @@ def _chat_completion(data: object) -> EntryCall:
                         "output_tokens": raw_usage.get("completion_tokens"),
                         "model": data.get("model") if isinstance(data, Mapping) else None})
     text = content or ""
-    return EntryCall(value=text, text=text, tool_calls=tuple(calls), usage=usage)
+    # a RAG server's passages: a top-level "contexts" beside "choices" (docs/contract.md#rag)
+    contexts = contexts_of(data.get("contexts") if isinstance(data, Mapping) else None,
+                           "the chat completion's contexts")
+    return EntryCall(value=text, text=text, tool_calls=tuple(calls), usage=usage,
+                     contexts=contexts)
 
 
 def from_reply(text: str, mode: str, *, json_reply: bool = False) -> EntryCall:

@@ -83,6 +83,9 @@ class Answer:
     value: Any = None
     tool_calls: Sequence[ToolCall] = field(default_factory=tuple)
     usage: Usage | None = None
+    #: The passages a retrieval-augmented answer was built from, best first
+    #: (docs/contract.md#rag).
+    contexts: Sequence[str] | None = None
 
     def __post_init__(self) -> None:
         if self.text is None and self.value is None:
@@ -143,14 +146,19 @@ class EntryCall:
     attempts: int = 1
     waited_s: float = 0.0
     rate_limited: bool = False
+    #: The passages the answer was built from, best first (docs/contract.md#rag).
+    contexts: tuple[str, ...] = ()
 
     def to_data(self) -> dict[str, Any]:
         """The call as a cassette keeps it."""
-        return {"value": self.value, "text": self.text,
+        data = {"value": self.value, "text": self.text,
                 "error": self.error.to_data() if self.error else None,
                 "latency_ms": self.latency_ms, "timed_out": self.timed_out,
                 "tool_calls": [c.to_data() for c in self.tool_calls],
                 "usage": self.usage.to_data() if self.usage else None}
+        if self.contexts:  # cassettes of answers without passages keep their shape
+            data["contexts"] = list(self.contexts)
+        return data
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any], *, replayed: bool = True) -> EntryCall:
@@ -161,4 +169,5 @@ class EntryCall:
                    latency_ms=data.get("latency_ms"), timed_out=bool(data.get("timed_out")),
                    replayed=replayed,
                    tool_calls=tuple(ToolCall.from_data(c) for c in data.get("tool_calls") or ()),
-                   usage=Usage.from_data(usage) if usage else None)
+                   usage=Usage.from_data(usage) if usage else None,
+                   contexts=tuple(str(c) for c in data.get("contexts") or ()))

@@ -9,7 +9,7 @@ case's result. :mod:`.collect` calls both from a case's setup and run.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +68,10 @@ class CaseChecks:
     redact: tuple[str, ...] = ()
     #: The case's snapshot record (docs/contract.md#snapshots), as plain data.
     snapshot: dict[str, Any] | None = None
+    #: Task measures of the case (docs/contract.md#task-metrics), by the name of the
+    #: :class:`~.results_data.CaseResult` field that keeps them (``label``, ``rag``,
+    #: ``first_tool``); suite metrics are made of them.
+    measures: dict[str, Any] | None = None
 
 
 def sources(kind: Kind, context: SuiteContext, settings: Settings, fixture_value: object,
@@ -190,6 +194,9 @@ def decided(identity: CaseIdentity, plan: CasePlan, run: CaseRun,
     snapshot = next((found.snapshot for found in added if found.snapshot is not None), None)
     result = outcomes.decide(identity, plan, run, also=also, security=security,
                              snapshot=snapshot)
+    measured = {k: v for found in added for k, v in (found.measures or {}).items()}
+    if measured:
+        result = replace(result, **measured)
     return redteam.redact(result, [v for found in added for v in found.redact])
 
 

@@ -1,0 +1,1 @@
+"""The handbook-rag example: a deterministic retriever and grader (no network, no model)."""
