@@ -183,8 +183,8 @@ def test_examples_pass_with_one_advisory_failure(material: Material) -> None:
     """The example packages a new user runs first pass (``pytest example_suites``, the full
     run beside the shards; test_examples shows that they can fail)."""
     assert material.full_run.ret == pytest.ExitCode.OK
-    # 31 cases of the three packages and legal-practice's 44 probes (`probes: all`)
-    assert material.full_run.parseoutcomes() == {"passed": 75, "advisory_failed": 1}
+    # 31 cases of the three packages and legal-practice's 52 probes (`probes: all`)
+    assert material.full_run.parseoutcomes() == {"passed": 83, "advisory_failed": 1}
 
 
 def test_every_results_file_records_its_provenance(material: Material) -> None:

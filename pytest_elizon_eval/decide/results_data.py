@@ -282,6 +282,8 @@ class LeakRecord:
 
     kind: str
     masked: str
+    #: In a conversation: the 1-based turn whose answer first held it.
+    turn: int | None = field(default=None, metadata={OMIT_NONE: True})
 
 
 @dataclass(frozen=True)

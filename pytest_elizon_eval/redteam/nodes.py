@@ -182,7 +182,7 @@ class ProbeSuite(SuiteFile):
             key=suite_key(package.name, package.folder, spec.path))
         self.prepare(info)
         registered = set(self.config.getini("markers"))
-        for tag in sorted({t for p in probes for t in (p.category, p.severity)}):
+        for tag in sorted({t for p in probes for t in p.tags}):
             if f"{tag}: Elizon case tag" not in registered:  # so --strict-markers accepts them
                 self.config.addinivalue_line("markers", f"{tag}: Elizon case tag")
         canary = self.config.stash[_PACK].canary
