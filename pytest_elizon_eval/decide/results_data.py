@@ -382,6 +382,8 @@ class CaseResult:
     retries: int = 0
     waited_s: float = 0.0
     rate_limited: bool = False
+    #: The compliance controls the case declares (``controls:``; a probe's pack's too).
+    controls: tuple[str, ...] = ()
 
     @property
     def crashed(self) -> bool:

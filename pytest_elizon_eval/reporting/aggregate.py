@@ -153,6 +153,8 @@ class Aggregate:
     def __init__(self) -> None:
         self._results: dict[str, CaseResult] = {}
         self._suites: list[SuiteSummary] | None = None
+        #: The compliance framework the Compliance section names (``--elizon-compliance``).
+        self.framework: str | None = None
 
     def add(self, data: Mapping[str, Any]) -> None:
         result = CaseResult.from_data(data)

@@ -36,6 +36,7 @@ from ..decide.outcomes import ERROR, FAILED, PASSED, TIMEOUT, CaseResult, blocks
 from ..run.assertions import AssertionResult
 from ..text import cap, visible
 from .aggregate import Aggregate, BaselineRow, SuiteSummary, format_metric
+from .compliance import html_part as compliance_part
 from .regression import CHANGES, Regression
 
 __all__ = ["CATEGORIES", "LIMIT_BYTES", "category", "fragment", "render"]
@@ -572,6 +573,7 @@ def render(aggregate: Aggregate, regression: Regression | None = None,
     # Every case's row is on the page; its details while they fit, failures' first.
     ordered = [(s, _sorted(s.results)) for s in suites]
     rows = {r.nodeid: i for i, r in enumerate(r for _, rs in ordered for r in rs)}
+    changes += compliance_part(aggregate, _esc)
     fixed = [head, cards, chart_html, changes, filters]
     used = sum(len(p.encode("utf-8")) for p in fixed) + len(_CSS) + len(_JS) + 4096
     used += sum(len(_case(rows[r.nodeid], r, None).encode("utf-8")) for _, rs in ordered

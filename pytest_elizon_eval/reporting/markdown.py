@@ -18,7 +18,7 @@ import re
 
 from ..decide.outcomes import PASSED, CaseResult, conversation_text, reason
 from ..text import cap, visible
-from . import security
+from . import compliance, security
 from .aggregate import Aggregate, SuiteSummary, format_metric
 from .regression import Regression
 
@@ -122,6 +122,8 @@ def render(aggregate: Aggregate, regression: Regression | None = None,
             if r.output is not None:
                 doc.add(_details(r), optional=True)
     for line in security.markdown_lines(aggregate, cell):
+        doc.add(line)
+    for line in compliance.markdown_lines(aggregate, cell):
         doc.add(line)
     if regression is not None:
         doc.add(f"## Changes since {cell(regression.baseline_file)}\n\n" + " · ".join(

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from ..decide.outcomes import ERROR, FAILED, PASSED, TIMEOUT, blocks, reason
 from ..text import defuse, visible
-from . import security
+from . import compliance, security
 from .aggregate import Aggregate, SuiteSummary, format_metric
 
 if TYPE_CHECKING:  # types only: a run without --elizon-baseline never loads regression
@@ -96,6 +96,7 @@ def render(aggregate: Aggregate, regression: Regression | None = None) -> list[L
     if regression is not None:
         lines.extend(_regression(regression))
     lines.extend(security.terminal_lines(aggregate))
+    lines.extend(compliance.terminal_lines(aggregate))
     # Names, paths and node ids come from files (a manifest, an earlier results file):
     # shown as text, never as terminal escapes or workflow commands.
     return [(defuse(visible(text, keep_newlines=False)), markup) for text, markup in lines]
