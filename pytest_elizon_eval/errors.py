@@ -30,6 +30,7 @@ __all__ = [
     "ELIZON_SECRETS_INVALID",
     "EVALUATION_GATE_FAILED",
     "EVALUATION_NOT_ACKNOWLEDGED",
+    "EVALUATION_OVERRIDE_INVALID",
     "EVALUATION_SUITE_INVALID",
     "EVALUATION_SUITE_MISSING",
     "Code",
@@ -52,6 +53,7 @@ EVALUATION_NOT_ACKNOWLEDGED = "EVALUATION_NOT_ACKNOWLEDGED"
 ELIZON_RESULTS_SIGNATURE_INVALID = "ELIZON_RESULTS_SIGNATURE_INVALID"
 ELIZON_RESULTS_INVALID = "ELIZON_RESULTS_INVALID"
 EVALUATION_GATE_FAILED = "EVALUATION_GATE_FAILED"
+EVALUATION_OVERRIDE_INVALID = "EVALUATION_OVERRIDE_INVALID"
 
 
 @dataclass(frozen=True)
@@ -107,6 +109,10 @@ CODES: tuple[Code, ...] = (
          "found no RESULTS.ack.json for exactly this document"),
     Code(EVALUATION_GATE_FAILED, "elizon-eval",
          "verify --require-pass: a must-pass suite did not pass (recomputed from the cases)"),
+    Code(EVALUATION_OVERRIDE_INVALID, "elizon-eval",
+         "override refused (the gate passed, or no key to sign with), or an override beside "
+         "the results that is for another results file, is not signed, or whose signature "
+         "does not verify with the key given"),
 )
 
 
