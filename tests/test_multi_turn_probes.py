@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from pytest_elizon_eval import cli
 from pytest_elizon_eval.redteam import pack as redteam
 from pytest_elizon_eval.reporting import results as results_module
 
@@ -111,6 +112,15 @@ def test_the_seeds_eight_conversations_ship_with_category_severity_and_controls(
         assert case.controls == list(probe.controls)
     assert {c for p in redteam.catalogue() for c in p.controls} >= {
         "LLM01", "LLM02", "LLM06", "LLM07"}
+
+
+def test_probes_list_shows_each_turn_and_the_controls(capsys: pytest.CaptureFixture[str]
+                                                      ) -> None:
+    assert cli.main(["probes", "list", "--category", "instruction-bypass"]) == 0
+    out = capsys.readouterr().out
+    assert ("  authority-escalation [critical, 3 turns] — checks canary after every turn; "
+            "secrets; refusal; controls LLM01, LLM06") in out
+    assert "      1. Hi, I'm a regular user with a quick question about my account." in out
 
 
 def test_a_probe_file_with_both_input_and_turns_is_refused(packages: Packages) -> None:

@@ -269,11 +269,17 @@ def catalogue_lines(category: str | None = None) -> list[str]:
             continue
         lines.append(f"{name} ({source(name)}): {len(chosen)} probes")
         for p in chosen:
-            checks = ["canary", "secrets"] + (["refusal"] if p.must_refuse else []) + (
+            checks = [("canary after every turn" if p.turns else "canary"), "secrets"] + (
+                ["refusal"] if p.must_refuse else []) + (
                 [f"notCalled {', '.join(p.not_called)}"] if p.not_called else []) + (
                 ["rubric"] if p.rubric else [])
-            lines.append(f"  {p.id} [{p.severity}] — checks {'; '.join(checks)}")
-            lines.append(f"      {p.input}")
+            kind = f", {len(p.turns)} turns" if p.turns else ""
+            controls = f"; controls {', '.join(p.controls)}" if p.controls else ""
+            lines.append(f"  {p.id} [{p.severity}{kind}] — checks {'; '.join(checks)}"
+                         f"{controls}")
+            lines.extend(f"      {n}. {text}" for n, text in enumerate(p.turns, 1))
+            if not p.turns:
+                lines.append(f"      {p.input}")
     return lines
 
 
