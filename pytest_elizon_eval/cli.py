@@ -277,6 +277,13 @@ def _show(args: argparse.Namespace, out: Out) -> int:
     document = _document(Path(args.results))
     _present(out, document, every_case=False)
     if args.html:  # the same page --elizon-html writes, from the file's cases
+        try:
+            found = override.find(document)
+        except EvidenceError:
+            found = None  # the terminal said why it does not hold; the page shows no override
+        if found is not None:
+            document.aggregate.override_note = (f"{override.summary(found[0])} (signed by "
+                                                f"{found[1]}, not checked)")
         _write(Path(args.html), html.render(document.aggregate,
                                             evidence.regression_of(document.data)))
     return EXIT_OK

@@ -89,10 +89,12 @@ def test_an_override_is_honoured_only_with_its_key(
                           str(keys["other.pub"]))
     assert status == 1
     assert "signed with another key" in err
-    # show says it too
-    status, out, _ = _cli(capsys, "show", str(doc))
+    # show says it too, and the page it writes
+    status, out, _ = _cli(capsys, "show", str(doc), "--html", str(tmp_path / "r.html"))
     assert f"MUST-PASS GATE: failed, overridden by Alice: {REASON}" in out
     assert "not checked: give --public-key" in out
+    assert f"Must-pass gate: failed, overridden by Alice: {REASON}" in \
+        (tmp_path / "r.html").read_text()
 
 
 def test_a_tampered_or_replayed_override_is_refused(

@@ -552,6 +552,8 @@ def render(aggregate: Aggregate, regression: Regression | None = None,
     head = (f'<section class="verdict {"pass" if passed else "fail"}" id="verdict">'
             f"<h1>Elizon eval: {verdict}</h1><p>{_esc(aggregate.paragraph())}</p>"
             + (f"<p>{_esc(note)}</p>" if (note := aggregate.rate_limit_note()) else "")
+            + (f"<p><strong>Must-pass gate: {_esc(aggregate.override_note)}</strong></p>"
+               if aggregate.override_note else "")
             + "</section>")
     cards = '<h2>Suites</h2><div class="cards">' + "".join(map(_card, suites)) + "</div>"
     charts = [_outcome_chart(suites)] if suites else []
