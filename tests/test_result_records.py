@@ -46,9 +46,9 @@ def full() -> CaseResult:
         passed_runs=1, min_pass_rate=0.75, replayed=True, input={"q": ["hi", 1]},
         tool_calls=(CALL,), usage=USAGE, judge_usage=Usage(1, 2, None, None),
         turns=(turn,), failed_turn=2, turn_count=3,
-        security=SecurityRecord((LeakRecord("canary", "ab…yz"),),
+        security=SecurityRecord((LeakRecord("canary", "ab…yz", 2),),
                                 ProbeRecord("jailbreak", "high", "pack", "elizon.yaml", 7)),
-        attempts=3, retries=2, waited_s=0.5, rate_limited=True)
+        attempts=3, retries=2, waited_s=0.5, rate_limited=True, controls=("CC6.1", "LLM01"))
 
 
 def test_a_fully_populated_result_survives_data_and_json_unchanged() -> None:

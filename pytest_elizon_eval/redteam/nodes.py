@@ -56,8 +56,6 @@ class ProbePack:
 _PACK = pytest.StashKey[ProbePack]()
 #: What a case is checked for after it ran (from its setup).
 _WATCH = pytest.StashKey[redteam.Watch]()
-#: The case's recording, replayed, holds a declared secret in plain text.
-_PLAIN_SECRET = pytest.StashKey[bool]()
 _WORKER_KEY = "elizon_canary"
 #: The fixture listing secrets no answer may reveal.
 SECRETS_FIXTURE = "elizon_secrets"
@@ -129,13 +127,15 @@ def pytest_elizon_case_setup(item: CaseItem) -> None:
     """What the case is checked for after it ran: the package's secrets and the
     ``elizon_secrets`` fixture's (docs/contract.md#security); a bad fixture value fails
     the case's setup."""
-    item.stash[_WATCH] = watch = _watch(item)
+    watch = _watch(item)
     plan = item.plan
     if plan is not None and plan.replay is not None and watch.secrets:
         # the live values go back in place of the placeholders, so a leak recorded once is
         # a leak on every replay
-        item.stash[_PLAIN_SECRET] = cassette_secrets.holds_secret(plan.replay, watch.secrets)
+        watch = replace(watch, cassette_holds_secret=cassette_secrets.holds_secret(
+            plan.replay, watch.secrets))
         item.plan = replace(plan, replay=cassette_secrets.restore(plan.replay, watch.secrets))
+    item.stash[_WATCH] = watch
 
 
 @pytest.hookimpl
@@ -146,7 +146,7 @@ def pytest_elizon_case_checks(item: CaseItem, run: CaseRun) -> CaseChecks | None
     if watch is None:
         return None
     leaks, security = redteam.leak_checks(run, watch)
-    if item.stash.get(_PLAIN_SECRET, False):
+    if watch.cassette_holds_secret:
         leaks = (*leaks, AssertionResult(
             "cassette", False, "the cassette holds no declared secret",
             "the recording holds a declared secret in plain text (recorded before secrets "

@@ -293,6 +293,8 @@ class Watch:
     canary: str | None = None
     #: For a probe: category, severity, source, manifest and manifest_line (reported).
     probe: dict[str, Any] | None = None
+    #: The replayed recording holds a declared secret in plain text (an old cassette).
+    cassette_holds_secret: bool = False
 
     @property
     def active(self) -> bool:
