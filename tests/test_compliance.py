@@ -4,12 +4,15 @@ section rolls findings up by control in every report, and the signature covers i
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_elizon_eval import cli
 from pytest_elizon_eval.decide.outcomes import CaseResult, SuiteInfo
+from pytest_elizon_eval.errors import ElizonError
+from pytest_elizon_eval.load.packages import load_suite
 from pytest_elizon_eval.reporting import compliance, results
 from pytest_elizon_eval.reporting.aggregate import Aggregate
 
@@ -48,6 +51,21 @@ def test_compliant_only_when_every_control_passes_and_no_failure_is_unmapped() -
     named = compliance.build(_aggregate(("a", "passed", ()), framework="ISO 27001"))
     assert named == {"framework": "ISO 27001", "compliant": True, "controls": [],
                      "unmapped_failures": []}
+
+
+def test_controls_in_yaml_and_csv_suites_and_a_bad_one_at_its_line(tmp_path: Path) -> None:
+    csv = tmp_path / "s.csv"
+    csv.write_text('id,input,controls\na,x,"CC6.1, A.8.12"\nb,y,["LLM01"]\n')
+    assert [c.controls for c in load_suite(csv, "s.csv").cases] == [["CC6.1", "A.8.12"],
+                                                                    ["LLM01"]]
+    bad = tmp_path / "s.yaml"
+    bad.write_text("cases:\n  - id: a\n    input: x\n    controls: [CC6.1, 'has space']\n")
+    with pytest.raises(ElizonError) as info:
+        load_suite(bad, "s.yaml")
+    assert info.value.lines == [
+        "EVALUATION_SUITE_INVALID: s.yaml:4: cases[0].controls[1]: control 'has space' must "
+        "be an identifier such as LLM01 or CC6.1 (letters, digits and . _ : / -, at most 64 "
+        "characters)"]
 
 
 PACKAGE_SUITE = """
