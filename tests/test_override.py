@@ -156,6 +156,9 @@ def test_the_acknowledgement_is_signed_and_records_the_override(
     status, out, _ = _cli(capsys, *verify)
     assert status == 0
     assert "acknowledged by bob at" in out
+    status, out, _ = _cli(capsys, *verify[:3])  # not asked about the gate: still said
+    assert status == 0
+    assert f"MUST-PASS GATE: failed, overridden by Alice: {REASON}" in out
     assert ", signed by sha256:" in out
     ack["by"] = "mallory"  # changed after signing
     ack_path.write_text(json.dumps(ack))
