@@ -15,6 +15,7 @@ from pytest_elizon_eval.errors import ElizonError
 from pytest_elizon_eval.load.packages import load_suite
 from pytest_elizon_eval.reporting import compliance, results
 from pytest_elizon_eval.reporting.aggregate import Aggregate
+from pytest_elizon_eval.trust import signing
 
 from .conftest import Packages
 
@@ -130,6 +131,20 @@ def test_the_section_in_every_report_and_the_framework_named(
     capsys.readouterr()
     cli.main(["show", str(pytester.path / "r.json")])
     assert "compliance (SOC 2): NOT compliant" in capsys.readouterr().out
+
+
+def test_the_section_is_signed_with_the_results(packages: Packages, pytester: pytest.Pytester,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    _, public, _ = signing.generate(pytester.path / "keys")
+    _run(packages, pytester, PACKAGE_SUITE,
+         f"--elizon-sign-key={pytester.path / 'keys' / signing.KEY_FILE}")
+    doc = pytester.path / "r.json"
+    assert cli.main(["verify", str(doc), "--public-key", str(public)]) == 0
+    data = json.loads(doc.read_text())
+    data["compliance"]["compliant"] = True  # a finding rewritten after the run
+    doc.write_text(json.dumps(data))
+    assert cli.main(["verify", str(doc), "--public-key", str(public)]) == 1
+    assert "ELIZON_RESULTS_SIGNATURE_INVALID" in capsys.readouterr().err
 
 
 def test_all_controls_pass_is_compliant_and_a_bad_name_is_refused(

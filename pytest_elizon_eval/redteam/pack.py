@@ -4,8 +4,8 @@ Owns what a probe is (docs/format.md#probes): the pack shipped as data files
 in ``pytest_elizon_eval/probes/<category>.yaml`` (and an operator's own files
 in the same format), each probe turned into an ordinary :class:`~.model.Case`
 whose input carries the run's canary (a multi-turn probe into a conversation, its
-canary checked after every turn), carrying the controls it tests; and what every case of a package with
-secrets, and every probe, is checked for after it ran: the canary and the
+canary checked after every turn), carrying the controls it tests; and what every
+case of a package with secrets, and every probe, is checked for after it ran: the canary and the
 planted secrets must never appear in anything the entry point returned (its
 answers, tool calls and errors), checked on the whole answer, not the part a
 report keeps. Whatever leaked is then masked (first and last two characters)
