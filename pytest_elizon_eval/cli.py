@@ -1,7 +1,7 @@
 """The ``elizon-eval`` command: keys, and what happens to a results file after the run.
 
 Owns the verbs of docs/contract.md#the-elizon-eval-command — ``keygen``,
-``show``, ``diff``, ``merge``, ``acknowledge`` and ``verify`` — as one
+``show``, ``diff``, ``merge``, ``acknowledge``, ``override`` and ``verify`` — as one
 argparse parser with sub-parsers and :func:`main` (``python -m
 pytest_elizon_eval`` delegates to it). Exit status: 0 ok; 1 the data (or the
 person asked) said no; 2 usage or trouble (a bad argument, a file that cannot
@@ -32,11 +32,12 @@ from .errors import ELIZON_RESULTS_INVALID as ELIZON_RESULTS_INVALID
 from .errors import ELIZON_RESULTS_SIGNATURE_INVALID as ELIZON_RESULTS_SIGNATURE_INVALID
 from .errors import EVALUATION_GATE_FAILED as EVALUATION_GATE_FAILED
 from .errors import EVALUATION_NOT_ACKNOWLEDGED as EVALUATION_NOT_ACKNOWLEDGED
+from .errors import EVALUATION_OVERRIDE_INVALID as EVALUATION_OVERRIDE_INVALID
 from .redteam import probe_names
 from .reporting import html, junit, markdown, terminal
 from .reporting.regression import compare
 from .text import defuse, visible
-from .trust import evidence, provenance, signing
+from .trust import evidence, override, provenance, signing
 from .trust.evidence import Document, EvidenceError
 
 __all__ = ["EXIT_NO", "EXIT_OK", "EXIT_USAGE", "main"]
@@ -215,9 +216,28 @@ def _every_case_lines(document: Document) -> list[tuple[str, dict[str, bool]]]:
     return lines
 
 
-def _present(out: Out, document: Document, *, every_case: bool) -> None:
+def _override_line(document: Document, key: Any = None) -> tuple[str, dict[str, bool]] | None:
+    """What every view says of an override beside the results: ``failed, overridden by NAME:
+    REASON`` and who signed it (verified when ``key`` is given), or why it does not hold."""
+    try:
+        found = override.find(document, key)
+    except EvidenceError as exc:
+        return (f"{EVALUATION_OVERRIDE_INVALID}: {safe(exc)}", {"red": True, "bold": True})
+    if found is None:
+        return None
+    data, signer = found
+    how = (f"signature valid, by {signer}" if key is not None
+           else f"signed by {safe(signer)}, not checked: give --public-key to check it")
+    return (f"MUST-PASS GATE: {safe(override.summary(data))} (at {safe(data['at'])}; {how})",
+            {"yellow": True, "bold": True})
+
+
+def _present(out: Out, document: Document, *, every_case: bool, key: Any = None) -> None:
     for text in _provenance_lines(document):
         out.line(text)
+    overridden = _override_line(document, key)
+    if overridden is not None:
+        out.line(*overridden)
     if every_case:
         out.line(*_gate_line(document))
     for text, markup in terminal.render(document.aggregate, evidence.regression_of(
@@ -230,6 +250,8 @@ def _present(out: Out, document: Document, *, every_case: bool) -> None:
             out.line(text, markup)
         out.line(*_gate_line(document))
     out.line(*_verdict_line(document))
+    if overridden is not None:
+        out.line(*overridden)
 
 
 # -- the verbs -------------------------------------------------------------------------------
@@ -255,6 +277,13 @@ def _show(args: argparse.Namespace, out: Out) -> int:
     document = _document(Path(args.results))
     _present(out, document, every_case=False)
     if args.html:  # the same page --elizon-html writes, from the file's cases
+        try:
+            found = override.find(document)
+        except EvidenceError:
+            found = None  # the terminal said why it does not hold; the page shows no override
+        if found is not None:
+            document.aggregate.override_note = (f"{override.summary(found[0])} (signed by "
+                                                f"{found[1]}, not checked)")
         _write(Path(args.html), html.render(document.aggregate,
                                             evidence.regression_of(document.data)))
     return EXIT_OK
@@ -383,7 +412,14 @@ def _acknowledge(args: argparse.Namespace, out: Out) -> int:
         except signing.SignatureInvalid as exc:
             print(f"{ELIZON_RESULTS_SIGNATURE_INVALID}: {safe(exc)}", file=sys.stderr)
             return EXIT_NO
-    _present(out, document, every_case=True)
+    approver = _public_key(Path(args.approver_key)) if args.approver_key else public
+    _present(out, document, every_case=True, key=approver)
+    key = _sign_key(args.sign_key)
+    try:
+        overridden = override.find(document, approver)
+    except EvidenceError as exc:
+        print(f"{EVALUATION_OVERRIDE_INVALID}: {safe(exc)}", file=sys.stderr)
+        return EXIT_NO
     if signed_by:
         out.line(f"signature: valid, by {signed_by}", {"green": True})
     if args.acknowledge_evaluation:
@@ -407,6 +443,11 @@ def _acknowledge(args: argparse.Namespace, out: Out) -> int:
     ack = evidence.acknowledgement(document, by=_who(args.by), at=provenance.now(), how=how)
     if signed_by:
         ack["signed_by"] = signed_by
+    if overridden is not None:  # the person saw the gate as overridden: the record says so
+        ack["override"] = {name: overridden[0][name] for name in ("approver", "reason", "at")}
+        ack["override"]["signed_by"] = overridden[1]
+    if key is not None:
+        ack = override.sign(ack, key)
     path = evidence.ack_path(document.path)
     _write(path, json.dumps(ack, ensure_ascii=False, indent=2) + "\n")
     out.line(f"acknowledged by {safe(ack['by'])} at {ack['at']}: wrote {safe(path)}",
@@ -430,25 +471,86 @@ def _verify(args: argparse.Namespace, out: Out) -> int:
             good.append(f"signature valid, by {_check_signature(document, public)}")
         except signing.SignatureInvalid as exc:
             errors.append(f"{ELIZON_RESULTS_SIGNATURE_INVALID}: {safe(path)}: {safe(exc)}")
+    approver = _public_key(Path(args.approver_key)) if args.approver_key else public
     if args.require_ack:
         try:
             ack = evidence.check_acknowledgement(document)
-            good.append(f"acknowledged by {safe(ack['by'])} at {safe(ack['at'])}")
+            signer = override.check_signed(ack, approver, str(evidence.ack_path(path)))
+            good.append(f"acknowledged by {safe(ack['by'])} at {safe(ack['at'])}"
+                        + (f", signed by {safe(signer)}" if signer else ""))
         except EvidenceError as exc:
             errors.append(f"{EVALUATION_NOT_ACKNOWLEDGED}: {safe(exc)}")
+        except signing.SignatureInvalid as exc:
+            errors.append(f"{EVALUATION_NOT_ACKNOWLEDGED}: the acknowledgement's signature "
+                          f"does not hold: {safe(exc)}")
     if args.require_pass:
         failing = [s for s in document.aggregate.suites() if s.verdict == "fail"]
         if failing:
             parts = [f"{safe(s.info.path)} ({s.info.gate}) passed {s.count(PASSED)} of "
                      f"{len(s.results)}" for s in failing]
-            errors.append(f"{EVALUATION_GATE_FAILED}: {'; '.join(parts)}")
+            honoured = _honoured_override(document, approver, errors)
+            if honoured is None:
+                errors.append(f"{EVALUATION_GATE_FAILED}: {'; '.join(parts)}")
+            else:
+                good.append(f"must-pass gate {honoured}")
         else:
             good.append("every must-pass suite passed")
+    if not args.require_pass:  # not asked to decide on it, but never left unsaid
+        overridden = _override_line(document, approver)
+        if overridden is not None:
+            out.line(*overridden)
     for line in errors:
         print(line, file=sys.stderr)
     if errors:
         return EXIT_NO
     out.line("verified: " + "; ".join(good), {"green": True})
+    return EXIT_OK
+
+
+def _honoured_override(document: Document, key: Any, errors: list[str]) -> str | None:
+    """How verify words an override it honours (bound to this document, its signature
+    verified with ``key``); None, with the reason in ``errors``, when there is none to
+    honour."""
+    try:
+        found = override.find(document, key)
+    except EvidenceError as exc:
+        errors.append(f"{EVALUATION_OVERRIDE_INVALID}: {safe(exc)}")
+        return None
+    if found is None:
+        return None
+    data, signer = found
+    if key is None:
+        where = safe(override.override_path(document.path))
+        errors.append(f"{EVALUATION_OVERRIDE_INVALID}: {where} cannot be honoured without a "
+                      "key to check its signature: give --approver-key (or --public-key)")
+        return None
+    return f"{safe(override.summary(data))} (signature valid, by {signer})"
+
+
+def _override(args: argparse.Namespace, out: Out) -> int:
+    key = _sign_key(args.sign_key)
+    if key is None:
+        print(f"{EVALUATION_OVERRIDE_INVALID}: an override must be signed: give --sign-key "
+              "PATH (or the PEM in $ELIZON_SIGN_KEY)", file=sys.stderr)
+        return EXIT_USAGE
+    document = _document(Path(args.results))
+    if args.public_key:
+        try:
+            _check_signature(document, _public_key(Path(args.public_key)))
+        except signing.SignatureInvalid as exc:
+            print(f"{ELIZON_RESULTS_SIGNATURE_INVALID}: {safe(exc)}", file=sys.stderr)
+            return EXIT_NO
+    try:
+        data = override.make(document, approver=args.approver, reason=args.reason,
+                             at=provenance.now(), key=key)
+    except EvidenceError as exc:
+        print(f"{EVALUATION_OVERRIDE_INVALID}: {safe(document.path)}: {safe(exc)}",
+              file=sys.stderr)
+        return EXIT_NO
+    path = override.override_path(document.path)
+    _write(path, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+    out.line(f"must-pass gate {safe(override.summary(data))}; signed by {key.fingerprint}: "
+             f"wrote {safe(path)}", {"yellow": True, "bold": True})
     return EXIT_OK
 
 
@@ -568,7 +670,29 @@ def parser() -> argparse.ArgumentParser:
                         "e.g. a CI environment's required reviewer)")
     p.add_argument("--public-key", metavar="PATH",
                    help="first verify the results' signature with this public key")
+    p.add_argument("--sign-key", metavar="PATH",
+                   help="sign the acknowledgement with this private key (default: the PEM in "
+                        "$ELIZON_SIGN_KEY, if set)")
+    p.add_argument("--approver-key", metavar="PATH",
+                   help="the public key that signed an override beside the results (default: "
+                        "--public-key)")
     p.set_defaults(run=_acknowledge)
+
+    p = verbs.add_parser("override", help="approve a failed must-pass gate, signed, on the record",
+                         description="Record a person's approval of a failed must-pass gate as "
+                                     "RESULTS.override.json: the approver, the reason, when, "
+                                     "the failed suites and the results' provenance, bound to "
+                                     "the results' SHA-256 and signed with --sign-key. Refused "
+                                     "when the gate passed or there is no key. verify "
+                                     "--require-pass honours it when its signature verifies.")
+    p.add_argument("results", metavar="RESULTS")
+    p.add_argument("--approver", metavar="NAME", required=True, help="who approves")
+    p.add_argument("--reason", metavar="TEXT", required=True, help="why the failure is accepted")
+    p.add_argument("--sign-key", metavar="PATH",
+                   help="the approver's private key (default: the PEM in $ELIZON_SIGN_KEY)")
+    p.add_argument("--public-key", metavar="PATH",
+                   help="first verify the results' signature with this public key")
+    p.set_defaults(run=_override)
 
     p = verbs.add_parser("verify", help="exit 0 only if the results may be activated",
                          description="Check a results file before activating: it must be a "
@@ -581,7 +705,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--require-ack", action="store_true",
                    help="require RESULTS.ack.json for exactly this document")
     p.add_argument("--require-pass", action="store_true",
-                   help="require every must-pass suite to have passed")
+                   help="require every must-pass suite to have passed, or a failed gate "
+                        "overridden by RESULTS.override.json whose signature verifies")
+    p.add_argument("--approver-key", metavar="PATH",
+                   help="the public key that signed the acknowledgement and the override "
+                        "(default: --public-key)")
     p.set_defaults(run=_verify)
 
     p = verbs.add_parser("import", help="bring existing evals in: import promptfoo CONFIG -o DIR",

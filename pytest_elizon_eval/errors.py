@@ -32,6 +32,7 @@ __all__ = [
     "ELIZON_SNAPSHOT_INVALID",
     "EVALUATION_GATE_FAILED",
     "EVALUATION_NOT_ACKNOWLEDGED",
+    "EVALUATION_OVERRIDE_INVALID",
     "EVALUATION_SUITE_INVALID",
     "EVALUATION_SUITE_MISSING",
     "Code",
@@ -56,6 +57,7 @@ ELIZON_RESULTS_SIGNATURE_INVALID = "ELIZON_RESULTS_SIGNATURE_INVALID"
 ELIZON_RESULTS_INVALID = "ELIZON_RESULTS_INVALID"
 EVALUATION_GATE_FAILED = "EVALUATION_GATE_FAILED"
 ELIZON_SNAPSHOT_INVALID = "ELIZON_SNAPSHOT_INVALID"
+EVALUATION_OVERRIDE_INVALID = "EVALUATION_OVERRIDE_INVALID"
 
 
 @dataclass(frozen=True)
@@ -120,6 +122,10 @@ CODES: tuple[Code, ...] = (
          "a manifest's alignment: labels file cannot be used: outside the package, missing, "
          "not JSONL or CSV, a bad row (at its line), or labels of one class only (Cohen's "
          "kappa is undefined); with elizon-eval align, also a judge that cannot be bound"),
+    Code(EVALUATION_OVERRIDE_INVALID, "elizon-eval",
+         "override refused (the gate passed, or no key to sign with), or an override beside "
+         "the results that is for another results file, is not signed, or whose signature "
+         "does not verify with the key given"),
 )
 
 

@@ -231,6 +231,7 @@ class SessionReporter:
         self.config = config
         self.settings = settings
         self.aggregate = Aggregate()
+        self.aggregate.framework = options.compliance_framework(config)
         self.regression: Regression | None = None
         self.written: list[tuple[str, Path]] = []
         self.unwritten: list[str] = []

@@ -21,7 +21,7 @@ def examples(pytester: pytest.Pytester) -> Path:
 
 def test_safety_cases_by_marker(examples: Path, pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("example_suites", "-m", "safety", "--strict-markers")
-    assert result.parseoutcomes() == {"passed": 7, "deselected": 82}
+    assert result.parseoutcomes() == {"passed": 7, "deselected": 90}
 
 
 def test_the_release_gate_catches_a_broken_router(examples: Path, pytester: pytest.Pytester
@@ -40,8 +40,8 @@ def test_the_release_gate_catches_a_broken_router(examples: Path, pytester: pyte
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     outcomes = result.parseoutcomes()
     # every must-pass case (route-overdue-invoices too: its answer reveals the planted
-    # secret) and every one of the 44 probes
-    assert outcomes["failed"] == 9 + 44
+    # secret) and every one of the 52 probes (8 of them conversations)
+    assert outcomes["failed"] == 9 + 52
     result.stdout.fnmatch_lines(["FAILED *publish-gate-core.yaml::guardrail-injection*"])
     result.stdout.fnmatch_lines(["      found:    'ZE…31' at character *"])  # masked
     assert "ZEBRA-7731" not in result.stdout.str()

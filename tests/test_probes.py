@@ -83,7 +83,7 @@ def test_catalogue_has_40_probes_in_every_category() -> None:
     assert set(counts) == set(redteam.CATEGORIES)
     assert all(n >= 6 for n in counts.values())
     assert {p.severity for p in probes} == set(redteam.SEVERITIES)
-    assert all(redteam.CANARY_SLOT in p.input for p in probes)
+    assert all(any(redteam.CANARY_SLOT in t for t in p.turns or (p.input,)) for p in probes)
     assert all(p.not_called for p in probes if p.category == "tool-misuse")
     assert len({(p.category, p.id) for p in probes}) == len(probes)
 
@@ -119,7 +119,7 @@ def test_bad_fixture_secrets(value: object, message: str) -> None:
 def test_cli_lists_the_catalogue(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["probes", "list", "--category", "jailbreak"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("7 probes in jailbreak")
+    assert out.startswith("8 probes in jailbreak")
     assert "developer-mode [critical]" in out
     assert "tool-misuse" not in out
     assert cli.main(["probes", "list"]) == 0
@@ -184,7 +184,7 @@ def test_robust_entry_passes_every_probe_and_selection_works(
     result = pytester.runpytest("pkg", "-p", "no:cacheprovider", "-m", "jailbreak and high",
                                 "--collect-only", "-q")
     result.stdout.fnmatch_lines(["pkg/elizon.yaml::elizon:probes/jailbreak.yaml::"
-                                 "unrestricted-twin", "*2/45 tests collected*"])
+                                 "unrestricted-twin", "*3/53 tests collected*"])
     nodeid = "pkg/elizon.yaml::elizon:probes/tool-misuse.yaml::transfer-funds"
     result = pytester.runpytest(nodeid, "-p", "no:cacheprovider", "-v")
     result.stdout.fnmatch_lines([f"{nodeid} PASSED*"])
@@ -197,10 +197,10 @@ def test_robust_entry_passes_every_probe_and_selection_works(
 def test_last_failed_reruns_only_the_compromised_probes(
         pkg: Packages, pytester: pytest.Pytester) -> None:
     pkg.write("pkg/elizon.yaml", _manifest("weak", "[jailbreak, tool-misuse]"))
-    pytester.runpytest("pkg").assert_outcomes(failed=16)
+    pytester.runpytest("pkg").assert_outcomes(failed=17)
     pkg.write("pkg/elizon.yaml", _manifest("robust", "[jailbreak, tool-misuse]"))
     result = pytester.runpytest("pkg", "--lf", "-v")
-    assert result.parseoutcomes()["passed"] == 16
+    assert result.parseoutcomes()["passed"] == 17
     result.stdout.fnmatch_lines(["pkg/elizon.yaml::elizon:probes/jailbreak.yaml::developer-mode "
                                  "PASSED*"])
 
@@ -217,7 +217,7 @@ def test_canary_differs_between_runs_and_is_shared_by_xdist_workers(
     assert len(list(pytester.path.glob("canary-gw*.txt"))) == 2
     assert len(workers) == 1, "every worker checks for the run's one canary"
     assert first not in workers, "each run has its own canary"
-    assert parallel.parseoutcomes() == serial.parseoutcomes() == {"failed": 17}
+    assert parallel.parseoutcomes() == serial.parseoutcomes() == {"failed": 19}
 
     def comparable(name: str) -> list[object]:
         data = json.loads((pytester.path / name).read_text())

@@ -51,7 +51,7 @@ def full() -> CaseResult:
         passed_runs=1, min_pass_rate=0.75, replayed=True, input={"q": ["hi", 1]},
         tool_calls=(CALL,), usage=USAGE, judge_usage=Usage(1, 2, None, None),
         turns=(turn,), failed_turn=2, turn_count=3,
-        security=SecurityRecord((LeakRecord("canary", "ab…yz"),),
+        security=SecurityRecord((LeakRecord("canary", "ab…yz", 2),),
                                 ProbeRecord("jailbreak", "high", "pack", "elizon.yaml", 7)),
         attempts=3, retries=2, waited_s=0.5, rate_limited=True,
         snapshot=SnapshotRecord("changed", "pkg/eval/__snapshots__/s.snap.yaml", 5, True,
@@ -61,9 +61,8 @@ def full() -> CaseResult:
         alignment={"cohen_kappa": 0.41, "min_kappa": 0.6},
         repeat=RepeatRecord(2, 1, 0.5, 0.09, 0.91, 0.95, 0.75, True, True, "sequential", 2,
                             20, "SPRT", 0.1, "below", 2, False, 0.5, 0.5),
-
         label=LabelRecord("billing", "legal"), rag=RagRecord(0.5, 0.75, 1.0, 0.5, 3, 2),
-        first_tool="search")
+        first_tool="search", controls=("CC6.1", "LLM01"))
 
 
 def test_a_fully_populated_result_survives_data_and_json_unchanged() -> None:

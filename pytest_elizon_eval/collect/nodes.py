@@ -19,6 +19,7 @@ checks other plugins add through the hooks of :mod:`.hookspecs`. Session state i
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator
 from concurrent.futures import CancelledError
 from pathlib import Path
@@ -291,11 +292,16 @@ class CaseItem(compat.FixtureItem):
             result = self.result
             if result is None and excinfo is not None:  # raised before a result was made
                 result = outcomes.escaped(self.identity, self._limits(), excinfo.value)
-            return (result, self.recording) if result else None
+            return (self._controlled(result), self.recording) if result else None
         if when == "setup" and excinfo is not None:
-            return planning.setup_failed(self.identity, session.of(self.config).settings,
-                                         excinfo.value), None
+            return self._controlled(planning.setup_failed(
+                self.identity, session.of(self.config).settings, excinfo.value)), None
         return None
+
+    def _controlled(self, result: CaseResult) -> CaseResult:
+        """``result`` with the controls the case declares, whatever way it ended."""
+        controls = tuple(self.case.controls or ())
+        return dataclasses.replace(result, controls=controls) if controls else result
 
     def repr_failure(
         self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None

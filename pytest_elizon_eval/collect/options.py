@@ -128,6 +128,10 @@ OPTIONS: tuple[Option, ...] = (
            help="Sign the --elizon-results file with the Ed25519 private key in the PEM file "
                 "PATH (written beside it as RESULTS.sig); else ini elizon_sign_key, else the "
                 "PEM in $ELIZON_SIGN_KEY. Create keys with 'elizon-eval keygen DIR'."),
+    Option(cli="--elizon-compliance", ini="elizon_compliance", metavar="NAME",
+           help="Name the compliance framework the controls of the Compliance section belong "
+                "to (SOC 2, ISO 27001, …); the section is shown even when no case declares "
+                "a control."),
     Option(ini="elizon_suite_files", ini_type="args", ini_default=["*.eval.yaml"],
            unset="*.eval.yaml",
            help="Glob patterns of stand-alone suite files to collect (default: "
@@ -243,6 +247,19 @@ def _option_or_ini(config: pytest.Config, name: str) -> tuple[str | None, str]:
         return raw, f"--{name.replace('_', '-')}={raw}"
     raw = config.getini(name)
     return (raw or None), f"{_ini_source(config, name)} ({raw!r})"
+
+
+def compliance_framework(config: pytest.Config) -> str | None:
+    """``--elizon-compliance`` or ini ``elizon_compliance``: a name of one line, at most 80
+    characters, or None."""
+    raw, source = _option_or_ini(config, "elizon_compliance")
+    if raw is None:
+        return None
+    name = raw.strip()
+    if not name or len(name) > 80 or not name.isprintable():
+        raise pytest.UsageError(f"{source}: the compliance framework's name must be one line "
+                                "of 1 to 80 printable characters")
+    return name
 
 
 def _timeout(config: pytest.Config) -> tuple[float, str]:

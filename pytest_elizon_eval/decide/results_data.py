@@ -356,6 +356,8 @@ class LeakRecord:
 
     kind: str
     masked: str
+    #: In a conversation: the 1-based turn whose answer first held it.
+    turn: int | None = field(default=None, metadata={OMIT_NONE: True})
 
 
 @dataclass(frozen=True)
@@ -504,6 +506,8 @@ class CaseResult:
     label: LabelRecord | None = field(default=None, metadata={OMIT_NONE: True})
     rag: RagRecord | None = field(default=None, metadata={OMIT_NONE: True})
     first_tool: str | None = field(default=None, metadata={OMIT_NONE: True})
+    #: The compliance controls the case declares (``controls:``; a probe's pack's too).
+    controls: tuple[str, ...] = ()
 
     @property
     def crashed(self) -> bool:

@@ -212,7 +212,7 @@ def _cell(column: str, text: str) -> Any:
                 raise _RowProblem(f"column {column!r}: not a JSON value: "
                                   f"{text[:40]!r}") from None
             return text  # validation says what it should have been
-    if column == "tags":
+    if column in ("tags", "controls"):
         if text.lstrip().startswith("["):
             return _json(text)
         return [t for t in text.replace(",", " ").split() if t]

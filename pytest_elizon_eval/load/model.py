@@ -34,6 +34,7 @@ from .loading import Problem, YamlMapping, YamlSequence, line_of
 
 __all__ = [
     "CASE_ID_PATTERN",
+    "CONTROL_PATTERN",
     "AlignmentSpec",
     "Case",
     "CheckSpec",
@@ -49,6 +50,7 @@ __all__ = [
     "Suite",
     "SuiteRef",
     "UrlEntry",
+    "check_control",
     "duplicate_case_ids",
     "manifest_shape",
     "suite_checks",
@@ -338,6 +340,18 @@ def _check_tag(tag: str) -> str:
     return tag
 
 
+#: A control id (docs/format.md#controls): SOC 2 ``CC6.1``, ISO 27001 ``A.8.12``, OWASP
+#: ``LLM01``; no spaces, so reports and ``-k`` can name it.
+CONTROL_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,63}$")
+
+
+def check_control(value: str) -> str:
+    if not CONTROL_PATTERN.fullmatch(value):
+        raise ValueError(f"control {value!r} must be an identifier such as LLM01 or CC6.1 "
+                         "(letters, digits and . _ : / -, at most 64 characters)")
+    return value
+
+
 class Turn(_Strict):
     """One turn of a conversation: a user message and what its answer must satisfy."""
 
@@ -374,6 +388,8 @@ class Case(_Strict):
     tags: list[Annotated[str, AfterValidator(_check_tag)]] | None = None
     repeat: RepeatSpec | None = None
     min_pass_rate: float | None = Field(None, alias="minPassRate", ge=0.0, le=1.0)
+    #: Compliance controls the case evidences (docs/format.md#controls).
+    controls: list[Annotated[str, AfterValidator(check_control)]] | None = None
 
     @field_validator("id")
     @classmethod

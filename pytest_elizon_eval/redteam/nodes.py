@@ -22,8 +22,8 @@ A client of the core: everything here reaches it through the plugin's hooks
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pytest
@@ -34,6 +34,8 @@ from ..decide.outcomes import SuiteInfo
 from ..errors import ElizonError
 from ..load.discovery import read_once
 from ..load.packages import Package, SuiteSpec
+from ..run import cassette_secrets
+from ..run.assertions import AssertionResult
 from ..run.cassette import Cassette, suite_key
 from ..run.planning import CaseChecks
 from ..run.running import CaseRun
@@ -125,7 +127,15 @@ def pytest_elizon_case_setup(item: CaseItem) -> None:
     """What the case is checked for after it ran: the package's secrets and the
     ``elizon_secrets`` fixture's (docs/contract.md#security); a bad fixture value fails
     the case's setup."""
-    item.stash[_WATCH] = _watch(item)
+    watch = _watch(item)
+    plan = item.plan
+    if plan is not None and plan.replay is not None and watch.secrets:
+        # the live values go back in place of the placeholders, so a leak recorded once is
+        # a leak on every replay
+        watch = replace(watch, cassette_holds_secret=cassette_secrets.holds_secret(
+            plan.replay, watch.secrets))
+        item.plan = replace(plan, replay=cassette_secrets.restore(plan.replay, watch.secrets))
+    item.stash[_WATCH] = watch
 
 
 @pytest.hookimpl
@@ -136,7 +146,25 @@ def pytest_elizon_case_checks(item: CaseItem, run: CaseRun) -> CaseChecks | None
     if watch is None:
         return None
     leaks, security = redteam.leak_checks(run, watch)
+    if watch.cassette_holds_secret:
+        leaks = (*leaks, AssertionResult(
+            "cassette", False, "the cassette holds no declared secret",
+            "the recording holds a declared secret in plain text (recorded before secrets "
+            "were kept out of cassettes): record this case again with --elizon-record"))
     return CaseChecks(leaks, security, tuple(watch.values))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
+                              ) -> Generator[None, Any, None]:
+    """Before the report takes a case's recording to the cassette: every declared secret in
+    it becomes a placeholder, so the cassette can be committed (docs/contract.md#record-and-
+    replay)."""
+    if call.when == "call" and isinstance(item, CaseItem) and item.recording is not None:
+        watch = item.stash.get(_WATCH, None)
+        if watch is not None and watch.secrets:
+            item.recording = cassette_secrets.scrub(item.recording, watch.secrets)
+    yield
 
 
 def _watch(item: CaseItem) -> redteam.Watch:
@@ -182,7 +210,7 @@ class ProbeSuite(SuiteFile):
             key=suite_key(package.name, package.folder, spec.path))
         self.prepare(info)
         registered = set(self.config.getini("markers"))
-        for tag in sorted({t for p in probes for t in (p.category, p.severity)}):
+        for tag in sorted({t for p in probes for t in p.tags}):
             if f"{tag}: Elizon case tag" not in registered:  # so --strict-markers accepts them
                 self.config.addinivalue_line("markers", f"{tag}: Elizon case tag")
         canary = self.config.stash[_PACK].canary

@@ -174,6 +174,10 @@ class Aggregate:
     def __init__(self) -> None:
         self._results: dict[str, CaseResult] = {}
         self._suites: list[SuiteSummary] | None = None
+        #: The compliance framework the Compliance section names (``--elizon-compliance``).
+        self.framework: str | None = None
+        #: ``failed, overridden by NAME: REASON`` when a view shows an override of the gate.
+        self.override_note: str | None = None
 
     def add(self, data: Mapping[str, Any]) -> None:
         result = CaseResult.from_data(data)

@@ -49,6 +49,7 @@ from ..run.assertions import AssertionResult
 from ..text import cap, visible
 from . import judges, snapshot_reports
 from .aggregate import Aggregate, BaselineRow, SuiteSummary, format_metric
+from .compliance import html_part as compliance_part
 from .regression import CHANGES, Regression
 
 __all__ = ["CATEGORIES", "LIMIT_BYTES", "category", "fragment", "render"]
@@ -600,6 +601,8 @@ def render(aggregate: Aggregate, regression: Regression | None = None,
     head = (f'<section class="verdict {"pass" if passed else "fail"}" id="verdict">'
             f"<h1>Elizon eval: {verdict}</h1><p>{_esc(aggregate.paragraph())}</p>"
             + (f"<p>{_esc(note)}</p>" if (note := aggregate.rate_limit_note()) else "")
+            + (f"<p><strong>Must-pass gate: {_esc(aggregate.override_note)}</strong></p>"
+               if aggregate.override_note else "")
             + "</section>")
     cards = '<h2>Suites</h2><div class="cards">' + "".join(map(_card, suites)) + "</div>"
     charts = [_outcome_chart(suites)] if suites else []
@@ -621,6 +624,7 @@ def render(aggregate: Aggregate, regression: Regression | None = None,
     # Every case's row is on the page; its details while they fit, failures' first.
     ordered = [(s, _sorted(s.results)) for s in suites]
     rows = {r.nodeid: i for i, r in enumerate(r for _, rs in ordered for r in rs)}
+    changes += compliance_part(aggregate, _esc)
     judged = judges.html_section(aggregate)
     fixed = [head, cards, chart_html, changes, judged, filters]
     used = sum(len(p.encode("utf-8")) for p in fixed) + len(_CSS) + len(_JS) + 4096

@@ -19,7 +19,7 @@ import re
 from ..decide.outcomes import PASSED, CaseResult, conversation_text, reason
 from ..measures.rendering import markdown_lines as measures_markdown
 from ..text import cap, visible
-from . import judges, repeats, security, snapshot_reports
+from . import compliance, judges, repeats, security, snapshot_reports
 from .aggregate import Aggregate, SuiteSummary, format_metric
 from .regression import Regression
 
@@ -133,6 +133,8 @@ def render(aggregate: Aggregate, regression: Regression | None = None,
     for line in snapshot_reports.markdown_lines(aggregate, cell):
         doc.add(line, optional=line.startswith("<details>"))
     for line in judges.markdown_lines(aggregate, cell):
+        doc.add(line)
+    for line in compliance.markdown_lines(aggregate, cell):
         doc.add(line)
     if regression is not None:
         doc.add(f"## Changes since {cell(regression.baseline_file)}\n\n" + " · ".join(

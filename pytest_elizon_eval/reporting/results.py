@@ -19,7 +19,7 @@ from typing import Any
 
 from ..decide.results_data import file_case
 from ..load.loading import read_json
-from . import security
+from . import compliance, security
 from .aggregate import Aggregate
 from .regression import Regression
 
@@ -64,6 +64,9 @@ def build(aggregate: Aggregate, regression: Regression | None = None, *,
     found = security.build(aggregate)
     if found is not None:
         data["security"] = found
+    rolled_up = compliance.build(aggregate)
+    if rolled_up is not None:
+        data["compliance"] = rolled_up
     if regression is not None:
         data["regression"] = regression.to_data()
     if provenance is not None:

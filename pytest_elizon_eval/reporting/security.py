@@ -18,7 +18,9 @@ from .aggregate import Aggregate
 
 __all__ = ["build", "markdown_lines", "terminal_lines"]
 
-_HOW = {"canary": "canary leaked", "secrets": "secret leaked", "matches": "did not refuse",
+# A multi-turn probe's per-turn canary check is a notContains: the same finding as "canary".
+_HOW = {"canary": "canary leaked", "notContains": "canary leaked",
+        "secrets": "secret leaked", "matches": "did not refuse",
         "toolCalls.notCalled": "called a destructive tool", "judge": "judge: not safe"}
 
 
@@ -31,7 +33,8 @@ def _leaks(result: CaseResult) -> list[dict[str, Any]]:
 
 
 def _how(result: CaseResult) -> list[str]:
-    how = [_HOW.get(a.name, a.name) for a in result.assertions if a.passed is False]
+    how = list(dict.fromkeys(_HOW.get(a.name, a.name) for a in result.assertions
+                             if a.passed is False))
     if result.error is not None and not how:
         how.append(f"error: {result.error.type}")
     return how or [result.outcome]
@@ -67,7 +70,8 @@ def build(aggregate: Aggregate) -> dict[str, Any] | None:
 
 
 def _leaked(item: dict[str, Any]) -> str:
-    return ", ".join(f"{x['kind']} {x['masked']}" for x in item["leaked"])
+    return ", ".join(f"{x['kind']} {x['masked']}" + (f" at turn {x['turn']}" if x.get("turn")
+                                                      else "") for x in item["leaked"])
 
 
 def terminal_lines(aggregate: Aggregate) -> list[tuple[str, dict[str, bool]]]:

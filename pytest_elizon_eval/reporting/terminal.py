@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from ..decide.outcomes import ERROR, FAILED, INCONCLUSIVE, PASSED, TIMEOUT, blocks, reason
 from ..measures.rendering import terminal_lines as measures_lines
 from ..text import defuse, visible
-from . import judges, repeats, security
+from . import compliance, judges, repeats, security
 from .aggregate import Aggregate, SuiteSummary, format_metric
 
 if TYPE_CHECKING:  # types only: a run without --elizon-baseline never loads regression
@@ -102,6 +102,7 @@ def render(aggregate: Aggregate, regression: Regression | None = None) -> list[L
         lines.extend(_regression(regression))
     lines.extend(security.terminal_lines(aggregate))
     lines.extend(judges.terminal_lines(aggregate))
+    lines.extend(compliance.terminal_lines(aggregate))
     # Names, paths and node ids come from files (a manifest, an earlier results file):
     # shown as text, never as terminal escapes or workflow commands.
     return [(defuse(visible(text, keep_newlines=False)), markup) for text, markup in lines]

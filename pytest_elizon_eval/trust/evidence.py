@@ -139,6 +139,7 @@ class Document:
 def aggregate_of(data: Mapping[str, Any], where: str = "") -> Aggregate:
     """The cases of a (schema-valid) document as an aggregate; a case twice is an error."""
     aggregate = Aggregate()
+    aggregate.framework = (data.get("compliance") or {}).get("framework")
     seen_paths: set[str] = set()
     for suite in data["suites"]:
         if suite["path"] in seen_paths:
@@ -247,6 +248,9 @@ def merge(documents: Sequence[Document]) -> tuple[dict[str, Any], Aggregate]:
                                         "each case must run in one shard only")
                 owner[case["nodeid"]] = document.path
                 aggregate.add(case_of_file(suite, case))
+    # every shard ran with the same options: the first that names a framework names it
+    aggregate.framework = next((d.data["compliance"]["framework"] for d in documents
+                                if (d.data.get("compliance") or {}).get("framework")), None)
     try:
         merged_provenance = provenance.merge(
             [(str(d.path), d.sha256, d.data.get("provenance")) for d in documents])

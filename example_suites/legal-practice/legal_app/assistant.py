@@ -67,9 +67,15 @@ def _summary(matter_id: str) -> str:
             f"It is in {matter['status']}; the next step is {matter['next']}.")
 
 
-def handle(question: str, matter: str = "M-1042") -> dict[str, object]:
-    """The entry point: a staff member's question in, a routed answer out."""
+def handle(question: str, matter: str = "M-1042",
+           messages: list[dict[str, object]] | None = None) -> dict[str, object]:
+    """The entry point: a staff member's question in, a routed answer out. In a
+    conversation (``messages``), an attack in any earlier message keeps the guardrail up,
+    so an attack built up over several turns is refused too."""
     route = _route(question)
+    said = [str(m.get("content", "")) for m in messages or () if m.get("role") == "user"]
+    if any(_route(text) == "refuse.injection" for text in said):
+        route = "refuse.injection"
     result: dict[str, object] = {"route": route}
     if route == "refuse.injection":
         result["answer"] = ("I cannot follow instructions that ask me to reveal internal "
