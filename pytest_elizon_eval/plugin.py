@@ -136,7 +136,32 @@ def pytest_report_teststatus(
     data = getattr(report, outcomes.REPORT_ATTR, None)
     if data is None or not isinstance(report, pytest.TestReport):
         return None
-    return teststatus(data, report.when)
+    status = teststatus(data, report.when)
+    if report.when == "call" and config.get_verbosity() > 0 \
+            and not config.stash.get(_SUMMARIZING, False):
+        return with_usage(status, data, report)
+    return status
+
+
+#: Set once the short summary is written: its lines keep pytest's own words.
+_SUMMARIZING = pytest.StashKey[bool]()
+_WORDS = {"passed": (".", "PASSED", {"green": True}), "failed": ("F", "FAILED", {"red": True})}
+
+
+def with_usage(status: tuple[str, str, str] | None, data: Mapping[str, Any],
+               report: pytest.TestReport) -> tuple[str, str, Any] | None:
+    """The ``-v`` word with the case's tokens and cost after it (docs/contract.md#terminal)."""
+    from .reporting.usage_text import usage_line  # deferred: only verbose runs need it
+
+    shown = usage_line(data.get("usage"))
+    if shown is None:
+        return status
+    if status is None:
+        if report.outcome not in _WORDS:
+            return None
+        letter, word, markup = _WORDS[report.outcome]
+        return report.outcome, letter, (f"{word} ({shown})", markup)
+    return status[0], status[1], f"{status[2]} ({shown})"
 
 
 # -- the case's result on pytest's reports -----------------------------------------------
@@ -305,6 +330,7 @@ class SessionReporter:
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         from .reporting import terminal  # deferred: needed at the end of the session only
 
+        self.config.stash[_SUMMARIZING] = True
         lines = terminal.render(self.aggregate, self.regression)
         if lines:
             terminalreporter.write_sep("=", "elizon eval")

@@ -36,6 +36,7 @@ from ..decide.outcomes import (
 )
 from ..text import cap, visible
 from .aggregate import Aggregate, SuiteSummary
+from .usage_text import usage_line
 
 __all__ = ["render"]
 
@@ -64,6 +65,9 @@ def _case(summary: SuiteSummary, result: CaseResult) -> TestCase:
 
     info = summary.info
     output = result.output or ""
+    used = usage_line(result.usage.to_data()) if result.usage is not None else None
+    if used is not None:  # per-case tokens and cost (docs/contract.md#cost)
+        output = f"usage: {used}\n\n{output}"
     detail = failure_message(result) if result.outcome != PASSED else ""
     case = TestCase(
         name=result.case_id,

@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypeGuard
 
 from .calls import Answer, EntryCall, OutputError, ToolCall, Usage
+from .sdk_answers import SdkAnswer, SdkShapeError, read_sdk
 
 __all__ = ["MAX_COST_USD", "MAX_NESTING", "MAX_TOKENS", "chat_request", "check_tree",
            "conversation", "from_reply", "from_return", "is_token_count", "parse_json", "priced"]
@@ -130,7 +131,8 @@ def _plain(value: object) -> tuple[Any, str]:
         plain = list(value) if isinstance(value, tuple) else value
         return plain, _json_text(plain)
     raise OutputError(f"the entry point returned a {type(value).__name__}; return a string, "
-                      "a JSON-like value, a pydantic model, an Answer or an iterator of strings")
+                      "a JSON-like value, a pydantic model, an Answer, an SDK response "
+                      f"({_SDKS}) or an iterator of strings or SDK chunks")
 
 
 def _tool_call(call: object, index: int) -> ToolCall:
@@ -151,7 +153,8 @@ def _tool_call(call: object, index: int) -> ToolCall:
         except (RecursionError, ValueError):  # too deep or too long to print as well (ints
             result = str(exc)                 # past 4,300 digits): the reason is kept instead
     error = None if call.error is None else str(call.error)
-    return ToolCall(call.name, call.arguments, result, error)
+    ident = None if call.id is None else str(call.id)
+    return ToolCall(call.name, call.arguments, result, error, ident)
 
 
 def _number(value: object) -> str:
@@ -218,10 +221,21 @@ def _answer(answer: Answer) -> EntryCall:
     return EntryCall(value=value, text=text, tool_calls=calls, usage=_usage(answer.usage))
 
 
+#: The SDK answers read by shape, for messages (docs/contract.md#sdk-answers).
+_SDKS = ("OpenAI ChatCompletion or Response, Anthropic Message, LiteLLM ModelResponse, "
+         "LangChain AIMessage")
+
+
 def from_return(returned: object) -> EntryCall:
     """What a Python entry point returned (streams already joined), as a call."""
     if isinstance(returned, Answer):
         return _answer(returned)
+    try:
+        sdk = returned if isinstance(returned, SdkAnswer) else read_sdk(returned)
+    except SdkShapeError as exc:
+        raise OutputError(f"the entry point returned {exc}") from None
+    if sdk is not None:
+        return _answer(Answer._of(sdk))
     value, text = _plain(returned)
     return EntryCall(value=value, text=text)
 
@@ -284,8 +298,10 @@ def _chat_completion(data: object) -> EntryCall:
         if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
             raise OutputError(f"tool_calls[{index}] has no function.name")
         name = function["name"]
+        ident = call.get("id")
         calls.append(ToolCall(name, _arguments(
-            function.get("arguments"), f"tool_calls[{index}].function.arguments ({name})")))
+            function.get("arguments"), f"tool_calls[{index}].function.arguments ({name})"),
+            id=ident if isinstance(ident, str) else None))
     usage = None
     raw_usage = data.get("usage") if isinstance(data, Mapping) else None
     if isinstance(raw_usage, Mapping):
