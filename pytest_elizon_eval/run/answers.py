@@ -330,17 +330,32 @@ def _content(case_input: object) -> str:
                                                                      ensure_ascii=False)
 
 
+def _tool_result(call: ToolCall, given: Mapping[str, Any] | None, ident: str) -> object:
+    """What a tool message says for ``call``: the result the turn gives for its id or its
+    name (``toolResults``), else its own error or result."""
+    if given is not None:
+        for key in (ident, call.name):
+            if key in given:
+                return given[key]
+    return call.error if call.error is not None else call.result
+
+
 def conversation(history: Sequence[tuple[object, EntryCall]], current: object, *,
-                 first: int = 0) -> list[dict[str, Any]]:
+                 first: int = 0, tool_results: Mapping[str, Any] | None = None
+                 ) -> list[dict[str, Any]]:
     """The OpenAI-style messages an entry point sees at a turn: every earlier user message
     and answer (with its tool calls and their results), then this turn's user message.
-    ``first`` numbers the first turn of ``history`` (tool-call ids are ``call_<turn>_<n>``),
-    so a caller can build a conversation a turn at a time, each message once."""
+    A tool call keeps the id its model gave it; one without gets ``call_<turn>_<n>``,
+    ``first`` numbering the first turn of ``history``, so a caller can build a
+    conversation a turn at a time, each message once. ``tool_results`` (this turn's
+    ``toolResults``, by call id or tool name) answer the last answer's tool calls; a
+    string result is sent as it is, any other as JSON."""
     messages: list[dict[str, Any]] = []
     for turn, (case_input, call) in enumerate(history, first):
+        given = tool_results if turn == first + len(history) - 1 else None
         messages.append({"role": "user", "content": _content(case_input)})
         assistant: dict[str, Any] = {"role": "assistant", "content": call.text or ""}
-        ids = [f"call_{turn}_{index}" for index in range(len(call.tool_calls))]
+        ids = [c.id or f"call_{turn}_{index}" for index, c in enumerate(call.tool_calls)]
         if call.tool_calls:
             assistant["tool_calls"] = [
                 {"id": ident, "type": "function",
@@ -348,7 +363,7 @@ def conversation(history: Sequence[tuple[object, EntryCall]], current: object, *
                 for ident, c in zip(ids, call.tool_calls, strict=True)]
         messages.append(assistant)
         for ident, c in zip(ids, call.tool_calls, strict=True):
-            result = c.error if c.error is not None else c.result
+            result = _tool_result(c, given, ident)
             messages.append({"role": "tool", "tool_call_id": ident,
                              "content": result if isinstance(result, str)
                              else json.dumps(result)})
