@@ -282,7 +282,8 @@ def test_an_sdk_answer_reaches_every_report(packages: Packages,
                                             pytester: pytest.Pytester) -> None:
     packages.package(suite=SDK_SUITE, app=SDK_APP)
     result = pytester.runpytest("-v", "--elizon-results=results.json", "--junitxml=junit.xml",
-                                "--elizon-markdown=summary.md", "--elizon-junit=elizon.xml")
+                                "--elizon-markdown=summary.md", "--elizon-junit=elizon.xml",
+                                "--elizon-html=report.html")
     # the tool call and usage are read; the text is "", so contains cannot pass on JSON
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*calls-the-tool PASSED (99 tokens (82 in, 17 out))*",
@@ -297,5 +298,8 @@ def test_an_sdk_answer_reaches_every_report(packages: Packages,
                   ET.parse(pytester.path / "junit.xml").iter("property")}
     assert properties["elizon_tokens"] == "99"
     assert "usage: 99 tokens (82 in, 17 out)" in (pytester.path / "elizon.xml").read_text()
+    report = (pytester.path / "report.html").read_text(encoding="utf-8")
+    assert '<span class="n u">99 · —</span>' in report  # no price: no cost, a dash
+    assert "call_abc" in report
     summary = (pytester.path / "summary.md").read_text()
     assert "| 99 tokens (82 in, 17 out) |" in summary  # the failing case's row
