@@ -137,14 +137,13 @@ def pytest_report_teststatus(
     if data is None or not isinstance(report, pytest.TestReport):
         return None
     status = teststatus(data, report.when)
-    if report.when == "call" and config.get_verbosity() > 0 \
-            and not config.stash.get(_SUMMARIZING, False):
+    # The short summary, written after the reporter's summary started, keeps pytest's words.
+    summarizing = getattr(config.pluginmanager.get_plugin(_REPORTER), "summarizing", False)
+    if report.when == "call" and config.get_verbosity() > 0 and not summarizing:
         return with_usage(status, data, report)
     return status
 
 
-#: Set once the short summary is written: its lines keep pytest's own words.
-_SUMMARIZING = pytest.StashKey[bool]()
 _WORDS = {"passed": (".", "PASSED", {"green": True}), "failed": ("F", "FAILED", {"red": True})}
 
 
@@ -246,6 +245,8 @@ class SessionReporter:
         self.aggregate = Aggregate()
         self.regression: Regression | None = None
         self.written: list[tuple[str, Path]] = []
+        #: Set when the terminal summary starts: the -v words then lose their usage.
+        self.summarizing = False
         self.unwritten: list[str] = []
         self.recordings: list[dict[str, Any]] = []
         self.started = provenance.now()
@@ -330,7 +331,7 @@ class SessionReporter:
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         from .reporting import terminal  # deferred: needed at the end of the session only
 
-        self.config.stash[_SUMMARIZING] = True
+        self.summarizing = True
         lines = terminal.render(self.aggregate, self.regression)
         if lines:
             terminalreporter.write_sep("=", "elizon eval")
