@@ -9,11 +9,13 @@ OpenAI-compatible server (tests/chat_server.py) that records every request.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pytest_elizon_eval.load.model import UrlEntry
+from pytest_elizon_eval.bind.entries import HttpEntry
+from pytest_elizon_eval.load.model import Case, UrlEntry
 from pytest_elizon_eval.run.chat_body import build, check_body, load_tools
 
 from .chat_server import ChatServer
@@ -127,25 +129,28 @@ def test_a_model_server_gets_tools_system_and_body_and_tool_ids_round_trip(
     assert case["tool_calls"][0]["id"] == "call_srv_1"
 
 
-@pytest.mark.parametrize(("entry", "extra", "message"), [
-    ("{url: 'http://127.0.0.1:9/v1', output: openai, body: {x: '{{question}}'}}", "",
-     "*elizon.yaml:2*unknown placeholder '{{question}}'*"),
-    ("{url: 'http://127.0.0.1:9/v1', output: json, system: hi}", "",
-     "*system shape a chat-completions request and need output: openai*"),
-    ("{url: 'http://127.0.0.1:9/v1', output: openai, tools: missing.json}", "",
-     "*cannot read the tools file*missing.json*"),
-])
-def test_bad_request_keys_are_clear_errors(packages: Packages, pytester: pytest.Pytester,
-                                           entry: str, extra: str, message: str) -> None:
-    packages.package(entry=entry, suite="cases:\n  - id: a\n    input: hi\n")
+def test_a_bad_template_is_a_manifest_error_at_its_line(packages: Packages,
+                                                       pytester: pytest.Pytester) -> None:
+    packages.package(entry="{url: 'http://127.0.0.1:9/v1', output: openai, "
+                           "body: {x: '{{question}}'}}", suite="cases:\n  - id: a\n    input: hi\n")
     result = pytester.runpytest()
     assert result.ret != 0
-    result.stdout.fnmatch_lines([message])
+    result.stdout.fnmatch_lines(["*elizon.yaml:2*unknown placeholder '{{question}}'*"])
 
 
-def test_tool_results_on_the_first_turn_are_refused(packages: Packages,
-                                                    pytester: pytest.Pytester) -> None:
-    packages.package(suite="cases:\n  - id: a\n    turns:\n      - input: hi\n"
-                           "        toolResults: {f: 1}\n", app="def answer(t): return t\n")
-    result = pytester.runpytest()
-    result.stdout.fnmatch_lines(["*the first turn has toolResults, but no earlier answer*"])
+def test_request_keys_need_output_openai_and_a_readable_tools_file(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="system shape a chat-completions request and need "
+                                         "output: openai"):
+        HttpEntry(UrlEntry.model_validate({"url": "http://x", "system": "hi"}), "json")
+    spec = UrlEntry.model_validate({"url": "http://x", "output": "openai", "tools": "t.json"})
+    with pytest.raises(ValueError, match=r"cannot read the tools file .*t\.json"):
+        HttpEntry(spec, None, tmp_path)
+    (tmp_path / "t.json").write_text('[{"type": "function", "function": {"name": "f"}}]')
+    assert HttpEntry(spec, None, tmp_path).tools == [
+        {"type": "function", "function": {"name": "f"}}]
+
+
+def test_tool_results_on_the_first_turn_are_refused() -> None:
+    with pytest.raises(ValueError, match="the first turn has toolResults, but no earlier "
+                                         "answer"):
+        Case.model_validate({"id": "a", "turns": [{"input": "hi", "toolResults": {"f": 1}}]})

@@ -1,19 +1,15 @@
 """The HTML report read at a glance: the top of the page, suites by package, the Security
 card, tokens and cost per case, conversations as turns, the latency chart's scale and
-labels, costs in significant digits, pytest-html extras — directly, and in headless
-Chromium at two widths, where no element may overflow its card and no chart label may
-overlap another (measured from the DOM, getBoundingClientRect)."""
+labels, costs in significant digits, pytest-html extras — directly. The page is also
+checked in headless Chromium at two widths (test_html.py, sharing its browser), where no
+element may overflow its card and no chart label may overlap another (measured from the
+DOM, getBoundingClientRect)."""
 
 from __future__ import annotations
 
 import itertools
-import os
 import re
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from pytest_elizon_eval.decide.outcomes import CaseResult, SuiteInfo
 from pytest_elizon_eval.decide.results_data import (
@@ -28,8 +24,6 @@ from pytest_elizon_eval.reporting.aggregate import Aggregate
 from pytest_elizon_eval.reporting.usage_text import dollars
 from pytest_elizon_eval.run.assertions import AssertionResult
 from pytest_elizon_eval.run.calls import Usage
-
-from . import browser
 
 AGENT = SuiteInfo("support-agent/eval/agent-suite.yaml", "support-agent", "must-pass", False,
                   {"pass_rate": 1.0, "total_cost_usd": 0.0002, "mean_cost_usd": 0.00004,
@@ -174,7 +168,7 @@ def test_pytest_html_extra_states_the_real_outcome_and_formats_usage() -> None:
     assert "4.8899999999999996e-05" not in searches
 
 
-# -- in a real browser -----------------------------------------------------------------------
+# -- for the browser test in test_html.py (it shares that module's Chromium) -----------------
 
 WIDTHS = (1280, 700)
 
@@ -222,34 +216,3 @@ document.querySelectorAll('figure svg').forEach(function (svg) {
 });
 return out;
 """
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    problem = browser.missing()
-    if problem:
-        pytest.skip(f"browser test skipped: {problem}")
-    with browser.session() as driver:
-        yield driver
-
-
-@pytest.fixture(scope="module")
-def realistic_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("glance") / "report.html"
-    path.write_text(page.render(realistic()), encoding="utf-8")
-    return path
-
-
-@pytest.mark.parametrize("width", WIDTHS)
-def test_browser_nothing_overflows_a_card_and_no_chart_label_overlaps(
-        chromium: Any, realistic_page: Path, width: int,
-        tmp_path_factory: pytest.TempPathFactory) -> None:
-    shots = Path(os.environ.get("ELIZON_SCREENSHOTS") or tmp_path_factory.mktemp("shots"))
-    browser.screenshot(chromium, realistic_page, shots / f"report-{width}.png", width)
-    for card in chromium.find_elements("css selector", ".card details"):
-        chromium.execute_script("arguments[0].open = true", card)  # all metrics, shown
-    assert chromium.execute_script("return document.querySelectorAll('.card').length") == 4
-    assert chromium.execute_script(OVERFLOWING) == []
-    assert chromium.execute_script(COLLIDING) == []
-    assert chromium.execute_script(
-        "return document.documentElement.scrollWidth <= window.innerWidth")
