@@ -255,13 +255,28 @@ def test_a_stream_that_mixes_text_and_chunks_says_so() -> None:
 
 # -- through every report --------------------------------------------------------------------
 
-SDK_APP = f"""
-from openai.types.chat import ChatCompletion
-CHAT = {CHAT!r}
-CHAT["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] = '{{"city": "Paris"}}'
-def answer(text):
-    return ChatCompletion.model_validate(CHAT)
-"""
+LANGCHAIN = {"content": [{"type": "text", "text": "On it."}],
+             "tool_calls": [{"name": "get_weather", "args": {"city": "Paris"}, "id": "lc_1"}],
+             "usage_metadata": {"input_tokens": 30, "output_tokens": 6, "total_tokens": 36},
+             "response_metadata": {"model_name": "gpt-4o-mini"}}
+#: (the SDK's type, recorded JSON, its tokens as every report shows them, the call's id)
+SDKS = {"openai": ("openai.types.chat:ChatCompletion", CHAT, "99 tokens (82 in, 17 out)",
+                   "call_abc"),
+        "responses": ("openai.types.responses:Response", RESPONSE,
+                      "49 tokens (40 in, 9 out)", "call_xyz"),
+        "anthropic": ("anthropic.types:Message", MESSAGE, "31 tokens (20 in, 11 out)",
+                      "toolu_01"),
+        "langchain": ("langchain_core.messages:AIMessage", LANGCHAIN,
+                      "36 tokens (30 in, 6 out)", "lc_1")}
+
+
+def sdk_app(kind: str) -> str:
+    """An entry point that returns the SDK's own response object, built from recorded JSON."""
+    where, data, _, _ = SDKS[kind]
+    module, name = where.split(":")
+    return (f"import json\nfrom {module} import {name}\nDATA = json.loads({json.dumps(data)!r})"
+            f"\ndef answer(text):\n    return {name}.model_validate(DATA)\n")
+
 
 SDK_SUITE = """
 cases:
@@ -278,28 +293,30 @@ cases:
 """
 
 
-def test_an_sdk_answer_reaches_every_report(packages: Packages,
-                                            pytester: pytest.Pytester) -> None:
-    packages.package(suite=SDK_SUITE, app=SDK_APP)
+@pytest.mark.parametrize("kind", list(SDKS))
+def test_an_sdk_answer_reaches_every_report(packages: Packages, pytester: pytest.Pytester,
+                                            kind: str) -> None:
+    _, _, tokens, ident = SDKS[kind]
+    packages.package(suite=SDK_SUITE, app=sdk_app(kind))
     result = pytester.runpytest("-v", "--elizon-results=results.json", "--junitxml=junit.xml",
                                 "--elizon-markdown=summary.md", "--elizon-junit=elizon.xml",
                                 "--elizon-html=report.html")
     # the tool call and usage are read; the text is "", so contains cannot pass on JSON
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(["*calls-the-tool PASSED (99 tokens (82 in, 17 out))*",
-                                 "*json-text-is-not-matched FAILED (99 tokens*"])
+    result.stdout.fnmatch_lines([f"*calls-the-tool PASSED ({tokens})*",
+                                 f"*json-text-is-not-matched FAILED ({tokens})*"])
     # the short summary keeps pytest's own word
     result.stdout.fnmatch_lines(["FAILED *::json-text-is-not-matched - *"])
     data = json.loads((pytester.path / "results.json").read_text())
     cases = {c["id"]: c for c in data["suites"][0]["cases"]}
-    assert cases["calls-the-tool"]["tool_calls"][0]["id"] == "call_abc"
-    assert cases["calls-the-tool"]["usage"]["input_tokens"] == 82
+    assert cases["calls-the-tool"]["tool_calls"][0]["id"] == ident
+    assert cases["calls-the-tool"]["tool_calls"][0]["arguments"] == {"city": "Paris"}
     properties = {p.get("name"): p.get("value") for p in
                   ET.parse(pytester.path / "junit.xml").iter("property")}
-    assert properties["elizon_tokens"] == "99"
-    assert "usage: 99 tokens (82 in, 17 out)" in (pytester.path / "elizon.xml").read_text()
+    assert properties["elizon_tokens"] == tokens.split()[0]
+    assert f"usage: {tokens}" in (pytester.path / "elizon.xml").read_text()
     report = (pytester.path / "report.html").read_text(encoding="utf-8")
-    assert '<span class="n u">99 · —</span>' in report  # no price: no cost, a dash
-    assert "call_abc" in report
+    assert f'<span class="n u">{tokens.split()[0]} · —</span>' in report  # no price: a dash
+    assert ident in report
     summary = (pytester.path / "summary.md").read_text()
-    assert "| 99 tokens (82 in, 17 out) |" in summary  # the failing case's row
+    assert f"| {tokens} |" in summary  # the failing case's row
