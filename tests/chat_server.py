@@ -4,8 +4,9 @@ The request's ``model`` picks the behaviour, so one server serves every scenario
 a good grade, a low one, fenced JSON in prose, malformed then good, always
 malformed, nested past the JSON parser's depth, token counts past 64 bits, HTTP
 errors, a slow answer, a body that is not JSON, an endless body, a key check,
-and a weather agent that calls a tool and answers from its result. Every request
-is recorded for assertions.
+and a weather agent that calls a tool and answers from its result; a request with
+``stream: true`` gets its answer as server-sent events. Every request is recorded
+for assertions.
 """
 
 from __future__ import annotations
@@ -23,6 +24,29 @@ def completion(content: str) -> bytes:
     return json.dumps({"id": "x", "object": "chat.completion", "choices": [
         {"index": 0, "message": {"role": "assistant", "content": content},
          "finish_reason": "stop"}]}).encode()
+
+
+def stream_of(completion: dict[str, Any]) -> bytes:
+    """A completion as OpenAI streams it (server-sent events): the text and each tool
+    call's arguments in two pieces, then the usage, then ``[DONE]``."""
+    message = completion["choices"][0]["message"]
+    base = {"id": completion["id"], "object": "chat.completion.chunk", "created": 1,
+            "model": completion.get("model", "m")}
+    deltas: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
+    text = message.get("content") or ""
+    deltas += [{"content": text[:len(text) // 2]}, {"content": text[len(text) // 2:]}]
+    for index, call in enumerate(message.get("tool_calls") or []):
+        arguments = call["function"]["arguments"]
+        deltas.append({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
+                                       "function": {"name": call["function"]["name"],
+                                                    "arguments": arguments[:5]}}]})
+        deltas.append({"tool_calls": [{"index": index,
+                                       "function": {"arguments": arguments[5:]}}]})
+    chunks = [{**base, "choices": [{"index": 0, "delta": d, "finish_reason": None}]}
+              for d in deltas]
+    chunks.append({**base, "choices": [], "usage": completion.get("usage")})
+    return b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) \
+        + b"data: [DONE]\n\n"
 
 
 class ChatServer:
@@ -116,6 +140,12 @@ class ChatServer:
                     return
                 status, reply, delay = owner.reply(model)
                 time.sleep(delay)
+                if request.get("stream") and status == 200:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.end_headers()
+                    self.wfile.write(stream_of(json.loads(reply)))
+                    return
                 try:
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")

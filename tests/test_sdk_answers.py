@@ -21,6 +21,7 @@ from pytest_elizon_eval.bind.entries import CallableEntry
 from pytest_elizon_eval.run.answers import from_return
 from pytest_elizon_eval.run.calls import OutputError
 
+from .chat_server import ChatServer
 from .conftest import Packages
 
 WEATHER = ToolCall("get_weather", {"city": "Paris"})
@@ -320,3 +321,28 @@ def test_an_sdk_answer_reaches_every_report(packages: Packages, pytester: pytest
     assert ident in report
     summary = (pytester.path / "summary.md").read_text()
     assert f"| {tokens} |" in summary  # the failing case's row
+
+
+# -- the real client against a loopback server ------------------------------------------------
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_the_openai_client_answer_is_read_as_returned(stream: bool) -> None:
+    """The first thing a new user writes: return what ``client.chat.completions.create``
+    gave — an answer with only a tool call (``content: null``), or its stream."""
+    import openai  # test-only SDK
+
+    with ChatServer().running() as server:
+        client = openai.OpenAI(base_url=server.url, api_key="sk-test", max_retries=0)
+
+        def agent(question: str) -> Any:
+            return client.chat.completions.create(
+                model="weather-agent", messages=[{"role": "user", "content": question}],
+                stream=stream, **({"stream_options": {"include_usage": True}} if stream else {}))
+
+        call = CallableEntry(agent, "agent").run("weather in Paris?",
+                                                 deadline=time.monotonic() + 30)
+        client.close()
+    assert call.error is None
+    assert call.text == ""
+    assert call.tool_calls == (ToolCall("get_weather", {"city": "Paris"}, id="call_srv_1"),)
+    assert call.usage == Usage(50, 10, None, "weather-agent")
