@@ -114,6 +114,11 @@ def _json_text(value: object, what: str = "the entry point returned",
     return text
 
 
+#: The SDK answers read by shape, for messages (docs/contract.md#sdk-answers).
+_SDKS = ("OpenAI ChatCompletion or Response, Anthropic Message, LiteLLM ModelResponse, "
+         "LangChain AIMessage")
+
+
 def _plain(value: object) -> tuple[Any, str]:
     """(structured value, output text) of a plain return value."""
     if isinstance(value, str):
@@ -219,11 +224,6 @@ def _answer(answer: Answer) -> EntryCall:
         text = answer.text if answer.text is not None else as_text
     calls = tuple(_tool_call(c, i) for i, c in enumerate(answer.tool_calls or ()))
     return EntryCall(value=value, text=text, tool_calls=calls, usage=_usage(answer.usage))
-
-
-#: The SDK answers read by shape, for messages (docs/contract.md#sdk-answers).
-_SDKS = ("OpenAI ChatCompletion or Response, Anthropic Message, LiteLLM ModelResponse, "
-         "LangChain AIMessage")
 
 
 def from_return(returned: object) -> EntryCall:
