@@ -2,8 +2,9 @@
 
 What it holds is docs/contract.md#html-report.
 
-Owns the page: the run's verdict, a card per suite (gate, counts, pass rate,
-the author's baseline next to this run), charts drawn here as inline SVG
+Owns the page: the run's verdict and what needs attention, a card per suite
+grouped by package (gate, counts, pass rate, the author's baseline next to this
+run; the probe pack as one Security card — those parts in :mod:`.html_glance`), charts drawn here as inline SVG
 (outcomes per suite, latency per suite with p50/p95 and ``maxLatencyMs``
 lines, baseline against run for every named metric, the changes since a
 ``--elizon-baseline``, cost per suite when cases carry usage), and a table
@@ -287,10 +288,9 @@ def _detail_items(result: CaseResult) -> list[tuple[str, str]]:
                       glance.conversation(result.turns, _esc)))
     if result.tool_calls:
         items.append(("tool calls", glance.tool_calls(result.tool_calls, _esc)))
-    used = usage_line(result.usage.to_data()) if result.usage is not None else None
-    if used is not None:
-        model = f" · model <code>{_esc(result.usage.model)}</code>" \
-            if result.usage is not None and result.usage.model else ""
+    usage = result.usage
+    if usage is not None and (used := usage_line(usage.to_data())) is not None:
+        model = f" · model <code>{_esc(usage.model)}</code>" if usage.model else ""
         items.append(("usage", _esc(used) + model))
     limit = f"{result.timeout_s:g} s ({result.timeout_source})" if result.timeout_s else "—"
     run = f"time limit {_esc(limit)}; latency {_ms(result.latency_ms)}"
