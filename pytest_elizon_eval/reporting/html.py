@@ -5,9 +5,10 @@ What it holds is docs/contract.md#html-report.
 Owns the page: the run's verdict and what needs attention, a card per suite
 grouped by package (gate, counts, pass rate, the author's baseline next to this
 run; the probe pack as one Security card — those parts in :mod:`.html_glance`),
-charts drawn here as inline SVG (outcomes per suite, latency per suite with p50/p95 and ``maxLatencyMs``
-lines, baseline against run for every named metric, the changes since a
-``--elizon-baseline``, cost per suite when cases carry usage), and a table
+charts drawn as inline SVG (outcomes per suite, latency per suite with p50/p95
+and ``maxLatencyMs`` lines, baseline against run for every named metric, the
+changes since a ``--elizon-baseline``, cost per suite when cases carry usage),
+and a table
 of cases per suite that filters by outcome and text and expands to every
 detail. Also :func:`fragment`, one case's details for pytest-html's extras.
 
