@@ -144,7 +144,31 @@ def pytest_report_teststatus(
     data = getattr(report, outcomes.REPORT_ATTR, None)
     if data is None or not isinstance(report, pytest.TestReport):
         return None
-    return teststatus(data, report.when)
+    status = teststatus(data, report.when)
+    # The short summary, written after the reporter's summary started, keeps pytest's words.
+    summarizing = getattr(config.pluginmanager.get_plugin(_REPORTER), "summarizing", False)
+    if report.when == "call" and config.get_verbosity() > 0 and not summarizing:
+        return with_usage(status, data, report)
+    return status
+
+
+_WORDS = {"passed": (".", "PASSED", {"green": True}), "failed": ("F", "FAILED", {"red": True})}
+
+
+def with_usage(status: tuple[str, str, str] | None, data: Mapping[str, Any],
+               report: pytest.TestReport) -> tuple[str, str, Any] | None:
+    """The ``-v`` word with the case's tokens and cost after it (docs/contract.md#terminal)."""
+    from .reporting.usage_text import usage_line  # deferred: only verbose runs need it
+
+    shown = usage_line(data.get("usage"))
+    if shown is None:
+        return status
+    if status is None:
+        if report.outcome not in _WORDS:
+            return None
+        letter, word, markup = _WORDS[report.outcome]
+        return report.outcome, letter, (f"{word} ({shown})", markup)
+    return status[0], status[1], f"{status[2]} ({shown})"
 
 
 # -- the case's result on pytest's reports -----------------------------------------------
@@ -234,6 +258,8 @@ class SessionReporter:
         self.aggregate.framework = options.compliance_framework(config)
         self.regression: Regression | None = None
         self.written: list[tuple[str, Path]] = []
+        #: Set when the terminal summary starts: the -v words then lose their usage.
+        self.summarizing = False
         self.unwritten: list[str] = []
         self.recordings: list[dict[str, Any]] = []
         self.started = provenance.now()
@@ -318,6 +344,7 @@ class SessionReporter:
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         from .reporting import terminal  # deferred: needed at the end of the session only
 
+        self.summarizing = True
         lines = terminal.render(self.aggregate, self.regression)
         if lines:
             terminalreporter.write_sep("=", "elizon eval")

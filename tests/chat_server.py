@@ -3,8 +3,10 @@
 The request's ``model`` picks the behaviour, so one server serves every scenario:
 a good grade, a low one, fenced JSON in prose, malformed then good, always
 malformed, nested past the JSON parser's depth, token counts past 64 bits, HTTP
-errors, a slow answer, a body that is not JSON, an endless body,
-and a key check. Every request is recorded for assertions.
+errors, a slow answer, a body that is not JSON, an endless body, a key check,
+and a weather agent that calls a tool and answers from its result; a request with
+``stream: true`` gets its answer as server-sent events. Every request is recorded
+for assertions.
 """
 
 from __future__ import annotations
@@ -22,6 +24,29 @@ def completion(content: str) -> bytes:
     return json.dumps({"id": "x", "object": "chat.completion", "choices": [
         {"index": 0, "message": {"role": "assistant", "content": content},
          "finish_reason": "stop"}]}).encode()
+
+
+def stream_of(completion: dict[str, Any]) -> bytes:
+    """A completion as OpenAI streams it (server-sent events): the text and each tool
+    call's arguments in two pieces, then the usage, then ``[DONE]``."""
+    message = completion["choices"][0]["message"]
+    base = {"id": completion["id"], "object": "chat.completion.chunk", "created": 1,
+            "model": completion.get("model", "m")}
+    deltas: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
+    text = message.get("content") or ""
+    deltas += [{"content": text[:len(text) // 2]}, {"content": text[len(text) // 2:]}]
+    for index, call in enumerate(message.get("tool_calls") or []):
+        arguments = call["function"]["arguments"]
+        deltas.append({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
+                                       "function": {"name": call["function"]["name"],
+                                                    "arguments": arguments[:5]}}]})
+        deltas.append({"tool_calls": [{"index": index,
+                                       "function": {"arguments": arguments[5:]}}]})
+    chunks = [{**base, "choices": [{"index": 0, "delta": d, "finish_reason": None}]}
+              for d in deltas]
+    chunks.append({**base, "choices": [], "usage": completion.get("usage")})
+    return b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) \
+        + b"data: [DONE]\n\n"
 
 
 class ChatServer:
@@ -68,7 +93,30 @@ class ChatServer:
             if auth != "Bearer sk-test-123":
                 return 401, b'{"error": "bad key"}', 0
             return 200, completion(json.dumps(grade)), 0
+        if model == "weather-agent":
+            return 200, self.weather_agent(self.requests[-1]["messages"]), 0
         return 404, b'{"error": "no such model"}', 0
+
+    @staticmethod
+    def weather_agent(messages: list[dict[str, Any]]) -> bytes:
+        """A model that calls a tool: asked about weather it calls get_weather (content
+        null, its own call id); given the tool's result it answers from it."""
+        last = messages[-2] if len(messages) > 1 else messages[-1]
+        usage = {"prompt_tokens": 50 * len(messages), "completion_tokens": 10}
+        if messages[-1]["content"].startswith("weather in"):
+            message: dict[str, Any] = {
+                "role": "assistant", "content": None,
+                "tool_calls": [{"id": "call_srv_1", "type": "function", "function": {
+                    "name": "get_weather", "arguments": '{"city": "Paris"}'}}]}
+        elif last["role"] == "tool":
+            result = json.loads(last["content"])
+            said = f"It is {result['temp_c']} C in Paris ({last['tool_call_id']})."
+            message = {"role": "assistant", "content": said}
+        else:
+            message = {"role": "assistant", "content": "You are welcome."}
+        return json.dumps({"id": "x", "object": "chat.completion", "model": "weather-agent",
+                           "choices": [{"index": 0, "message": message,
+                                        "finish_reason": "stop"}], "usage": usage}).encode()
 
     @contextmanager
     def running(self) -> Iterator[ChatServer]:
@@ -92,6 +140,12 @@ class ChatServer:
                     return
                 status, reply, delay = owner.reply(model)
                 time.sleep(delay)
+                if request.get("stream") and status == 200:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.end_headers()
+                    self.wfile.write(stream_of(json.loads(reply)))
+                    return
                 try:
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")

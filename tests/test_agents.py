@@ -59,7 +59,7 @@ def test_an_answer_is_read_from_every_form() -> None:
     assert enveloped.usage == Usage(120, 30, None, "m")
     chat = from_reply(json.dumps(CHAT_COMPLETION), "openai")
     assert chat.text == "Let me look that up."
-    assert chat.tool_calls == (ToolCall("search_invoices", {"status": "overdue"}),)
+    assert chat.tool_calls == (ToolCall("search_invoices", {"status": "overdue"}, id="call_1"),)
     assert chat.usage == Usage(82, 17, None, "gpt-4o-mini")
 
 
@@ -528,7 +528,7 @@ def test_hostile_tool_calls_break_no_report(packages: Packages, pytester: pytest
     markdown = (pytester.path / "summary.md").read_text()
     table = [line for line in markdown.splitlines() if line.startswith("| `nasty`")]
     assert len(table) == 1
-    assert len(re.split(r"(?<!\\)\|", table[0])) == 6  # 4 columns held: no raw pipe got in
+    assert len(re.split(r"(?<!\\)\|", table[0])) == 7  # 5 columns held: no raw pipe got in
     assert len(markdown.encode()) < 1024 * 1024
     shown = [line for line in output.splitlines() if "calls with an error" in line]
     assert shown

@@ -8,6 +8,7 @@ import hashlib
 import importlib.util
 import itertools
 import json
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +23,7 @@ from pytest_elizon_eval.run.assertions import AssertionResult
 from pytest_elizon_eval.run.calls import ErrorInfo
 
 from . import browser
+from . import test_html_glance as glance
 from .conftest import Packages
 
 CORE = SuiteInfo("pkg/eval/core.yaml", "demo", "must-pass", False,
@@ -254,7 +256,7 @@ def test_extra_fields_of_a_case_are_shown(monkeypatch: pytest.MonkeyPatch) -> No
     assert "<dt>tool calls</dt>" in text
     assert "&lt;lookup&gt;" in text
     assert '<rect class="cost"' in text
-    assert "$0.2500" in text
+    assert "$0.250" in text  # three significant digits
 
 
 def test_fragment_for_pytest_html_is_escaped() -> None:
@@ -485,3 +487,29 @@ def test_cli_show_renders_the_same_page_from_a_results_file(pytester: pytest.Pyt
     assert cli.main(["show", str(pytester.path / "r.json"), "--html", str(out)]) == 0
     assert out.read_text(encoding="utf-8") == (pytester.path / "run.html").read_text(
         encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def glance_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("glance") / "report.html"
+    path.write_text(page.render(glance.realistic()), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("width", glance.WIDTHS)
+def test_browser_nothing_overflows_a_card_and_no_chart_label_overlaps(
+        chromium: Any, glance_page: Path, width: int,
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """At each width, a screenshot (kept where ELIZON_SCREENSHOTS says, to look at), and from
+    the DOM: no element outside its card (every metric table open), no chart label over
+    another or outside its chart, no sideways scrolling."""
+    shots = Path(os.environ.get("ELIZON_SCREENSHOTS") or tmp_path_factory.mktemp("shots"))
+    browser.screenshot(chromium, glance_page, shots / f"report-{width}.png", width)
+    for card in chromium.find_elements("css selector", ".card details"):
+        chromium.execute_script("arguments[0].open = true", card)
+    assert chromium.execute_script("return document.querySelectorAll('.card').length") == 4
+    assert chromium.execute_script(glance.OVERFLOWING) == []
+    assert chromium.execute_script(glance.COLLIDING) == []
+    assert chromium.execute_script(
+        "return document.documentElement.scrollWidth <= window.innerWidth")
+

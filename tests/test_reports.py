@@ -368,7 +368,7 @@ def check_hostile_output_keeps_markdown_tables_and_renders_no_html(
         case_rows = [r for r in rows if r[0].startswith("`hostile")]
         assert len(case_rows) == 6
         for cells in case_rows:
-            assert len(cells) == 4
+            assert len(cells) == 5
             assert cells[1] == "failed"
             assert re.fullmatch(r"\d+\.\d ms", cells[3]), cells
             assert cells[2].startswith(("✗ contains: missing: 'absent'", "ValueError: nul"))

@@ -327,7 +327,10 @@ class Binder:
                 "give a callable or a 'module.path:attribute' string"])
         if kind is JUDGE:
             return judge_from(value, description)
-        return entry_from(value, description, folder, output)
+        try:
+            return entry_from(value, description, folder, output)
+        except ValueError as exc:  # an HTTP entry's request keys (a tools file, the output)
+            raise ElizonError(kind.invalid, [f"{chosen.where}: {exc}"]) from None
 
     def close(self) -> None:
         """Release what every binding keeps (HTTP connections)."""

@@ -27,6 +27,7 @@ from typing import Any, ClassVar, TypeVar
 
 from ..run.calls import EntryCall, ErrorInfo, OutputError
 from ..run.retrying import refusal_of
+from ..run.sdk_answers import SdkAnswer, SdkShapeError, is_chunk, join_chunks
 
 __all__ = ["MAX_STREAM_CHARS", "Convert", "call_with_deadline", "error_info", "run_blocking",
            "run_on_loop"]
@@ -64,31 +65,45 @@ class _PastDeadline(Exception):
 
 
 class _Stream:
-    """Joins streamed chunks: strings only, at most MAX_STREAM_CHARS, never past the deadline."""
+    """Joins streamed chunks — strings, or one SDK's chunks (docs/contract.md#sdk-answers) —
+    at most MAX_STREAM_CHARS characters (SDK chunks count one each), never past the
+    deadline."""
 
     def __init__(self, deadline: float) -> None:
         self.deadline = deadline
         self.parts: list[str] = []
+        self.chunks: list[object] = []
         self.size = 0
 
     def add(self, chunk: object) -> None:
         """Keep ``chunk``; :class:`_PastDeadline` once the deadline has passed."""
-        if not isinstance(chunk, str):
+        if isinstance(chunk, str) and not self.chunks:
+            self.size += len(chunk)
+            self.parts.append(chunk)
+        elif not self.parts and is_chunk(chunk):
+            self.size += 1
+            self.chunks.append(chunk)
+        else:
             raise OutputError(f"the entry point streamed a {type(chunk).__name__} as chunk "
-                              f"{len(self.parts)}; stream strings only")
-        self.size += len(chunk)
+                              f"{len(self.parts) + len(self.chunks)}; stream strings, or "
+                              "the chunks of one SDK's stream, not a mix")
         if self.size > MAX_STREAM_CHARS:
             raise OutputError(f"the entry point streamed more than {MAX_STREAM_CHARS:,} "
                               "characters; the stream was closed")
-        self.parts.append(chunk)
         if time.monotonic() >= self.deadline:
             raise _PastDeadline
 
-    def text(self) -> str:
-        return "".join(self.parts)
+    def text(self) -> str | SdkAnswer:
+        """The joined text, or the SDK answer the chunks make."""
+        if not self.chunks:
+            return "".join(self.parts)
+        try:
+            return join_chunks(self.chunks)
+        except SdkShapeError as exc:
+            raise OutputError(f"the entry point's stream: {exc}") from None
 
 
-def _read_stream(chunks: Iterator[object], deadline: float) -> str:
+def _read_stream(chunks: Iterator[object], deadline: float) -> str | SdkAnswer:
     stream = _Stream(deadline)
     try:
         for chunk in chunks:
@@ -100,7 +115,8 @@ def _read_stream(chunks: Iterator[object], deadline: float) -> str:
     return stream.text()
 
 
-async def _read_async_stream(chunks: AsyncIterator[object], deadline: float) -> str:
+async def _read_async_stream(chunks: AsyncIterator[object], deadline: float
+                             ) -> str | SdkAnswer:
     stream = _Stream(deadline)
     try:
         async for chunk in chunks:

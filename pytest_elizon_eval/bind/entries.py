@@ -49,6 +49,7 @@ from typing import IO, Any, Protocol
 from ..load.model import CommandEntry, UrlEntry
 from ..run.answers import chat_request, conversation, from_reply, from_return, parse_json
 from ..run.calls import EntryCall, ErrorInfo, OutputError
+from ..run.chat_body import build, load_tools
 from ..run.retrying import RETRY_STATUSES, Refusal, Tally, attempts, gave_up, wait_from_headers
 from .calling import call_with_deadline, run_blocking
 from .http_client import (
@@ -425,7 +426,8 @@ class HttpEntry:
         """What an entry of ``spec`` is called in reports (its headers never show)."""
         return f"{spec.method} {spec.url}"
 
-    def __init__(self, spec: UrlEntry, output: str | None = None) -> None:
+    def __init__(self, spec: UrlEntry, output: str | None = None,
+                 folder: Path | None = None) -> None:
         self.url = spec.url
         self.method = spec.method
         self.headers = dict(spec.headers or {})
@@ -433,6 +435,17 @@ class HttpEntry:
         #: ``json``: every reply is parsed as JSON; ``text``: by its content type.
         self.output = spec.output or output or "text"
         self.model = spec.model
+        self.system = spec.system
+        self.body = spec.body
+        self.tools: list[Any] | None = None
+        asked = [k for k in ("system", "tools", "body") if getattr(spec, k) is not None]
+        if asked and self.output != "openai":
+            raise ValueError(f"{', '.join(asked)} shape a chat-completions request and need "
+                             f"output: openai (this entry's output is {self.output})")
+        if isinstance(spec.tools, str):
+            self.tools = load_tools((folder or Path.cwd()) / spec.tools)
+        elif spec.tools is not None:
+            self.tools = list(spec.tools)
         self.description = self.describe(spec)
         #: Adaptive concurrency adapts per host (docs/contract.md#concurrency).
         self.limit_key = limit_key_of(self.url)
@@ -450,7 +463,12 @@ class HttpEntry:
         limit = time.monotonic() + self.timeout_s if own and self.timeout_s else deadline
         # Reaching the deadline is the only way the exchange ends early, so it is always a
         # timeout, never an HTTP error.
-        request = _request(case_input, messages, self.output, self.model)
+        if self.output == "openai":
+            request: object = build(messages or conversation([], case_input), case_input,
+                                    model=self.model, system=self.system, tools=self.tools,
+                                    body=self.body)
+        else:
+            request = _request(case_input, messages, self.output, self.model)
         tally = Tally()
         try:
             call = run_blocking(lambda: self._exchange(request, limit, tally), limit)
@@ -517,7 +535,7 @@ def entry_from(value: object, description: str, folder: Path, output: str = "tex
     if isinstance(value, CommandEntry):
         return ProcessEntry(value, folder, output)
     if isinstance(value, UrlEntry):
-        return HttpEntry(value, output)
+        return HttpEntry(value, output, folder)
     if callable(value):
         return CallableEntry(value, description)
     raise TypeError(f"not an entry point: {type(value).__name__}")

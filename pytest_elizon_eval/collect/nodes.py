@@ -254,6 +254,11 @@ class CaseItem(compat.FixtureItem):
             result = outcomes.escaped(self.identity, self._limits(), exc)
             self.result = result
         self.user_properties.append(("elizon_outcome", result.outcome))
+        if result.usage is not None:  # JUnit's per-case tokens and cost (contract.md#cost)
+            if result.usage.tokens is not None:
+                self.user_properties.append(("elizon_tokens", result.usage.tokens))
+            if result.usage.cost_usd is not None:
+                self.user_properties.append(("elizon_cost_usd", result.usage.cost_usd))
         if result.repeat is not None:  # JUnit properties: the pass rate and its interval
             self.user_properties.extend(outcomes.repeat_properties(result.repeat))
         if result.outcome != outcomes.PASSED and (outcomes.blocks(result)

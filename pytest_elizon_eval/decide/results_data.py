@@ -230,6 +230,8 @@ class ToolCallRecord:
     arguments_length: int | None = field(default=None, metadata={OMIT_NONE: True})
     result_length: int | None = field(default=None, metadata={OMIT_NONE: True})
     error_length: int | None = field(default=None, metadata={OMIT_NONE: True})
+    #: The id the model gave the call, when it gave one (docs/contract.md#sdk-answers).
+    id: str | None = field(default=None, metadata={OMIT_NONE: True})
 
     @classmethod
     def of(cls, call: ToolCall) -> ToolCallRecord:
@@ -247,7 +249,7 @@ class ToolCallRecord:
                 continue
             if len(text) > OUTPUT_KEPT:
                 parts[part], parts[f"{part}_length"] = text[:OUTPUT_KEPT], len(text)
-        return cls(call.name, **parts)
+        return cls(call.name, **parts, id=call.id)
 
     @property
     def call(self) -> ToolCall:

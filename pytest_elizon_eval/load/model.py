@@ -30,6 +30,7 @@ from pydantic_core import ErrorDetails, PydanticCustomError
 
 from ..redteam.probe_names import CATEGORIES
 from ..run.answer_parts import parse_path
+from ..run.chat_body import check_body, check_tools
 from .loading import Problem, YamlMapping, YamlSequence, line_of
 
 __all__ = [
@@ -357,6 +358,9 @@ class Turn(_Strict):
 
     input: Any
     expect: Expect | None = None
+    #: Results for the tools the previous answer called, by call id or tool name: sent as
+    #: ``tool`` messages before this turn's input (docs/format.md#turns). *Extension.*
+    tool_results: dict[str, Any] | None = Field(None, alias="toolResults")
 
     _input_shape = field_validator("input", mode="before")(_check_input)
 
@@ -415,6 +419,10 @@ class Case(_Strict):
     def _input_or_turns(self) -> Case:
         if (self.input is None) == (self.turns is None):
             raise ValueError(INPUT_OR_TURNS)
+        if self.turns and self.turns[0].tool_results is not None:
+            raise ValueError("the first turn has toolResults, but no earlier answer called a "
+                             "tool; give toolResults on the turn after the answer that "
+                             "called it")
         return self
 
     @model_validator(mode="after")
@@ -566,6 +574,38 @@ class UrlEntry(_Strict):
     output: OutputMode | None = None
     #: With ``output: openai``: the ``model`` of the chat-completions request body.
     model: str | None = None
+    #: With ``output: openai``: a system prompt, sent first in every request's messages.
+    system: str | None = None
+    #: With ``output: openai``: tool definitions, or the path of a JSON/YAML file of them
+    #: (relative to the package folder).
+    tools: list[Any] | str | None = None
+    #: With ``output: openai``: other request fields, a template (docs/format.md#entry-url).
+    body: dict[str, Any] | None = None
+
+    @field_validator("body")
+    @classmethod
+    def _body_template(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None:
+            check_body(value)
+        return value
+
+    @field_validator("tools")
+    @classmethod
+    def _tool_definitions(cls, value: list[Any] | str | None) -> list[Any] | str | None:
+        if isinstance(value, list):
+            check_tools(value)
+        elif isinstance(value, str) and not value.strip():
+            raise ValueError("tools is an empty path; give a list of tool definitions or "
+                             "the path of a JSON or YAML file of them")
+        return value
+
+    @model_validator(mode="after")
+    def _one_place_each(self) -> UrlEntry:
+        for key in ("model", "tools"):
+            if self.body is not None and key in self.body and getattr(self, key) is not None:
+                raise ValueError(f"{key} is given twice, as the entry's {key} and as "
+                                 f"body.{key}; keep one")
+        return self
 
 
 EntrySpec = Annotated[

@@ -2,11 +2,13 @@
 
 What it holds is docs/contract.md#html-report.
 
-Owns the page: the run's verdict, a card per suite (gate, counts, pass rate,
-the author's baseline next to this run), charts drawn here as inline SVG
-(outcomes per suite, latency per suite with p50/p95 and ``maxLatencyMs``
-lines, baseline against run for every named metric, the changes since a
-``--elizon-baseline``, cost per suite when cases carry usage), and a table
+Owns the page: the run's verdict and what needs attention, a card per suite
+grouped by package (gate, counts, pass rate, the author's baseline next to this
+run; the probe pack as one Security card — those parts in :mod:`.html_glance`),
+charts drawn as inline SVG (outcomes per suite, latency per suite with p50/p95
+and ``maxLatencyMs`` lines, baseline against run for every named metric, the
+changes since a ``--elizon-baseline``, cost per suite when cases carry usage),
+and a table
 of cases per suite that filters by outcome and text and expands to every
 detail. Also :func:`fragment`, one case's details for pytest-html's extras.
 
@@ -47,10 +49,12 @@ from ..decide.wording_noise import repeat_text, tags
 from ..measures.rendering import html_section as measures_html
 from ..run.assertions import AssertionResult
 from ..text import cap, visible
+from . import html_glance as glance
 from . import judges, snapshot_reports
 from .aggregate import Aggregate, BaselineRow, SuiteSummary, format_metric
 from .compliance import html_part as compliance_part
 from .regression import CHANGES, Regression
+from .usage_text import dollars, usage_line
 
 __all__ = ["CATEGORIES", "LIMIT_BYTES", "category", "fragment", "render"]
 
@@ -77,7 +81,8 @@ _LIMIT = re.compile(r"^at most (\d+(?:\.\d+)?) ms")
 _KNOWN = {"nodeid", "case_id", "line", "outcome", "assertions", "latency_ms", "output",
           "output_length", "error", "timeout_s", "timeout_source", "entry", "judge_score",
           "judge_reasoning", "runs", "passed_runs", "min_pass_rate", "replayed", "input",
-          "suite", "repeat"}
+          "suite", "usage", "tool_calls", "turns", "failed_turn", "turn_count", "attempts",
+          "retries", "waited_s", "rate_limited", "repeat"}
 _KNOWN |= {"snapshot"}  # its own item of the details (snapshot_reports.html_item)
 
 _CSS = """
@@ -92,7 +97,8 @@ h3{font-size:15px;margin:12px 0 6px;overflow-wrap:anywhere}
 .verdict{padding:14px 16px;border-radius:8px;color:#fff;margin-bottom:16px}
 .verdict.pass{background:var(--ok)}.verdict.fail{background:var(--ko)}
 .verdict p{margin:4px 0 0;overflow-wrap:anywhere}
-.cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(340px,1fr));gap:12px}
+.cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,440px),1fr));
+gap:12px}
 .card{background:#fff;border:1px solid var(--ln);border-left:6px solid var(--ok);
 border-radius:6px;padding:10px 12px;min-width:0}
 .card.fail{border-left-color:var(--ko)}.card.advisory{border-left-color:var(--ad)}
@@ -105,6 +111,19 @@ white-space:nowrap}
 .b.within-noise{background:#78909c}
 .b.error{background:var(--er)}.b.advisory{background:var(--ad)}.b.zero{background:#bbb}
 .card details summary{cursor:pointer;color:var(--mu);font-size:12px;margin-top:4px}
+.card table td,.card table th{overflow-wrap:anywhere;font-size:12px;padding:2px 4px}
+.pkg{font-size:15px;margin:14px 0 6px}
+.headline{font-size:15px;margin:4px 0 0}
+.verdict details summary{cursor:pointer;font-size:12px;margin-top:6px}
+.attention{background:#fff;border:1px solid var(--ln);border-radius:6px;padding:4px 12px;
+margin-bottom:12px}
+.attention h2{font-size:15px;margin:8px 0 4px}
+ul.att{margin:0 0 6px;padding-left:18px}ul.att li{overflow-wrap:anywhere;padding:1px 0}
+a.to{color:#1565c0}
+ol.conv{padding-left:20px;margin:0}ol.conv li.turn{margin-bottom:8px}
+.msg{overflow-wrap:anywhere;white-space:pre-wrap;padding:2px 6px;border-radius:4px;margin:2px 0}
+.msg.user{background:#eef3fb}.msg.assistant{background:#f4f4f4}
+ul.calls{margin:2px 0;padding-left:18px}ul.calls li{overflow-wrap:anywhere}
 table{border-collapse:collapse;width:100%}
 td,th{border-bottom:1px solid var(--ln);padding:2px 6px;text-align:left;font-size:13px}
 td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
@@ -119,8 +138,12 @@ flex-wrap:wrap;gap:10px;align-items:center;z-index:1;border-bottom:1px solid var
 .filters input[type=search]{flex:1;min-width:200px;padding:4px 8px}
 #status{color:var(--mu);overflow-wrap:anywhere}
 .suite{margin-top:14px}
-.head,summary.row{display:grid;grid-template-columns:minmax(0,2.2fr) 110px 90px minmax(0,3fr) 56px;
+.head,summary.row{display:grid;
+grid-template-columns:minmax(0,2.2fr) 110px 90px 120px minmax(0,3fr) 56px;
 gap:8px;padding:3px 6px;align-items:center}
+@media (max-width:760px){.head,summary.row{
+grid-template-columns:minmax(0,2fr) 96px 76px minmax(0,2fr) 48px}
+.head>.u,summary.row>.u{display:none}}
 .head{font-weight:600;border-bottom:2px solid var(--ln)}
 details.case{border-bottom:1px solid var(--ln);background:#fff}
 details.case[hidden]{display:none}
@@ -207,6 +230,14 @@ def _json_text(value: Any) -> str:
 
 def _ms(value: float | None) -> str:
     return "—" if value is None else f"{value:.1f} ms"
+
+
+def _metric(value: float | int | None, metric: str, missing: str = "-") -> str:
+    """A metric as the page shows it: costs in significant digits (``$0.0000489``, never
+    ``$0.000049`` or ``$0.0000``), the rest as every report does."""
+    if metric.endswith("_usd"):
+        return dollars(value, missing)
+    return format_metric(value, metric, missing)
 
 
 def _sha256(text: str) -> str:
@@ -297,12 +328,24 @@ def _detail_items(result: CaseResult) -> list[tuple[str, str]]:
         items.append(("judge", body))
     if result.runs:
         items.append(("repeats", _runs(result)))
+    if result.turns:
+        items.append((f"conversation ({len(result.turns)} turns)",
+                      glance.conversation(result.turns, _esc)))
+    if result.tool_calls:
+        items.append(("tool calls", glance.tool_calls(result.tool_calls, _esc)))
+    usage = result.usage
+    if usage is not None and (used := usage_line(usage.to_data())) is not None:
+        model = f" · model <code>{_esc(usage.model)}</code>" if usage.model else ""
+        items.append(("usage", _esc(used) + model))
     limit = f"{result.timeout_s:g} s ({result.timeout_source})" if result.timeout_s else "—"
     run = f"time limit {_esc(limit)}; latency {_ms(result.latency_ms)}"
     if result.replayed:
         run += " (recorded, replayed from the cassette)"
     if result.entry:
         run += f"; entry <code>{_capped(result.entry, LINE_SHOWN)}</code>"
+    if result.attempts > 1 or result.retries:
+        run += (f"; {result.attempts} attempts, {result.retries} retries, waited "
+                f"{result.waited_s:.1f} s" + (" (rate limited)" if result.rate_limited else ""))
     items.append(("run", run))
     snapshot = snapshot_reports.html_item(result, _esc, _pre)
     if snapshot is not None:
@@ -314,9 +357,14 @@ def _detail_items(result: CaseResult) -> list[tuple[str, str]]:
 
 
 def fragment(result: CaseResult) -> str:
-    """One case's details as an HTML fragment of plain elements (for pytest-html's extras)."""
-    body = "".join(f"<dt>{_esc(title)}</dt><dd>{value}</dd>"
-                   for title, value in _detail_items(result))
+    """One case's details as an HTML fragment of plain elements (for pytest-html's extras).
+    It starts with the case's real outcome: pytest-html shows an advisory failure as a
+    pass."""
+    outcome = result.outcome
+    if outcome != PASSED and not blocks(result):
+        outcome += " (advisory: does not fail the run)"
+    body = f"<dt>outcome</dt><dd><b>{_esc(outcome)}</b></dd>" + "".join(
+        f"<dt>{_esc(title)}</dt><dd>{value}</dd>" for title, value in _detail_items(result))
     return f'<div class="elizon"><dl>{body}</dl></div>'
 
 
@@ -327,7 +375,8 @@ def _summary_row(index: int, result: CaseResult, cat: str) -> str:
                        for word in tags(result.repeat))
     return (f'<summary class="row"><span>{_esc(result.case_id)}</span>'
             f'<span><span class="b {cat}">{cat}</span></span>'
-            f'<span class="n">{_ms(result.latency_ms)}</span><span>{why}</span>'
+            f'<span class="n">{_ms(result.latency_ms)}</span>'
+            f'<span class="n u">{glance.usage_cell(result)}</span><span>{why}</span>'
             f'<a class="cp" href="#c{index}" title="copy the node id (to paste after pytest)">'
             "copy id</a></summary>")
 
@@ -391,7 +440,7 @@ def _outcome_chart(suites: Sequence[SuiteSummary]) -> str:
         body.append("</g>")
     legend = []
     for j, cat in enumerate(CATEGORIES):
-        lx = left + j * 72
+        lx = 10 + j * 88  # from the left edge: six categories fit the chart's width
         legend.append(f'<rect x="{lx}" y="{height - 12}" width="10" height="10" '
                       f'fill="{_COLOR[cat]}"/><text x="{lx + 14}" y="{height - 3}">{cat}</text>')
     return _figure("Outcomes per suite", _svg(width, height + 6, "outcomes per suite",
@@ -409,52 +458,9 @@ def _limits(summary: SuiteSummary) -> list[float]:
 
 
 def _latency_chart(summary: SuiteSummary) -> str | None:
-    """A histogram of the suite's latencies, p50 and p95 marked, maxLatencyMs limits drawn."""
-    latencies = sorted(r.latency_ms for r in summary.results if r.latency_ms is not None)
-    if not latencies:
-        return None
-    metrics = summary.metrics()
-    limits = _limits(summary)
-    top = max([latencies[-1], *limits]) * 1.05 or 1.0
-    width, height, left, bottom, bins = 560, 150, 40, 24, 24
-    plot_w, plot_h = width - left - 10, height - bottom - 22
-    counts = [0] * bins
-    for v in latencies:
-        counts[min(bins - 1, int(v / top * bins))] += 1
-    peak = max(counts)
-    body = [f'<line x1="{left}" y1="{22 + plot_h}" x2="{width - 10}" y2="{22 + plot_h}" '
-            'stroke="#999"/>']
-    bw = plot_w / bins
-    for i, n in enumerate(counts):
-        if not n:
-            continue
-        h = plot_h * n / peak
-        lo, hi = top * i / bins, top * (i + 1) / bins
-        body.append(f'<rect class="bin" data-count="{n}" x="{left + i * bw + 1:.1f}" '
-                    f'y="{22 + plot_h - h:.1f}" width="{bw - 2:.1f}" height="{h:.1f}" '
-                    f'fill="#90a4ae"><title>{n} case{"s" if n != 1 else ""} '
-                    f'{lo:.1f}–{hi:.1f} ms</title></rect>')
-
-    def vline(value: float, cls: str, color: str, label: str, row: int) -> None:
-        x = left + plot_w * value / top
-        dash = ' stroke-dasharray="4 3"' if cls == "limit" else ""
-        body.append(f'<line class="{cls}" data-ms="{value:.1f}" x1="{x:.1f}" y1="16" '
-                    f'x2="{x:.1f}" y2="{22 + plot_h}" stroke="{color}" stroke-width="2"{dash}/>'
-                    f'<text x="{min(x + 3, width - 80):.1f}" y="{10 + row * 11}" '
-                    f'fill="{color}">{label}</text>')
-
-    for limit in limits:
-        vline(limit, "limit", "#c62828", f"max {limit:g} ms", 0)
-    for row, (name, color) in enumerate((("p50", "#1565c0"), ("p95", "#ef6c00"))):
-        value = metrics[f"{name}_latency_ms"]
-        if value is not None:
-            vline(float(value), name, color, f"{name} {value:.1f}", row)
-    body.append(f'<text x="{left}" y="{height - 6}">0 ms</text>'
-                f'<text x="{width - 10}" y="{height - 6}" text-anchor="end">{top:.1f} ms</text>'
-                f'<text x="{left + plot_w / 2:.0f}" y="{height - 6}" text-anchor="middle">'
-                f'{len(latencies)} latencies</text>')
+    """A histogram of the suite's latencies (drawn by :func:`.html_glance.latency_chart`)."""
     title = f"Latency: {_esc(_short(summary.info.path, 60))}"
-    return _figure(title, _svg(width, height, "latency histogram", body), "chart-latency")
+    return glance.latency_chart(summary, _limits(summary), title, _figure)
 
 
 def _metric_chart(summary: SuiteSummary) -> str | None:
@@ -482,9 +488,9 @@ def _metric_chart(summary: SuiteSummary) -> str | None:
             label = "author baseline" if cls == "base" else "this run"
             body.append(f'<rect class="{cls}" data-metric="{_esc(row.metric)}" x="{left}" '
                         f'y="{yy}" width="{w:.1f}" height="{bar}" fill="{color}"><title>'
-                        f'{label}: {format_metric(value, row.metric)}</title></rect>'
+                        f'{label}: {_metric(value, row.metric)}</title></rect>'
                         f'<text x="{left + w + 4:.1f}" y="{yy + 10}">'
-                        f'{format_metric(value, row.metric)}</text>')
+                        f'{_metric(value, row.metric)}</text>')
     title = f"Author baseline (grey) vs this run (blue): {_esc(_short(summary.info.path, 50))}"
     return _figure(title, _svg(width, height, "baseline against this run", body), "chart-metrics")
 
@@ -527,7 +533,8 @@ def _cost_chart(suites: Sequence[SuiteSummary]) -> str | None:
         body.append(f'<text x="{left - 6}" y="{y + 12}" text-anchor="end">'
                     f'{_esc(_short(s.info.path))}</text><rect class="cost" x="{left}" y="{y}" '
                     f'width="{w:.1f}" height="{bar}" fill="#6d4c41"/>'
-                    f'<text x="{left + w + 4:.1f}" y="{y + 12}">${sum(costs):.4f}</text>')
+                    f'<text x="{left + w + 4:.1f}" y="{y + 12}">'
+                    f'{dollars(sum(costs) if costs else None)}</text>')
     return _figure("Cost per suite (US$)", _svg(width, height, "cost per suite", body),
                    "chart-cost")
 
@@ -542,8 +549,8 @@ def _baseline_table(rows: Sequence[BaselineRow]) -> str:
     if not rows:
         return ""
     body = "".join(
-        f"<tr><td>{_esc(r.metric)}</td><td class=n>{format_metric(r.baseline, r.metric, '—')}"
-        f"</td><td class=n>{format_metric(r.run, r.metric, '—')}</td><td class=n>"
+        f"<tr><td>{_esc(r.metric)}</td><td class=n>{_metric(r.baseline, r.metric, '—')}"
+        f"</td><td class=n>{_metric(r.run, r.metric, '—')}</td><td class=n>"
         f"{'—' if r.delta is None else f'{r.delta:+.3g}'}</td><td>{_esc(r.comparison)}</td></tr>"
         for r in rows)
     return ('<table class="baseline"><tr><th>metric</th><th class=n>author baseline</th>'
@@ -598,15 +605,31 @@ def render(aggregate: Aggregate, regression: Regression | None = None,
     suites = aggregate.suites()
     passed = aggregate.passed
     verdict = "PASS" if passed else "FAIL"
+    ordered = [(s, _sorted(s.results)) for s in suites]
+    rows = {r.nodeid: i for i, r in enumerate(r for _, rs in ordered for r in rs)}
+    # The top says the verdict in a line and what needs a look; the paragraph naming every
+    # suite is one click away.
     head = (f'<section class="verdict {"pass" if passed else "fail"}" id="verdict">'
-            f"<h1>Elizon eval: {verdict}</h1><p>{_esc(aggregate.paragraph())}</p>"
+            f"<h1>Elizon eval: {verdict}</h1>"
+            f'<p class="headline">{_esc(glance.headline(aggregate))}</p>'
             + (f"<p>{_esc(note)}</p>" if (note := aggregate.rate_limit_note()) else "")
             + (f"<p><strong>Must-pass gate: {_esc(aggregate.override_note)}</strong></p>"
                if aggregate.override_note else "")
-            + "</section>")
-    cards = '<h2>Suites</h2><div class="cards">' + "".join(map(_card, suites)) + "</div>"
+            + f"<details><summary>the verdict, suite by suite</summary>"
+              f"<p>{_esc(aggregate.paragraph())}</p></details></section>")
+    if suites:
+        head += glance.attention(aggregate, rows, _esc, category)
+    groups, probes = glance.package_groups(suites)
+    cards = "<h2>Suites</h2>"
+    if probes:
+        cards += ('<div class="cards">' + glance.security_card(probes, rows, _esc)
+                  + "</div>")
+    for package, members in groups:
+        cards += (f'<h3 class="pkg">package {_esc(package or "—")}</h3><div class="cards">'
+                  + "".join(map(_card, members)) + "</div>")
     charts = [_outcome_chart(suites)] if suites else []
-    charts += [c for s in suites for c in (_latency_chart(s), _metric_chart(s)) if c]
+    charts += [c for s in suites if not glance.is_probe_suite(s)  # in the Security card
+               for c in (_latency_chart(s), _metric_chart(s)) if c]
     cost = _cost_chart(suites)
     if cost:
         charts.append(cost)
@@ -622,8 +645,6 @@ def render(aggregate: Aggregate, regression: Regression | None = None,
         'aria-label="filter cases by text"><span id="status" role="status"></span></div>')
 
     # Every case's row is on the page; its details while they fit, failures' first.
-    ordered = [(s, _sorted(s.results)) for s in suites]
-    rows = {r.nodeid: i for i, r in enumerate(r for _, rs in ordered for r in rs)}
     changes += compliance_part(aggregate, _esc)
     judged = judges.html_section(aggregate)
     fixed = [head, cards, chart_html, changes, judged, filters]
@@ -641,11 +662,12 @@ def render(aggregate: Aggregate, regression: Regression | None = None,
             continue
         details[r.nodeid] = text
         used += size
-    tables = ["<h2>Cases</h2>", filters]
+    tables = ['<h2 id="cases">Cases</h2>', filters]
     for s, rs in ordered:
         tables.append(f'<section class="suite"><h3>{_esc(s.info.path)}</h3>'
                       f'<div class="head"><span>case</span><span>outcome</span>'
-                      f'<span class="n">latency</span><span>failed checks</span><span></span>'
+                      f'<span class="n">latency</span><span class="n u">tokens · cost</span>'
+                      f'<span>failed checks</span><span></span>'
                       f'</div><div class="rows" data-path="{_esc(s.info.path)}">')
         tables.extend(_case(rows[r.nodeid], r, details.get(r.nodeid)) for r in rs)
         tables.append("</div></section>")

@@ -39,6 +39,7 @@ from ..decide.wording_noise import repeat_text
 from ..text import cap, visible
 from . import judges, repeats, snapshot_reports
 from .aggregate import Aggregate, SuiteSummary
+from .usage_text import usage_line
 
 __all__ = ["render"]
 
@@ -70,6 +71,9 @@ def _case(summary: SuiteSummary, result: CaseResult) -> TestCase:
     graded = judges.case_lines(result)
     if graded:  # every grade, reused ones marked, where a passing case shows anything
         output += "\n\njudge grades:\n" + "\n".join(graded)
+    used = usage_line(result.usage.to_data()) if result.usage is not None else None
+    if used is not None:  # per-case tokens and cost (docs/contract.md#cost)
+        output = f"usage: {used}\n\n{output}"
     detail = failure_message(result) if result.outcome != PASSED else ""
     if not detail and result.repeat is not None:  # a passing repeated case: its rate too
         detail = "pass rate: " + repeat_text(result.repeat)

@@ -22,6 +22,7 @@ from ..text import cap, visible
 from . import compliance, judges, repeats, security, snapshot_reports
 from .aggregate import Aggregate, SuiteSummary, format_metric
 from .regression import Regression
+from .usage_text import usage_line
 
 __all__ = ["LIMIT_BYTES", "cell", "render"]
 
@@ -60,6 +61,11 @@ def _baseline_table(summary: SuiteSummary) -> list[str]:
 
 def _latency(result: CaseResult) -> str:
     return "—" if result.latency_ms is None else f"{result.latency_ms:.1f} ms"
+
+
+def _usage(result: CaseResult) -> str:
+    shown = usage_line(result.usage.to_data()) if result.usage is not None else None
+    return "—" if shown is None else cell(shown)
 
 
 def _details(result: CaseResult) -> str:
@@ -119,11 +125,12 @@ def render(aggregate: Aggregate, regression: Regression | None = None,
         failing = [r for r in summary.results if r.outcome != PASSED]
         if not failing:
             continue
-        rows = ["| case | outcome | failed assertions | latency |", "|---|---|---|---|"]
+        rows = ["| case | outcome | failed assertions | latency | tokens, cost |",
+                "|---|---|---|---|---|"]
         doc.add("### Cases that did not pass\n\n" + "\n".join(rows))
         for r in failing:
             doc.add(f"| `{cell(r.case_id)}` | {r.outcome} | {cell(reason(r))} | "
-                    f"{_latency(r)} |", optional=True)
+                    f"{_latency(r)} | {_usage(r)} |", optional=True)
         doc.add("")
         for r in failing:
             if r.output is not None:

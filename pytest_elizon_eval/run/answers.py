@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypeGuard
 
 from .calls import Answer, EntryCall, OutputError, ToolCall, Usage
+from .sdk_answers import SdkAnswer, SdkShapeError, read_sdk
 
 __all__ = ["MAX_CONTEXTS", "MAX_CONTEXT_CHARS", "MAX_COST_USD", "MAX_NESTING", "MAX_TOKENS",
            "chat_request", "check_tree", "contexts_of", "conversation", "from_reply",
@@ -114,6 +115,11 @@ def _json_text(value: object, what: str = "the entry point returned",
     return text
 
 
+#: The SDK answers read by shape, for messages (docs/contract.md#sdk-answers).
+_SDKS = ("OpenAI ChatCompletion or Response, Anthropic Message, LiteLLM ModelResponse, "
+         "LangChain AIMessage")
+
+
 def _plain(value: object) -> tuple[Any, str]:
     """(structured value, output text) of a plain return value."""
     if isinstance(value, str):
@@ -131,7 +137,8 @@ def _plain(value: object) -> tuple[Any, str]:
         plain = list(value) if isinstance(value, tuple) else value
         return plain, _json_text(plain)
     raise OutputError(f"the entry point returned a {type(value).__name__}; return a string, "
-                      "a JSON-like value, a pydantic model, an Answer or an iterator of strings")
+                      "a JSON-like value, a pydantic model, an Answer, an SDK response "
+                      f"({_SDKS}) or an iterator of strings or SDK chunks")
 
 
 def _tool_call(call: object, index: int) -> ToolCall:
@@ -152,7 +159,8 @@ def _tool_call(call: object, index: int) -> ToolCall:
         except (RecursionError, ValueError):  # too deep or too long to print as well (ints
             result = str(exc)                 # past 4,300 digits): the reason is kept instead
     error = None if call.error is None else str(call.error)
-    return ToolCall(call.name, call.arguments, result, error)
+    ident = None if call.id is None else str(call.id)
+    return ToolCall(call.name, call.arguments, result, error, ident)
 
 
 def _number(value: object) -> str:
@@ -254,6 +262,12 @@ def from_return(returned: object) -> EntryCall:
     """What a Python entry point returned (streams already joined), as a call."""
     if isinstance(returned, Answer):
         return _answer(returned)
+    try:
+        sdk = returned if isinstance(returned, SdkAnswer) else read_sdk(returned)
+    except SdkShapeError as exc:
+        raise OutputError(f"the entry point returned {exc}") from None
+    if sdk is not None:
+        return _answer(Answer._of(sdk))
     value, text = _plain(returned)
     return EntryCall(value=value, text=text)
 
@@ -317,8 +331,10 @@ def _chat_completion(data: object) -> EntryCall:
         if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
             raise OutputError(f"tool_calls[{index}] has no function.name")
         name = function["name"]
+        ident = call.get("id")
         calls.append(ToolCall(name, _arguments(
-            function.get("arguments"), f"tool_calls[{index}].function.arguments ({name})")))
+            function.get("arguments"), f"tool_calls[{index}].function.arguments ({name})"),
+            id=ident if isinstance(ident, str) else None))
     usage = None
     raw_usage = data.get("usage") if isinstance(data, Mapping) else None
     if isinstance(raw_usage, Mapping):
@@ -351,17 +367,32 @@ def _content(case_input: object) -> str:
                                                                      ensure_ascii=False)
 
 
+def _tool_result(call: ToolCall, given: Mapping[str, Any] | None, ident: str) -> object:
+    """What a tool message says for ``call``: the result the turn gives for its id or its
+    name (``toolResults``), else its own error or result."""
+    if given is not None:
+        for key in (ident, call.name):
+            if key in given:
+                return given[key]
+    return call.error if call.error is not None else call.result
+
+
 def conversation(history: Sequence[tuple[object, EntryCall]], current: object, *,
-                 first: int = 0) -> list[dict[str, Any]]:
+                 first: int = 0, tool_results: Mapping[str, Any] | None = None
+                 ) -> list[dict[str, Any]]:
     """The OpenAI-style messages an entry point sees at a turn: every earlier user message
     and answer (with its tool calls and their results), then this turn's user message.
-    ``first`` numbers the first turn of ``history`` (tool-call ids are ``call_<turn>_<n>``),
-    so a caller can build a conversation a turn at a time, each message once."""
+    A tool call keeps the id its model gave it; one without gets ``call_<turn>_<n>``,
+    ``first`` numbering the first turn of ``history``, so a caller can build a
+    conversation a turn at a time, each message once. ``tool_results`` (this turn's
+    ``toolResults``, by call id or tool name) answer the last answer's tool calls; a
+    string result is sent as it is, any other as JSON."""
     messages: list[dict[str, Any]] = []
     for turn, (case_input, call) in enumerate(history, first):
+        given = tool_results if turn == first + len(history) - 1 else None
         messages.append({"role": "user", "content": _content(case_input)})
         assistant: dict[str, Any] = {"role": "assistant", "content": call.text or ""}
-        ids = [f"call_{turn}_{index}" for index in range(len(call.tool_calls))]
+        ids = [c.id or f"call_{turn}_{index}" for index, c in enumerate(call.tool_calls)]
         if call.tool_calls:
             assistant["tool_calls"] = [
                 {"id": ident, "type": "function",
@@ -369,7 +400,7 @@ def conversation(history: Sequence[tuple[object, EntryCall]], current: object, *
                 for ident, c in zip(ids, call.tool_calls, strict=True)]
         messages.append(assistant)
         for ident, c in zip(ids, call.tool_calls, strict=True):
-            result = c.error if c.error is not None else c.result
+            result = _tool_result(c, given, ident)
             messages.append({"role": "tool", "tool_call_id": ident,
                              "content": result if isinstance(result, str)
                              else json.dumps(result)})

@@ -24,15 +24,22 @@ class ToolCall:
     arguments: Any = None
     result: Any = None
     error: str | None = None
+    #: The id the model gave the call (OpenAI ``call_…``, Anthropic ``toolu_…``): sent back
+    #: with its result in a conversation (docs/contract.md#conversations).
+    id: str | None = None
 
     def to_data(self) -> dict[str, Any]:
-        return {"name": self.name, "arguments": self.arguments, "result": self.result,
+        data = {"name": self.name, "arguments": self.arguments, "result": self.result,
                 "error": self.error}
+        if self.id is not None:
+            data["id"] = self.id
+        return data
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> ToolCall:
+        ident = data.get("id")
         return cls(str(data["name"]), data.get("arguments"), data.get("result"),
-                   data.get("error"))
+                   data.get("error"), ident if isinstance(ident, str) else None)
 
 
 @dataclass(frozen=True)
@@ -77,7 +84,8 @@ class Usage:
 @dataclass(frozen=True)
 class Answer:
     """What a Python entry point may return for an agent: the text and/or a structured
-    value (at least one), the tools it called, and what the answer cost."""
+    value, the tools it called, and what the answer cost. An answer that only calls tools
+    (OpenAI's ``content: null``) has the text ``""``."""
 
     text: str | None = None
     value: Any = None
@@ -89,7 +97,53 @@ class Answer:
 
     def __post_init__(self) -> None:
         if self.text is None and self.value is None:
-            raise ValueError("an Answer needs a text or a value")
+            if not self.tool_calls:
+                raise ValueError("an Answer needs a text or a value, or tool calls")
+            object.__setattr__(self, "text", "")  # frozen: set once, here
+
+    @classmethod
+    def from_sdk(cls, response: object) -> Answer:
+        """Any SDK answer this plugin reads by shape (docs/contract.md#sdk-answers)."""
+        from . import sdk_answers  # deferred: calls stays dependency-free for most imports
+
+        return cls._of(sdk_answers.read_as(response, list(sdk_answers.KINDS)))
+
+    @classmethod
+    def from_openai(cls, response: object) -> Answer:
+        """An OpenAI ``ChatCompletion`` or Responses API ``Response`` (the object, its
+        ``model_dump()``, or a stream of its chunks)."""
+        from . import sdk_answers  # deferred: calls stays dependency-free for most imports
+
+        return cls._of(sdk_answers.read_as(response, ["openai", "responses"]))
+
+    @classmethod
+    def from_anthropic(cls, message: object) -> Answer:
+        """An Anthropic ``Message`` (or its dump, or its stream's events)."""
+        from . import sdk_answers  # deferred: calls stays dependency-free for most imports
+
+        return cls._of(sdk_answers.read_as(message, ["anthropic"]))
+
+    @classmethod
+    def from_litellm(cls, response: object) -> Answer:
+        """A LiteLLM ``ModelResponse`` (its ``response_cost`` becomes the cost)."""
+        from . import sdk_answers  # deferred: calls stays dependency-free for most imports
+
+        return cls._of(sdk_answers.read_as(response, ["litellm"]))
+
+    @classmethod
+    def from_langchain(cls, message: object) -> Answer:
+        """A LangChain ``AIMessage`` (or a stream of ``AIMessageChunk``)."""
+        from . import sdk_answers  # deferred: calls stays dependency-free for most imports
+
+        return cls._of(sdk_answers.read_as(message, ["langchain"]))
+
+    @classmethod
+    def _of(cls, read: Any) -> Answer:
+        usage = Usage(read.input_tokens, read.output_tokens, read.cost_usd, read.model) \
+            if read.has_usage or read.model is not None else None
+        return cls(text=read.text, tool_calls=tuple(
+            ToolCall(name, arguments, id=ident) for name, arguments, ident in read.tool_calls),
+            usage=usage)
 
 
 class OutputError(Exception):

@@ -319,7 +319,8 @@ def _attempt(plan: CasePlan, recorded: tuple[EntryCall, ...] | None) -> Attempt:
     for index, turn in enumerate(case.turns):
         if recorded is not None and index >= len(recorded):
             break  # a recorded run stops where its conversation stopped
-        added = conversation(previous, turn.input, first=index - len(previous))
+        added = conversation(previous, turn.input, first=index - len(previous),
+                             tool_results=turn.tool_results)
         said += added[:-1]
         answer = _call(plan, turn.input, deadline, recorded[index] if recorded else None,
                        [*said, added[-1]])

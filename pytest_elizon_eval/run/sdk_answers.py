@@ -1,0 +1,382 @@
+"""Answers from the model SDKs people use, recognised by shape (docs/contract.md#sdk-answers).
+
+An entry point may return the OpenAI SDK's ``ChatCompletion`` or Responses API
+``Response``, Anthropic's ``Message``, LiteLLM's ``ModelResponse`` or a
+LangChain ``AIMessage`` — or stream their chunks (``ChatCompletionChunk``,
+Anthropic's stream events, Responses stream events, ``AIMessageChunk``). Each
+is read by the fields it has (``model_dump()``), never by importing those
+packages: they stay optional, and a version that adds fields still reads.
+
+:func:`read_sdk` says what one object is (None: not an SDK answer),
+:func:`is_chunk` whether a streamed object is an SDK chunk, :func:`join_chunks`
+assembles a stream into one answer. The result, :class:`SdkAnswer`, is plain
+data that :class:`~.calls.Answer` is built from. Stdlib only; no pytest import.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["KINDS", "SdkAnswer", "SdkShapeError", "dump_of", "is_chunk", "join_chunks",
+           "read_as", "read_sdk"]
+
+#: What each kind is called in messages.
+KINDS = {"openai": "an OpenAI ChatCompletion", "responses": "an OpenAI Responses API Response",
+         "anthropic": "an Anthropic Message", "litellm": "a LiteLLM ModelResponse",
+         "langchain": "a LangChain AIMessage"}
+
+_ANTHROPIC_EVENTS = frozenset({"message_start", "content_block_start", "content_block_delta",
+                               "content_block_stop", "message_delta", "message_stop", "ping"})
+
+
+class SdkShapeError(ValueError):
+    """An object is not the SDK answer it was read as; the message says what is missing."""
+
+
+@dataclass(frozen=True)
+class SdkAnswer:
+    """One SDK answer as plain data: its text (``""`` when it only called tools), its tool
+    calls as ``(name, arguments, id)``, and its usage (None where not reported)."""
+
+    kind: str
+    text: str
+    tool_calls: tuple[tuple[str, Any, str | None], ...] = ()
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+    model: str | None = None
+
+    @property
+    def has_usage(self) -> bool:
+        return self.input_tokens is not None or self.output_tokens is not None \
+            or self.cost_usd is not None
+
+
+def dump_of(value: object) -> dict[str, Any] | None:
+    """A pydantic model's fields as JSON-like data (the shape every SDK object has)."""
+    dump = getattr(value, "model_dump", None)
+    if not callable(dump) or not hasattr(type(value), "model_fields"):
+        return None
+    try:
+        data = dump(mode="json")
+    except TypeError:  # pydantic v1-style models take no mode
+        data = dump()
+    return data if isinstance(data, dict) else None
+
+
+def _arguments(raw: object) -> Any:
+    """OpenAI sends arguments as a JSON string: parsed, or kept as text when not JSON."""
+    if isinstance(raw, str):
+        if not raw.strip():
+            return {}
+        try:
+            return json.loads(raw)
+        except (ValueError, RecursionError):
+            return raw
+    return raw
+
+
+def _text_of(content: object) -> str:
+    """Text of content given as a string or as a list of blocks (``{"type": "text", …}``)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(block.get("text") or "") for block in content
+                       if isinstance(block, Mapping)
+                       and block.get("type") in ("text", "output_text"))
+    return ""
+
+
+def _map(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _cost(value: object) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
+
+
+def _chat_completion(data: Mapping[str, Any], kind: str, cost: float | None) -> SdkAnswer:
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping) \
+            or not isinstance(choices[0].get("message"), Mapping):
+        raise SdkShapeError(f"{KINDS[kind]} needs choices[0].message; this one has none")
+    message = choices[0]["message"]
+    calls = []
+    for index, call in enumerate(message.get("tool_calls") or ()):
+        function = call.get("function") if isinstance(call, Mapping) else None
+        if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
+            raise SdkShapeError(f"{KINDS[kind]}: tool_calls[{index}] has no function.name")
+        calls.append((function["name"], _arguments(function.get("arguments")),
+                      call.get("id") if isinstance(call.get("id"), str) else None))
+    usage = _map(data.get("usage"))
+    return SdkAnswer(kind, _text_of(message.get("content")), tuple(calls),
+                     _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens")),
+                     cost, data.get("model") if isinstance(data.get("model"), str) else None)
+
+
+def _responses(data: Mapping[str, Any]) -> SdkAnswer:
+    output = data.get("output")
+    if not isinstance(output, list):
+        raise SdkShapeError("an OpenAI Responses API Response needs an output list")
+    texts, calls = [], []
+    for item in output:
+        if not isinstance(item, Mapping):
+            continue
+        if item.get("type") == "message":
+            texts.append(_text_of(item.get("content")))
+        elif item.get("type") == "function_call" and isinstance(item.get("name"), str):
+            calls.append((item["name"], _arguments(item.get("arguments")),
+                          item.get("call_id") if isinstance(item.get("call_id"), str) else None))
+    usage = _map(data.get("usage"))
+    return SdkAnswer("responses", "".join(texts), tuple(calls),
+                     _count(usage.get("input_tokens")), _count(usage.get("output_tokens")),
+                     None, data.get("model") if isinstance(data.get("model"), str) else None)
+
+
+def _anthropic(data: Mapping[str, Any]) -> SdkAnswer:
+    content = data.get("content")
+    if not isinstance(content, list):
+        raise SdkShapeError("an Anthropic Message needs a content list")
+    calls = tuple((block["name"], block.get("input"),
+                   block.get("id") if isinstance(block.get("id"), str) else None)
+                  for block in content if isinstance(block, Mapping)
+                  and block.get("type") == "tool_use" and isinstance(block.get("name"), str))
+    usage = _map(data.get("usage"))
+    return SdkAnswer("anthropic", _text_of(content), calls, _count(usage.get("input_tokens")),
+                     _count(usage.get("output_tokens")), None,
+                     data.get("model") if isinstance(data.get("model"), str) else None)
+
+
+def _langchain(data: Mapping[str, Any]) -> SdkAnswer:
+    if "content" not in data:
+        raise SdkShapeError("a LangChain AIMessage needs content")
+    calls = tuple((call["name"], call.get("args"),
+                   call.get("id") if isinstance(call.get("id"), str) else None)
+                  for call in data.get("tool_calls") or ()
+                  if isinstance(call, Mapping) and isinstance(call.get("name"), str))
+    usage = _map(data.get("usage_metadata"))
+    meta = _map(data.get("response_metadata"))
+    model = meta.get("model_name") or meta.get("model")
+    return SdkAnswer("langchain", _text_of(data.get("content")), calls,
+                     _count(usage.get("input_tokens")), _count(usage.get("output_tokens")), None,
+                     model if isinstance(model, str) else None)
+
+
+def _kind(data: Mapping[str, Any], value: object) -> str | None:
+    if data.get("object") == "chat.completion" and "choices" in data:
+        # LiteLLM's ModelResponse has OpenAI's shape and keeps its cost aside
+        return "litellm" if isinstance(getattr(value, "_hidden_params", None), Mapping) \
+            else "openai"
+    if data.get("object") == "response" and "output" in data:
+        return "responses"
+    if data.get("type") == "message" and data.get("role") == "assistant":
+        return "anthropic"
+    if data.get("type") in ("ai", "AIMessageChunk") and "content" in data:
+        return "langchain"
+    return None
+
+
+def _read(data: Mapping[str, Any], kind: str, value: object) -> SdkAnswer:
+    if kind in ("openai", "litellm"):
+        hidden = getattr(value, "_hidden_params", None)
+        cost = _cost(hidden.get("response_cost")) if isinstance(hidden, Mapping) else None
+        return _chat_completion(data, kind, cost)
+    if kind == "responses":
+        return _responses(data)
+    if kind == "anthropic":
+        return _anthropic(data)
+    return _langchain(data)
+
+
+def read_sdk(value: object) -> SdkAnswer | None:
+    """``value`` read as an SDK answer, or None when it has no SDK answer's shape."""
+    data = dump_of(value)
+    if data is None:
+        return None
+    kind = _kind(data, value)
+    return None if kind is None else _read(data, kind, value)
+
+
+def read_as(value: object, kinds: Sequence[str]) -> SdkAnswer:
+    """``value`` (an SDK object, its ``model_dump()``, or a stream of its chunks) read as
+    one of ``kinds``; :class:`SdkShapeError` says what it is not."""
+    wanted = " or ".join(KINDS[k] for k in kinds)
+    if isinstance(value, SdkAnswer):
+        read = value
+    else:
+        data = value if isinstance(value, Mapping) else dump_of(value)
+        if data is None:
+            if isinstance(value, (list, tuple)) or hasattr(value, "__next__"):
+                read = join_chunks(list(value))  # type: ignore[call-overload]
+            else:
+                raise SdkShapeError(f"expected {wanted}, got a {type(value).__name__}")
+        else:
+            kind = _kind(data, value)
+            if kind == "openai" and "litellm" in kinds and "openai" not in kinds:
+                kind = "litellm"  # a LiteLLM response given as its dump has OpenAI's shape
+            if kind is None:
+                raise SdkShapeError(f"expected {wanted}; this {type(value).__name__} has "
+                                    f"none of their fields (keys: {sorted(data)[:12]})")
+            read = _read(data, kind, value)
+    if read.kind not in kinds and not (read.kind == "litellm" and "openai" in kinds):
+        raise SdkShapeError(f"expected {wanted}, got {KINDS[read.kind]}")
+    return read
+
+
+# -- streams ----------------------------------------------------------------------------------
+
+def _chunk_kind(data: Mapping[str, Any]) -> str | None:
+    if data.get("object") == "chat.completion.chunk":
+        return "openai"
+    kind = data.get("type")
+    if kind in _ANTHROPIC_EVENTS:
+        return "anthropic"
+    if kind == "AIMessageChunk":
+        return "langchain"
+    if isinstance(kind, str) and kind.startswith("response."):
+        return "responses"
+    return None
+
+
+def is_chunk(value: object) -> bool:
+    """Whether a streamed object is a chunk of an SDK's stream."""
+    data = value if isinstance(value, Mapping) else dump_of(value)
+    return data is not None and _chunk_kind(data) is not None
+
+
+class _Calls:
+    """Tool calls assembled from their pieces, by index."""
+
+    def __init__(self) -> None:
+        self.by_index: dict[object, list[Any]] = {}
+
+    def piece(self, index: object, name: object, ident: object, arguments: object) -> None:
+        call = self.by_index.setdefault(index, [None, "", None])
+        if isinstance(name, str) and name:
+            call[0] = name
+        if isinstance(arguments, str):
+            call[1] += arguments
+        elif isinstance(arguments, Mapping) and arguments:
+            call[1] = json.dumps(arguments)
+        if isinstance(ident, str) and ident:
+            call[2] = ident
+
+    def done(self) -> tuple[tuple[str, Any, str | None], ...]:
+        return tuple((name, _arguments(args), ident)
+                     for name, args, ident in self.by_index.values() if isinstance(name, str))
+
+
+def _join_openai(chunks: list[Mapping[str, Any]]) -> SdkAnswer:
+    text, calls = [], _Calls()
+    usage: Mapping[str, Any] = {}
+    model = None
+    for chunk in chunks:
+        model = chunk.get("model") or model
+        if isinstance(chunk.get("usage"), Mapping):
+            usage = chunk["usage"]
+        for choice in chunk.get("choices") or ():
+            delta = choice.get("delta") if isinstance(choice, Mapping) else None
+            if not isinstance(delta, Mapping) or choice.get("index", 0) != 0:
+                continue
+            if isinstance(delta.get("content"), str):
+                text.append(delta["content"])
+            for call in delta.get("tool_calls") or ():
+                function = call.get("function") or {}
+                calls.piece(call.get("index"), function.get("name"), call.get("id"),
+                            function.get("arguments"))
+    return SdkAnswer("openai", "".join(text), calls.done(), _count(usage.get("prompt_tokens")),
+                     _count(usage.get("completion_tokens")), None,
+                     model if isinstance(model, str) else None)
+
+
+def _join_anthropic(events: list[Mapping[str, Any]]) -> SdkAnswer:
+    text, calls = [], _Calls()
+    tokens_in = tokens_out = None
+    model = None
+    for event in events:
+        kind = event.get("type")
+        if kind == "message_start" and isinstance(event.get("message"), Mapping):
+            message = event["message"]
+            model = message.get("model")
+            usage = message.get("usage") or {}
+            tokens_in, tokens_out = _count(usage.get("input_tokens")), \
+                _count(usage.get("output_tokens"))
+        elif kind == "content_block_start":
+            block = event.get("content_block") or {}
+            if block.get("type") == "tool_use":
+                calls.piece(event.get("index"), block.get("name"), block.get("id"),
+                            block.get("input"))
+            elif block.get("type") == "text" and block.get("text"):
+                text.append(block["text"])
+        elif kind == "content_block_delta":
+            delta = event.get("delta") or {}
+            if delta.get("type") == "text_delta":
+                text.append(str(delta.get("text") or ""))
+            elif delta.get("type") == "input_json_delta":
+                calls.piece(event.get("index"), None, None, delta.get("partial_json") or "")
+        elif kind == "message_delta":
+            usage = event.get("usage") or {}
+            tokens_out = _count(usage.get("output_tokens")) or tokens_out
+            tokens_in = _count(usage.get("input_tokens")) or tokens_in
+    return SdkAnswer("anthropic", "".join(text), calls.done(), tokens_in, tokens_out, None,
+                     model if isinstance(model, str) else None)
+
+
+def _join_langchain(chunks: list[Mapping[str, Any]]) -> SdkAnswer:
+    text, calls = [], _Calls()
+    tokens_in = tokens_out = None
+    model = None
+    for chunk in chunks:
+        text.append(_text_of(chunk.get("content")))
+        for call in chunk.get("tool_call_chunks") or ():
+            calls.piece(call.get("index"), call.get("name"), call.get("id"), call.get("args"))
+        usage = chunk.get("usage_metadata")
+        if isinstance(usage, Mapping):  # each chunk's usage adds to the total
+            tokens_in = (tokens_in or 0) + (_count(usage.get("input_tokens")) or 0)
+            tokens_out = (tokens_out or 0) + (_count(usage.get("output_tokens")) or 0)
+        meta = chunk.get("response_metadata") or {}
+        model = meta.get("model_name") or meta.get("model") or model
+    return SdkAnswer("langchain", "".join(text), calls.done(), tokens_in, tokens_out, None,
+                     model if isinstance(model, str) else None)
+
+
+def _join_responses(events: list[Mapping[str, Any]]) -> SdkAnswer:
+    for event in reversed(events):
+        if event.get("type") == "response.completed" and isinstance(event.get("response"),
+                                                                     Mapping):
+            return _responses(event["response"])
+    raise SdkShapeError("the Responses API stream ended without a response.completed event")
+
+
+def join_chunks(chunks: list[object]) -> SdkAnswer:
+    """A stream of one SDK's chunks assembled into one answer."""
+    dumps = []
+    for index, chunk in enumerate(chunks):
+        data = chunk if isinstance(chunk, Mapping) else dump_of(chunk)
+        if data is None or _chunk_kind(data) is None:
+            raise SdkShapeError(f"chunk {index} of the stream is a {type(chunk).__name__}, "
+                                "not an SDK chunk; stream strings or one SDK's chunks")
+        dumps.append(data)
+    if not dumps:
+        raise SdkShapeError("the stream held no chunks")
+    kinds = {_chunk_kind(d) for d in dumps}
+    if len(kinds) > 1:
+        raise SdkShapeError(f"the stream mixes chunks of several SDKs: {sorted(map(str, kinds))}")
+    kind = kinds.pop()
+    if kind == "openai":
+        return _join_openai(dumps)
+    if kind == "anthropic":
+        return _join_anthropic(dumps)
+    if kind == "langchain":
+        return _join_langchain(dumps)
+    return _join_responses(dumps)
