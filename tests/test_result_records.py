@@ -48,7 +48,7 @@ def full() -> CaseResult:
         turns=(turn,), failed_turn=2, turn_count=3,
         security=SecurityRecord((LeakRecord("canary", "ab…yz"),),
                                 ProbeRecord("jailbreak", "high", "pack", "elizon.yaml", 7)),
-        attempts=3, retries=2, waited_s=0.5, rate_limited=True)
+        attempts=3, retries=2, waited_s=0.5, rate_limited=True, resumed=True)
 
 
 def test_a_fully_populated_result_survives_data_and_json_unchanged() -> None:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..bind.binding import ENTRY, JUDGE, Kind, Source, parse_text
+from ..history.store import DEFAULT_PATH, is_url
 from ..load.model import MAX_PRICE
 from ..run.cassette import Cassette
 from ..run.concurrency import MAX_CONCURRENCY
@@ -131,6 +132,18 @@ OPTIONS: tuple[Option, ...] = (
            unset="*.eval.yaml",
            help="Glob patterns of stand-alone suite files to collect (default: "
                 "*.eval.yaml)."),
+    Option(cli="--elizon-history", ini="elizon_history", metavar="STORE",
+           unset=".elizon/history.sqlite",
+           help="The history store every session is recorded in: a SQLite file path or a "
+                "postgresql:// URL (needs pytest-elizon-eval[postgres]); 'off' records "
+                "nothing (default: .elizon/history.sqlite under the rootdir)."),
+    Option(ini="elizon_history_strict", ini_type="bool", ini_default=False, unset="false",
+           help="A history store that cannot be used is an error (exit status 4) instead of "
+                "one warning."),
+    Option(cli="--elizon-resume", action="store_true", default=False, unset="false",
+           help="Continue the last unfinished session of the same packages: cases it "
+                "finished (same suite, entry point and case) are taken from the history "
+                "store and reported as resumed; only the rest run."),
 )
 
 
@@ -171,6 +184,13 @@ class Settings:
     #: ``--elizon-retries`` / ini ``elizon_retries``, ``elizon_retry_on``,
     #: ``elizon_retry_backoff`` (docs/contract.md#retries).
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    #: ``--elizon-history`` / ini ``elizon_history``: the store (a SQLite path or a
+    #: postgresql:// URL), None when 'off' (docs/contract.md#history).
+    history: str | None = None
+    #: ini ``elizon_history_strict``: a store that cannot be used is an error.
+    history_strict: bool = False
+    #: ``--elizon-resume`` (docs/contract.md#resume).
+    resume: bool = False
 
 
 
@@ -440,6 +460,36 @@ def _sign_key(config: pytest.Config, results: Path | None) -> SigningKey | None:
     return None
 
 
+def _history(config: pytest.Config) -> str | None:
+    """The history store: a URL as it is, a path relative to where pytest was started (the
+    option) or to the ini file (the ini key); the default is under the rootdir."""
+    raw = config.getoption("elizon_history")
+    base = config.invocation_params.dir
+    if raw is None:
+        raw = str(config.getini("elizon_history") or "").strip() or None
+        base = config.inipath.parent if config.inipath else config.rootpath
+    if raw is None:
+        return str(config.rootpath / DEFAULT_PATH)
+    text = str(raw).strip()
+    if text.lower() == "off":
+        return None
+    if not text:
+        raise pytest.UsageError("--elizon-history: expected a SQLite file path, a "
+                                "postgresql:// URL, or off")
+    if is_url(text):
+        return text
+    return str(Path(base, os.path.expanduser(text)))
+
+
+def _ini_bool(config: pytest.Config, name: str) -> bool:
+    try:
+        return bool(config.getini(name))
+    except (ValueError, pytest.UsageError) as exc:  # pytest 8 raises the first, 9 the second
+        reason = str(exc).rsplit(": ", 1)[-1]
+        raise pytest.UsageError(f"{_ini_source(config, name)}: {reason}; expected "
+                                "true or false") from None
+
+
 def resolve(config: pytest.Config) -> Settings:
     """Read and check every setting; a bad value is a usage error naming its source."""
     timeout_s, timeout_source = _timeout(config)
@@ -469,4 +519,7 @@ def resolve(config: pytest.Config) -> Settings:
         html=_html_path(config),
         prices=_prices(config),
         sign_key=_sign_key(config, _path(config, "elizon_results")),
+        history=_history(config),
+        history_strict=_ini_bool(config, "elizon_history_strict"),
+        resume=bool(config.getoption("elizon_resume")),
     )

@@ -380,6 +380,9 @@ class CaseResult:
     retries: int = 0
     waited_s: float = 0.0
     rate_limited: bool = False
+    #: Taken from the history store's unfinished run by ``--elizon-resume``, not run again
+    #: (docs/contract.md#resume); None (and not in the data) for a case that ran.
+    resumed: bool | None = field(default=None, metadata={OMIT_NONE: True})
 
     @property
     def crashed(self) -> bool:

@@ -62,7 +62,7 @@ _LIMIT = re.compile(r"^at most (\d+(?:\.\d+)?) ms")
 _KNOWN = {"nodeid", "case_id", "line", "outcome", "assertions", "latency_ms", "output",
           "output_length", "error", "timeout_s", "timeout_source", "entry", "judge_score",
           "judge_reasoning", "runs", "passed_runs", "min_pass_rate", "replayed", "input",
-          "suite"}
+          "suite", "resumed"}
 
 _CSS = """
 :root{--ok:#2e7d32;--ko:#c62828;--to:#ef6c00;--er:#6a1b9a;--ad:#b58900;--mu:#666;
@@ -257,6 +257,8 @@ def _detail_items(result: CaseResult) -> list[tuple[str, str]]:
     run = f"time limit {_esc(limit)}; latency {_ms(result.latency_ms)}"
     if result.replayed:
         run += " (recorded, replayed from the cassette)"
+    if result.resumed:
+        run += " (resumed from the history store's unfinished run, not run again)"
     if result.entry:
         run += f"; entry <code>{_capped(result.entry, LINE_SHOWN)}</code>"
     items.append(("run", run))

@@ -39,6 +39,9 @@ from .aggregate import Aggregate, SuiteSummary
 
 __all__ = ["render"]
 
+#: The first line of a resumed case's output (docs/contract.md#resume).
+RESUMED_NOTE = "[resumed from the history store's unfinished run: not run again]"
+
 #: Largest message attribute, and largest system-out, in characters.
 MESSAGE_CAP = 1000
 OUTPUT_CAP = 64 * 1024
@@ -64,6 +67,8 @@ def _case(summary: SuiteSummary, result: CaseResult) -> TestCase:
 
     info = summary.info
     output = result.output or ""
+    if result.resumed:  # docs/contract.md#resume
+        output = f"{RESUMED_NOTE}\n{output}"
     detail = failure_message(result) if result.outcome != PASSED else ""
     case = TestCase(
         name=result.case_id,

@@ -1,0 +1,209 @@
+"""The history store (docs/contract.md#history) and resume (docs/contract.md#resume): real
+sessions recorded into real SQLite files, two sessions writing one file at once, a session
+killed mid-run and resumed (under xdist), and stores that cannot be used."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_elizon_eval.decide.outcomes import CaseIdentity, SuiteInfo
+from pytest_elizon_eval.history import resume
+from pytest_elizon_eval.history.store import SCHEMA_VERSION, HistoryError, Store
+
+from .conftest import ECHO_APP, Packages
+
+#: Logs every call; SIGKILLs its own session at the input named by $KILL_AT (a crash).
+LOGGING_APP = """
+import os, signal
+
+def answer(text=None):
+    with open(os.environ["CALLS_LOG"], "a", encoding="utf-8") as log:
+        log.write(text + "\\n")
+    if text == os.environ.get("KILL_AT"):
+        os.kill(os.getpid(), signal.SIGKILL)
+    return text
+"""
+SIX = "cases:\n" + "".join(
+    f"  - id: c{n}\n    input: c{n}\n" + ("    expect: {equals: nope}\n" if n == 2 else "")
+    for n in range(1, 7))
+
+
+def _cases(store: Path) -> list[tuple[int, str, str, int]]:
+    with sqlite3.connect(store) as db:
+        return db.execute("SELECT run_id, case_id, outcome, resumed FROM cases "
+                          "ORDER BY run_id, case_id").fetchall()
+
+
+def _runs(store: Path) -> list[tuple[int, str]]:
+    with sqlite3.connect(store) as db:
+        return db.execute("SELECT id, status FROM runs ORDER BY id").fetchall()
+
+
+# -- the store itself ----------------------------------------------------------------------
+
+def test_an_older_store_is_upgraded_in_place_and_a_newer_one_refused(tmp_path: Path) -> None:
+    path = tmp_path / "h.sqlite"
+    old = Store.open(str(path), upto=1)
+    run = old.begin_run(started="t0", packages=".", rootdir="/r", host="h", pid=1)
+    old.close()
+    with sqlite3.connect(path) as db:  # schema 1 had no resumed column
+        assert "resumed" not in [c[1] for c in db.execute("PRAGMA table_info(cases)")]
+    store = Store.open(str(path))
+    assert store.version() == SCHEMA_VERSION == 2
+    assert store.last_run(".") == (run, "running", "h", 1)  # the old rows are kept
+    store.connection.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    store.close()
+    with pytest.raises(HistoryError, match=r"h\.sqlite has schema version 99, written by a "
+                                           r"newer pytest-elizon-eval \(this one reads up to "
+                                           r"2\): upgrade"):
+        Store.open(str(path))
+
+
+def test_a_stored_case_is_resumed_only_when_suite_entry_and_case_are_unchanged() -> None:
+    suite = SuiteInfo("s.yaml", "p", "must-pass", False, sha256="S")
+    identity = CaseIdentity("s.yaml::a", "a", 3, suite)
+    data = {"nodeid": "s.yaml::a", "case_id": "a", "line": 3, "outcome": "failed",
+            "suite": {"path": "s.yaml", "package": "p", "gate": "must-pass",
+                      "advisory": False}}
+    finished = {"s.yaml::a": ("S", "C", "app:answer", data)}
+    found = resume.stored_result(finished, identity, "C", "app:answer")
+    assert found is not None
+    assert (found.resumed, found.outcome) == (True, "failed")
+    assert resume.stored_result(finished, identity, "C2", "app:answer") is None
+    assert resume.stored_result(finished, identity, "C", "other:entry") is None
+    changed = CaseIdentity("s.yaml::a", "a", 3, SuiteInfo("s.yaml", "p", "must-pass", False,
+                                                          sha256="S2"))
+    assert resume.stored_result(finished, changed, "C", "app:answer") is None
+
+
+# -- sessions --------------------------------------------------------------------------------
+
+def test_every_case_is_recorded_under_the_rootdir_and_off_records_nothing(
+        packages: Packages, pytester: pytest.Pytester) -> None:
+    packages.package(app=ECHO_APP, suite="cases:\n  - id: a\n    input: x\n"
+                                          "  - id: b\n    input: y\n    expect: {equals: z}\n")
+    pytester.runpytest("--elizon-history=off").assert_outcomes(passed=1, failed=1)
+    store = pytester.path / ".elizon" / "history.sqlite"
+    assert not store.exists()
+    pytester.runpytest().assert_outcomes(passed=1, failed=1)
+    assert _cases(store) == [(1, "a", "passed", 0), (1, "b", "failed", 0)]
+    with sqlite3.connect(store) as db:
+        status, passed, document = db.execute(
+            "SELECT status, passed, document FROM runs").fetchone()
+        metrics = dict(db.execute("SELECT name, value FROM metrics WHERE suite_path = "
+                                  "'pkg/eval/suite.yaml'").fetchall())
+    assert (status, passed) == ("finished", 0)
+    assert json.loads(document)["suites"][0]["verdict"] == "fail"
+    assert metrics["pass_rate"] == 0.5
+
+
+def test_a_store_that_cannot_be_used_is_one_warning_unless_strict(
+        packages: Packages, pytester: pytest.Pytester) -> None:
+    packages.package(app=ECHO_APP, suite="cases:\n  - id: a\n    input: x\n"
+                                          "  - id: b\n    input: y\n")
+    (pytester.path / "adir").mkdir()
+    result = pytester.runpytest("--elizon-history=adir", "--elizon-junit=j.xml")
+    assert result.ret == 0  # the exit status is the cases' alone
+    result.stdout.fnmatch_lines(["elizon history WARNING: the history store */adir is a "
+                                 "directory, not a SQLite file (2 cases not recorded)"])
+    assert result.stdout.str().count("elizon history") == 1
+    assert (pytester.path / "j.xml").is_file()  # the other reports are written
+    bad = pytester.path / "corrupt.sqlite"
+    bad.write_bytes(b"this is no database at all, " * 200)
+    pytester.makeini("[pytest]\nelizon_history = corrupt.sqlite\n"
+                     "elizon_history_strict = true\n")
+    result = pytester.runpytest("--elizon-markdown=m.md")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines([
+        "elizon history ERROR (ini elizon_history_strict): the history store */corrupt.sqlite "
+        "is not a usable SQLite database (file is not a database): move it aside to start "
+        "a new one, or name another with --elizon-history (2 cases not recorded)"])
+    assert "2 passed" in result.stdout.str()
+    assert (pytester.path / "m.md").is_file()
+
+
+def test_two_sessions_writing_one_store_at_once_both_land_whole(
+        packages: Packages, pytester: pytest.Pytester, tmp_path: Path) -> None:
+    # Each session's first case waits until the other session has started its own: the
+    # two are provably under way at once, and then both record their cases.
+    meeting = """
+import os, pathlib, time
+
+def answer(text=None):
+    meet = pathlib.Path(os.environ["MEET"])
+    (meet / "{me}").touch()
+    there = meet / "{other}"
+    for _ in range(1200):
+        if there.exists():
+            return text
+        time.sleep(0.05)
+    return "never met"
+"""
+    many = "cases:\n" + "".join(f"  - id: c{n}\n    input: c{n}\n" for n in range(40))
+    packages.package("one", app=meeting.format(me="one", other="two"), suite=many)
+    packages.package("two", app=meeting.format(me="two", other="one"), suite=many)
+    store = tmp_path / "shared.sqlite"
+    env = {**os.environ, "MEET": str(tmp_path)}
+    procs = [subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                               name, f"--elizon-history={store}"], cwd=pytester.path, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for name in ("one", "two")]
+    outputs = [p.communicate(timeout=120)[0] for p in procs]
+    assert all("40 passed" in out for out in outputs), outputs
+    with sqlite3.connect(store) as db:
+        runs = db.execute("SELECT packages, status, (SELECT count(*) FROM cases "
+                          "WHERE run_id = runs.id) FROM runs ORDER BY packages").fetchall()
+    assert runs == [("one", "finished", 40), ("two", "finished", 40)]
+
+
+def test_a_killed_session_is_resumed_under_xdist_and_a_finished_one_never(
+        packages: Packages, pytester: pytest.Pytester, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    packages.package(app=LOGGING_APP, suite=SIX)
+    calls = tmp_path / "calls.log"
+    monkeypatch.setenv("CALLS_LOG", str(calls))
+    monkeypatch.setenv("KILL_AT", "c4")
+    killed = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    assert killed.ret == -9  # the machine "crashed" inside case c4
+    store = pytester.path / ".elizon" / "history.sqlite"
+    assert _runs(store) == [(1, "running")]
+    assert [c[1:3] for c in _cases(store)] == [("c1", "passed"), ("c2", "failed"),
+                                               ("c3", "passed")]
+
+    monkeypatch.delenv("KILL_AT")
+    calls.unlink()
+    resumed = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2",
+                                            "--elizon-resume", "--elizon-results=r.json",
+                                            "--elizon-junit=j.xml", "--elizon-markdown=m.md",
+                                            "--elizon-html=h.html")
+    resumed.assert_outcomes(passed=5, failed=1)  # c2's failure is kept, not forgotten
+    assert sorted(calls.read_text().split()) == ["c4", "c5", "c6"]  # only the unfinished half
+    resumed.stdout.fnmatch_lines(["--elizon-resume: continuing run 1 of */history.sqlite, "
+                                  "3 cases finished before",
+                                  "elizon history: 3 cases resumed from run 1 (not run again)"])
+    cases = json.loads((pytester.path / "r.json").read_text())["suites"][0]["cases"]
+    assert {c["id"]: c.get("resumed", False) for c in cases} == {
+        "c1": True, "c2": True, "c3": True, "c4": False, "c5": False, "c6": False}
+    assert (pytester.path / "j.xml").read_text().count("resumed from the history store") == 3
+    assert "3 cases resumed from the history store" in (pytester.path / "m.md").read_text()
+    assert (pytester.path / "h.html").read_text().count("resumed from the history store") == 3
+    assert _runs(store) == [(1, "finished")]  # the one session, now whole
+    assert [c[1:] for c in _cases(store)] == [
+        ("c1", "passed", 1), ("c2", "failed", 1), ("c3", "passed", 1), ("c4", "passed", 0),
+        ("c5", "passed", 0), ("c6", "passed", 0)]
+
+    calls.unlink()
+    again = pytester.runpytest("--elizon-resume")
+    again.assert_outcomes(passed=5, failed=1)
+    again.stdout.fnmatch_lines(["--elizon-resume: the last session of these packages (run 1) "
+                                "finished; a finished session is never resumed, every case "
+                                "runs"])
+    assert sorted(calls.read_text().split()) == [f"c{n}" for n in range(1, 7)]
+    assert _runs(store) == [(1, "finished"), (2, "finished")]
