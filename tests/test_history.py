@@ -13,9 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from pytest_elizon_eval.cli import main
 from pytest_elizon_eval.decide.outcomes import CaseIdentity, SuiteInfo
 from pytest_elizon_eval.history import resume
-from pytest_elizon_eval.history.store import SCHEMA_VERSION, HistoryError, Store
+from pytest_elizon_eval.history.store import SCHEMA_VERSION, CaseRow, HistoryError, Store
+from pytest_elizon_eval.stats import wilson_interval
 
 from .conftest import ECHO_APP, Packages
 
@@ -207,3 +209,68 @@ def test_a_killed_session_is_resumed_under_xdist_and_a_finished_one_never(
                                 "runs"])
     assert sorted(calls.read_text().split()) == [f"c{n}" for n in range(1, 7)]
     assert _runs(store) == [(1, "finished"), (2, "finished")]
+
+
+# -- asking the history ------------------------------------------------------------------------
+
+#: Per case, its outcome in runs 1-4 and what it was run with (entry, case content).
+_STORY = {
+    "always": ["passed"] * 4,
+    "broke": ["passed", "passed", "failed", "failed"],  # fails since run 3
+    "flaky": ["passed", "failed", "passed", "failed"],  # nothing changed, outcome did
+    "edited": ["passed", "failed", "failed", "failed"],  # its content changed in run 2
+}
+
+
+def _story_store(path: Path) -> None:
+    store = Store.open(str(path))
+    for run in range(1, 5):
+        run_id = store.begin_run(started=f"2026-01-0{run}T00:00:00+00:00", packages="p",
+                                 rootdir="/r", host="h", pid=1)
+        for n, (case, outcomes) in enumerate(_STORY.items()):
+            data = {"nodeid": f"p/s.yaml::{case}", "case_id": case, "line": n + 1,
+                    "outcome": outcomes[run - 1], "latency_ms": 10.0 * (n + 1),
+                    "usage": {"cost_usd": 0.25}, "judge_score": 0.5 + 0.1 * n,
+                    "suite": {"path": "p/s.yaml", "package": "p", "gate": "must-pass",
+                              "advisory": False, "sha256": "S"}}
+            content = "v2" if case == "edited" and run > 1 else "v1"
+            store.record_case(run_id, CaseRow.of(data, content, "app:answer"), "now")
+        store.finish_run(run_id, finished="end", status="finished", passed=False, suites=[],
+                         provenance=None, document=None)
+    store.close()
+
+
+def test_history_shows_trends_cases_that_started_failing_and_flaky_ones(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _story_store(tmp_path / ".elizon" / "history.sqlite")
+    (tmp_path / "deeper").mkdir()
+    monkeypatch.chdir(tmp_path / "deeper")  # the store is found in a parent folder
+    assert main(["history", "--last", "3"]) == 0
+    table = capsys.readouterr().out
+    lo, hi = wilson_interval(2, 4)
+    assert f"  4    2026-01-04T00:00:00+00:00  4      0.250 [{wilson_interval(1, 4)[0]:.3f}" \
+           in table
+    assert "  1    " not in table  # --last 3: runs 2-4
+    assert f"  3    2026-01-03T00:00:00+00:00  4      0.500 [{lo:.3f}, {hi:.3f}]" in table
+    assert "$1.000000  40.0    0.650" in table  # cost summed, p95 nearest rank, judge mean
+    assert "  p/s.yaml::broke  failed since run 3 (passed in run 2)" in table
+    assert "  p/s.yaml::edited  failed since run 2 (no pass in the runs shown)" in table
+    assert "  p/s.yaml::flaky  2 changes in 3 runs: failed ×2, passed ×1" in table
+    # neither broke (one change) nor edited (changed with its content) is flaky
+    assert table.count(" changes in ") + table.count(" change in ") == 1
+    assert main(["history", str(tmp_path / ".elizon" / "history.sqlite"), "--format", "json",
+                 "--suite", "p/*.yaml"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [p["pass_rate"] for p in data["suites"][0]["trend"]] == [1.0, 0.5, 0.5, 0.25]
+    assert data["suites"][0]["trend"][1]["interval"] == [lo, hi]
+    assert [f["nodeid"] for f in data["flaky"]] == ["p/s.yaml::flaky"]
+    assert main(["history", "diff", "2", "4"]) == 0
+    diff = capsys.readouterr().out
+    assert "run 2 -> run 4: 1 regressed, 0 improved, 0 new, 0 removed, 3 unchanged" in diff
+    assert "regressed  p/s.yaml::broke  passed  failed" in diff
+    assert main(["history", "diff", "2", "7"]) == 2
+    assert "elizon-eval history: no run 7 in " in capsys.readouterr().err
+    monkeypatch.chdir(tmp_path.parent)
+    assert main(["history", "nowhere.sqlite"]) == 2
+    assert "no history store at nowhere.sqlite" in capsys.readouterr().err
