@@ -4,14 +4,29 @@ killed mid-run and resumed (under xdist), and stores that cannot be used."""
 
 from __future__ import annotations
 
+import glob
 import json
 import os
+import pwd
+import re
+import shutil
+import socket
 import sqlite3
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+try:  # imported before any inner run: pytester drops the modules first imported inside one
+    import psycopg
+except ImportError:  # the PostgreSQL tests skip, saying so
+    psycopg = None
+
+_NO_PSYCOPG = "psycopg 3 (the PostgreSQL store's driver) is not installed: pip install " \
+              "'pytest-elizon-eval[test]'"
 
 from pytest_elizon_eval.cli import main
 from pytest_elizon_eval.decide.outcomes import CaseIdentity, SuiteInfo
@@ -274,3 +289,102 @@ def test_history_shows_trends_cases_that_started_failing_and_flaky_ones(
     monkeypatch.chdir(tmp_path.parent)
     assert main(["history", "nowhere.sqlite"]) == 2
     assert "no history store at nowhere.sqlite" in capsys.readouterr().err
+
+
+# -- PostgreSQL: a real server these tests start ---------------------------------------------
+
+def _postgres_bin(name: str) -> str | None:
+    found = shutil.which(name)
+    if found:
+        return found
+    candidates = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"),
+                        key=lambda p: [int(x) for x in re.findall(r"\d+", p)])
+    return candidates[-1] if candidates else None
+
+
+@pytest.fixture(scope="module")
+def postgres() -> Iterator[str]:
+    """A PostgreSQL server in a temporary folder on a loopback port: its base URL. initdb
+    refuses to run as root, so as root it runs as Debian's ``postgres`` user (runuser)."""
+    if psycopg is None:
+        pytest.skip(_NO_PSYCOPG)
+    initdb, pg_ctl = _postgres_bin("initdb"), _postgres_bin("pg_ctl")
+    if initdb is None or pg_ctl is None:
+        pytest.skip("PostgreSQL's initdb and pg_ctl are not installed (Debian: apt-get "
+                    "install postgresql; .ci/run does)")
+    as_user: list[str] = []
+    folder = Path(tempfile.mkdtemp(prefix="elizon-pg-"))  # not under root's 0700 tmp dirs
+    if os.geteuid() == 0:
+        try:
+            user = pwd.getpwnam("postgres")
+        except KeyError:
+            pytest.skip("running as root, and there is no postgres user to run initdb as")
+        runuser = shutil.which("runuser")
+        if runuser is None:
+            pytest.skip("running as root, and there is no runuser to run initdb as postgres")
+        os.chown(folder, user.pw_uid, user.pw_gid)
+        as_user = [runuser, "-u", "postgres", "--"]
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    data = folder / "data"
+    try:
+        subprocess.run([*as_user, initdb, "-D", str(data), "-U", "elizon", "--auth=trust",
+                        "-E", "UTF8", "--no-sync"], check=True, capture_output=True)
+        subprocess.run([*as_user, pg_ctl, "-D", str(data), "-l", str(folder / "log"), "-w",
+                        "-o", f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 "
+                              "-c fsync=off", "start"], check=True, capture_output=True)
+        yield f"postgresql://elizon:secret-pw@127.0.0.1:{port}"
+    finally:
+        subprocess.run([*as_user, pg_ctl, "-D", str(data), "-m", "immediate", "stop"],
+                       capture_output=True)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _database(base: str, name: str) -> str:
+    with psycopg.connect(f"{base}/postgres", autocommit=True) as db:
+        db.execute(f"CREATE DATABASE {name}")
+    return f"{base}/{name}"
+
+
+def test_postgresql_records_sessions_upgrades_and_answers_history(
+        postgres: str, packages: Packages, pytester: pytest.Pytester,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    url = _database(postgres, "sessions")
+    old = Store.open(url, upto=1)  # a store of schema 1, upgraded by the first session
+    old.close()
+    packages.package(app=ECHO_APP, suite="cases:\n  - id: a\n    input: x\n"
+                                          "  - id: b\n    input: y\n    expect: {equals: z}\n")
+    pytester.runpytest(f"--elizon-history={url}").assert_outcomes(passed=1, failed=1)
+    pytester.runpytest(f"--elizon-history={url}").assert_outcomes(passed=1, failed=1)
+    with psycopg.connect(url) as db:
+        assert db.execute("SELECT value FROM meta").fetchall() == [(str(SCHEMA_VERSION),)]
+        assert db.execute("SELECT id, status, passed FROM runs ORDER BY id").fetchall() == [
+            (1, "finished", 0), (2, "finished", 0)]
+        assert db.execute("SELECT run_id, case_id, outcome FROM cases ORDER BY run_id, "
+                          "case_id").fetchall() == [(1, "a", "passed"), (1, "b", "failed"),
+                                                    (2, "a", "passed"), (2, "b", "failed")]
+    assert main(["history", url]) == 0
+    table = capsys.readouterr().out
+    assert "history of postgresql://elizon:***@127.0.0.1:" in table  # the password is not shown
+    assert "pkg/eval/suite.yaml::b  failed since run 1 (no pass in the runs shown)" in table
+    with psycopg.connect(url, autocommit=True) as db:
+        db.execute("UPDATE meta SET value = '7'")
+    with pytest.raises(HistoryError, match="has schema version 7, written by a newer"):
+        Store.open(url)
+
+
+def test_postgresql_down_is_one_warning_without_the_password(
+        packages: Packages, pytester: pytest.Pytester) -> None:
+    if psycopg is None:
+        pytest.skip(_NO_PSYCOPG)
+    with socket.socket() as probe:  # a loopback port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    packages.package(app=ECHO_APP, suite="cases:\n  - id: a\n    input: x\n")
+    result = pytester.runpytest(f"--elizon-history=postgresql://u:hunter2@127.0.0.1:{port}/d")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines([f"elizon history WARNING: cannot connect to the history store "
+                                 f"postgresql://u:***@127.0.0.1:{port}/d: *(1 case not "
+                                 "recorded)"])
+    assert "hunter2" not in result.stdout.str()
