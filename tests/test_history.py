@@ -20,14 +20,6 @@ from pathlib import Path
 
 import pytest
 
-try:  # imported before any inner run: pytester drops the modules first imported inside one
-    import psycopg
-except ImportError:  # the PostgreSQL tests skip, saying so
-    psycopg = None
-
-_NO_PSYCOPG = "psycopg 3 (the PostgreSQL store's driver) is not installed: pip install " \
-              "'pytest-elizon-eval[test]'"
-
 from pytest_elizon_eval.cli import main
 from pytest_elizon_eval.decide.outcomes import CaseIdentity, SuiteInfo
 from pytest_elizon_eval.history import resume
@@ -35,6 +27,14 @@ from pytest_elizon_eval.history.store import SCHEMA_VERSION, CaseRow, HistoryErr
 from pytest_elizon_eval.stats import wilson_interval
 
 from .conftest import ECHO_APP, Packages
+
+try:  # imported before any inner run: pytester drops the modules first imported inside one
+    import psycopg
+except ImportError:  # the PostgreSQL tests skip, saying so
+    psycopg = None
+
+_NO_PSYCOPG = "psycopg 3 (the PostgreSQL store's driver) is not installed: pip install " \
+              "'pytest-elizon-eval[test]'"
 
 #: Logs every call; SIGKILLs its own session at the input named by $KILL_AT (a crash).
 LOGGING_APP = """
