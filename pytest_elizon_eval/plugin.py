@@ -306,7 +306,8 @@ class SessionReporter:
 
         self.written, self.unwritten = files.write_all(self.aggregate, self.regression,
                                                        self.settings, self.recordings, made,
-                                                       redteam_nodes.canary(self.config))
+                                                       redteam_nodes.canary(self.config),
+                                                       history.history if history else None)
         if self.unwritten:
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
 

@@ -388,3 +388,35 @@ def test_postgresql_down_is_one_warning_without_the_password(
                                  f"postgresql://u:***@127.0.0.1:{port}/d: *(1 case not "
                                  "recorded)"])
     assert "hunter2" not in result.stdout.str()
+
+
+def test_the_html_report_shows_each_suites_trend_and_marks_cases_flaky_across_runs(
+        packages: Packages, pytester: pytest.Pytester) -> None:
+    # a case that passes on odd runs and fails on even ones, nothing else changing
+    flipping = """
+import pathlib
+
+def answer(text=None):
+    if text == "steady":
+        return text
+    count = pathlib.Path("count.txt")
+    n = int(count.read_text()) + 1 if count.exists() else 1
+    count.write_text(str(n))
+    return "yes" if n % 2 else "no"
+"""
+    packages.package(app=flipping, suite="cases:\n  - id: steady\n    input: steady\n"
+                                         "  - id: flips\n    input: x\n"
+                                         "    expect: {equals: 'yes'}\n")
+    for _ in range(3):  # pass, fail, pass: the case's outcome changed twice
+        pytester.runpytest()
+    page = pytester.runpytest("--elizon-html=h.html")  # run 4: fails
+    page.assert_outcomes(passed=1, failed=1)
+    html = (pytester.path / "h.html").read_text()
+    assert html.count('class="chart-trend"') == 1
+    rates = re.findall(r'data-run="(\d)" data-pass-rate="([0-9.]+)"', html)
+    assert rates == [("1", "1.000000"), ("2", "0.500000"), ("3", "1.000000"),
+                     ("4", "0.500000")]
+    assert "run 4 (this run): pass rate 0.500 [" in html
+    flaky = re.findall(r'data-id="([a-z]+)"[^>]*><summary class="row"><span>[a-z]+ '
+                       r'<span class="b flaky"', html)
+    assert flaky == ["flips"]

@@ -74,6 +74,8 @@ class History:
     trends: dict[str, list[Point]] = field(default_factory=dict)
     started_failing: list[StartedFailing] = field(default_factory=list)
     flaky: list[Flaky] = field(default_factory=list)
+    #: The run of the session asking, when a session asks (the HTML report's strip).
+    current: int | None = None
 
     def to_data(self) -> dict[str, Any]:
         return {"store": self.store, "runs_total": self.runs_total,

@@ -25,12 +25,14 @@ import pytest
 
 from ..collect import session as elizon_session
 from ..decide import outcomes
+from ..reporting.trend import RUNS_SHOWN
 from ..trust import provenance
 from .store import CaseRow, HistoryError, Store
 
 if TYPE_CHECKING:
     from ..collect.options import Settings
     from ..reporting.aggregate import Aggregate
+    from .queries import History
 
 __all__ = ["KEY_ATTR", "WORKER_KEY", "HistoryRecorder", "packages_key", "worker_resumable"]
 
@@ -88,6 +90,9 @@ class HistoryRecorder:
         self.resumed = 0
         self.notes: list[str] = []
         self.packages = packages_key(config)
+        #: The store's last runs, for the HTML report's trend strips (asked once recorded).
+        self.history: History | None = None
+        self.want_history = settings.html is not None
         if settings.resume:
             self._resume()
 
@@ -203,6 +208,11 @@ class HistoryRecorder:
                              status="interrupted" if interrupted else "finished",
                              passed=aggregate.passed, suites=document["suites"],
                              provenance=made, document=document)
+            if self.want_history:
+                from . import queries  # deferred: only the HTML report asks
+
+                self.history = queries.ask(store, last=RUNS_SHOWN)
+                self.history.current = run_id
         except HistoryError as exc:
             self.problem = self.problem or str(exc)
         except Exception as exc:  # a document no writer foresaw costs the store, not the run

@@ -30,13 +30,17 @@ import json
 import math
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..decide.outcomes import ERROR, FAILED, PASSED, TIMEOUT, CaseResult, blocks, reason
 from ..run.assertions import AssertionResult
 from ..text import cap, visible
+from . import trend
 from .aggregate import Aggregate, BaselineRow, SuiteSummary, format_metric
 from .regression import CHANGES, Regression
+
+if TYPE_CHECKING:  # types only: the history is queried by the recorder, not here
+    from ..history.queries import History
 
 __all__ = ["CATEGORIES", "LIMIT_BYTES", "category", "fragment", "render"]
 
@@ -85,7 +89,7 @@ border-radius:6px;padding:10px 12px;min-width:0}
 .b{display:inline-block;padding:0 6px;border-radius:9px;color:#fff;font-size:12px;
 white-space:nowrap}
 .b.passed{background:var(--ok)}.b.failed{background:var(--ko)}.b.timeout{background:var(--to)}
-.b.error{background:var(--er)}.b.advisory{background:var(--ad)}.b.zero{background:#bbb}
+.b.error{background:var(--er)}.b.advisory{background:var(--ad)}.b.zero{background:#bbb}.b.flaky{background:#6d4c41}
 .card details summary{cursor:pointer;color:var(--mu);font-size:12px;margin-top:4px}
 table{border-collapse:collapse;width:100%}
 td,th{border-bottom:1px solid var(--ln);padding:2px 6px;text-align:left;font-size:13px}
@@ -275,16 +279,19 @@ def fragment(result: CaseResult) -> str:
     return f'<div class="elizon"><dl>{body}</dl></div>'
 
 
-def _summary_row(index: int, result: CaseResult, cat: str) -> str:
+def _summary_row(index: int, result: CaseResult, cat: str, flaky: bool = False) -> str:
     why = "" if result.outcome == PASSED else _capped(reason(result), LINE_SHOWN)
-    return (f'<summary class="row"><span>{_esc(result.case_id)}</span>'
+    mark = (' <span class="b flaky" title="its outcome changed back and forth across runs '
+            'with the suite, entry point and case unchanged (elizon-eval history)">flaky '
+            "across runs</span>") if flaky else ""
+    return (f'<summary class="row"><span>{_esc(result.case_id)}{mark}</span>'
             f'<span><span class="b {cat}">{cat}</span></span>'
             f'<span class="n">{_ms(result.latency_ms)}</span><span>{why}</span>'
             f'<a class="cp" href="#c{index}" title="copy the node id (to paste after pytest)">'
             "copy id</a></summary>")
 
 
-def _case(index: int, result: CaseResult, detail: str | None) -> str:
+def _case(index: int, result: CaseResult, detail: str | None, flaky: bool = False) -> str:
     cat = category(result)
     # The node id is the suite's path and the case id unless pytest was started elsewhere.
     own = (f' data-nodeid="{_esc(result.nodeid)}"'
@@ -292,7 +299,7 @@ def _case(index: int, result: CaseResult, detail: str | None) -> str:
     if detail is None:
         detail = _LEFT_OUT
     return (f'<details class="case" id="c{index}" data-outcome="{cat}" '
-            f'data-id="{_esc(result.case_id)}"{own}>{_summary_row(index, result, cat)}'
+            f'data-id="{_esc(result.case_id)}"{own}>{_summary_row(index, result, cat, flaky)}'
             f'<div class="d">{detail}</div></details>')
 
 
@@ -545,9 +552,11 @@ def _sorted(results: Sequence[CaseResult]) -> list[CaseResult]:
 
 
 def render(aggregate: Aggregate, regression: Regression | None = None,
-           limit: int = LIMIT_BYTES) -> str:
-    """The whole page, at most about ``limit`` bytes of UTF-8."""
+           limit: int = LIMIT_BYTES, history: History | None = None) -> str:
+    """The whole page, at most about ``limit`` bytes of UTF-8; with ``history`` (the
+    history store's last runs) a trend strip per suite, and flaky cases marked."""
     suites = aggregate.suites()
+    flaky = trend.flaky_nodeids(history)
     passed = aggregate.passed
     verdict = "PASS" if passed else "FAIL"
     head = (f'<section class="verdict {"pass" if passed else "fail"}" id="verdict">'
@@ -562,6 +571,9 @@ def render(aggregate: Aggregate, regression: Regression | None = None,
         charts.append(cost)
     if regression is not None:
         charts.append(_regression_chart(regression))
+    if history is not None:  # docs/contract.md#html-report: the suite's last runs
+        charts += [trend.strip(s.info.path, history.trends[s.info.path], history.current)
+                   for s in suites if history.trends.get(s.info.path)]
     chart_html = '<h2>Charts</h2><div class="charts">' + "".join(charts) + "</div>"
     changes = ("<h2>Changes since the baseline run</h2>" + _regression_list(regression)
                if regression is not None else "")
@@ -595,7 +607,8 @@ def render(aggregate: Aggregate, regression: Regression | None = None,
                       f'<div class="head"><span>case</span><span>outcome</span>'
                       f'<span class="n">latency</span><span>failed checks</span><span></span>'
                       f'</div><div class="rows" data-path="{_esc(s.info.path)}">')
-        tables.extend(_case(rows[r.nodeid], r, details.get(r.nodeid)) for r in rs)
+        tables.extend(_case(rows[r.nodeid], r, details.get(r.nodeid), r.nodeid in flaky)
+                      for r in rs)
         tables.append("</div></section>")
     if left_out:
         tables.append(f'<p class="note" id="left-out">The details of {left_out:,} cases were '
