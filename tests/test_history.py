@@ -4,17 +4,12 @@ killed mid-run and resumed (under xdist), and stores that cannot be used."""
 
 from __future__ import annotations
 
-import glob
 import json
 import os
-import pwd
 import re
-import shutil
-import socket
 import sqlite3
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,6 +21,7 @@ from pytest_elizon_eval.history import resume
 from pytest_elizon_eval.history.store import SCHEMA_VERSION, CaseRow, HistoryError, Store
 from pytest_elizon_eval.stats import wilson_interval
 
+from . import postgres_server
 from .conftest import ECHO_APP, Packages
 
 try:  # imported before any inner run: pytester drops the modules first imported inside one
@@ -293,52 +289,16 @@ def test_history_shows_trends_cases_that_started_failing_and_flaky_ones(
 
 # -- PostgreSQL: a real server these tests start ---------------------------------------------
 
-def _postgres_bin(name: str) -> str | None:
-    found = shutil.which(name)
-    if found:
-        return found
-    candidates = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"),
-                        key=lambda p: [int(x) for x in re.findall(r"\d+", p)])
-    return candidates[-1] if candidates else None
-
-
 @pytest.fixture(scope="module")
 def postgres() -> Iterator[str]:
-    """A PostgreSQL server in a temporary folder on a loopback port: its base URL. initdb
-    refuses to run as root, so as root it runs as Debian's ``postgres`` user (runuser)."""
+    """A PostgreSQL server these tests start (tests/postgres_server.py): its base URL."""
     if psycopg is None:
         pytest.skip(_NO_PSYCOPG)
-    initdb, pg_ctl = _postgres_bin("initdb"), _postgres_bin("pg_ctl")
-    if initdb is None or pg_ctl is None:
-        pytest.skip("PostgreSQL's initdb and pg_ctl are not installed (Debian: apt-get "
-                    "install postgresql; .ci/run does)")
-    as_user: list[str] = []
-    folder = Path(tempfile.mkdtemp(prefix="elizon-pg-"))  # not under root's 0700 tmp dirs
-    if os.geteuid() == 0:
-        try:
-            user = pwd.getpwnam("postgres")
-        except KeyError:
-            pytest.skip("running as root, and there is no postgres user to run initdb as")
-        runuser = shutil.which("runuser")
-        if runuser is None:
-            pytest.skip("running as root, and there is no runuser to run initdb as postgres")
-        os.chown(folder, user.pw_uid, user.pw_gid)
-        as_user = [runuser, "-u", "postgres", "--"]
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    data = folder / "data"
     try:
-        subprocess.run([*as_user, initdb, "-D", str(data), "-U", "elizon", "--auth=trust",
-                        "-E", "UTF8", "--no-sync"], check=True, capture_output=True)
-        subprocess.run([*as_user, pg_ctl, "-D", str(data), "-l", str(folder / "log"), "-w",
-                        "-o", f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 "
-                              "-c fsync=off", "start"], check=True, capture_output=True)
-        yield f"postgresql://elizon:secret-pw@127.0.0.1:{port}"
-    finally:
-        subprocess.run([*as_user, pg_ctl, "-D", str(data), "-m", "immediate", "stop"],
-                       capture_output=True)
-        shutil.rmtree(folder, ignore_errors=True)
+        with postgres_server.running() as url:
+            yield url
+    except postgres_server.Unavailable as exc:
+        pytest.skip(str(exc))
 
 
 def _database(base: str, name: str) -> str:
@@ -378,9 +338,7 @@ def test_postgresql_down_is_one_warning_without_the_password(
         packages: Packages, pytester: pytest.Pytester) -> None:
     if psycopg is None:
         pytest.skip(_NO_PSYCOPG)
-    with socket.socket() as probe:  # a loopback port nothing listens on
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = postgres_server.free_port()
     packages.package(app=ECHO_APP, suite="cases:\n  - id: a\n    input: x\n")
     result = pytester.runpytest(f"--elizon-history=postgresql://u:hunter2@127.0.0.1:{port}/d")
     assert result.ret == 0
