@@ -32,6 +32,9 @@ except ImportError:  # the PostgreSQL tests skip, saying so
 _NO_PSYCOPG = "psycopg 3 (the PostgreSQL store's driver) is not installed: pip install " \
               "'pytest-elizon-eval[test]'"
 
+#: Inner runs keep the default history store (conftest turns it off elsewhere).
+INNER_HISTORY = True
+
 #: Logs every call; SIGKILLs its own session at the input named by $KILL_AT (a crash).
 LOGGING_APP = """
 import os, signal

@@ -183,6 +183,7 @@ class CaseItem(compat.FixtureItem):
         self.recording: dict[str, Any] | None = None
         #: The plan it was started ahead of its turn with, and the fixture values it used.
         self._early: tuple[dict[str, object], CasePlan] | None = None
+        self._case_sha: str | None = None
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, self.line - 1, f"case {self.name}"
@@ -290,8 +291,10 @@ class CaseItem(compat.FixtureItem):
     def history_key(self) -> tuple[str, str]:
         """(the case content's SHA-256, the entry point's identity) as the history keeps
         them: what must be unchanged for ``--elizon-resume`` to take a finished case."""
-        return (planning.case_sha256(self.case),
-                self.plan.entry_description if self.plan is not None else "")
+        entry = self.plan.entry_description if self.plan is not None else ""
+        if self._case_sha is None:  # asked at the run and again for its report
+            self._case_sha = planning.case_sha256(self.case)
+        return self._case_sha, entry
 
     def result_for(self, when: str, excinfo: pytest.ExceptionInfo[BaseException] | None
                    ) -> tuple[CaseResult, dict[str, Any] | None] | None:

@@ -63,6 +63,13 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
 SCHEMA_VERSION = len(MIGRATIONS)
 
 _ID = {"sqlite": "INTEGER PRIMARY KEY", "postgresql": "BIGSERIAL PRIMARY KEY"}
+_CASE_COLUMNS = ("run_id", "nodeid", "suite_path", "suite_sha256", "case_id", "case_sha256",
+                 "entry", "outcome", "latency_ms", "cost_usd", "tokens", "judge_score",
+                 "recorded", "data", "resumed")
+#: A case recorded again (a resumed run, a re-run) replaces its row.
+_UPSERT_CASE = (f"INSERT INTO cases ({', '.join(_CASE_COLUMNS)}) VALUES "
+                f"({', '.join('?' * len(_CASE_COLUMNS))}) ON CONFLICT (run_id, nodeid) DO "
+                "UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in _CASE_COLUMNS[2:]))
 _PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*@")
 
 
@@ -277,22 +284,25 @@ class Store:
                               "WHERE id = ?", (host, pid, run_id))
 
     def record_case(self, run_id: int, row: CaseRow, recorded: str) -> None:
+        """Record one finished case (again, if it was: the newer result wins)."""
         data = row.data
         usage = data.get("usage") or {}
         values = (run_id, row.nodeid, row.suite_path, row.suite_sha256, row.case_id,
                   row.case_sha256, row.entry, row.outcome, data.get("latency_ms"),
                   usage.get("cost_usd"), usage.get("tokens"), data.get("judge_score"),
                   recorded, json.dumps(data, ensure_ascii=False), int(row.resumed))
+        runs = data.get("runs") or ()
+        if not runs:  # the common case: one statement, its own transaction
+            try:
+                self.connection.execute(self._sql(_UPSERT_CASE), values)
+            except Exception as exc:
+                raise self._failure(exc) from None
+            return
         with self.transaction() as cursor:
             self._run(cursor, "DELETE FROM case_runs WHERE run_id = ? AND nodeid = ?",
                       (run_id, row.nodeid))
-            self._run(cursor, "DELETE FROM cases WHERE run_id = ? AND nodeid = ?",
-                      (run_id, row.nodeid))
-            self._run(cursor, "INSERT INTO cases (run_id, nodeid, suite_path, suite_sha256, "
-                              "case_id, case_sha256, entry, outcome, latency_ms, cost_usd, "
-                              "tokens, judge_score, recorded, data, resumed) VALUES "
-                              "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", values)
-            for n, run in enumerate(data.get("runs") or (), start=1):
+            self._run(cursor, _UPSERT_CASE, values)
+            for n, run in enumerate(runs, start=1):
                 self._run(cursor, "INSERT INTO case_runs (run_id, nodeid, n, outcome, "
                                   "latency_ms, judge_score) VALUES (?, ?, ?, ?, ?, ?)",
                           (run_id, row.nodeid, n, run.get("outcome", ""),
