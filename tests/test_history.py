@@ -211,6 +211,9 @@ def test_a_killed_session_is_resumed_under_xdist_and_a_finished_one_never(
     assert "3 cases resumed from the history store" in (pytester.path / "m.md").read_text()
     assert (pytester.path / "h.html").read_text().count("resumed from the history store") == 3
     assert _runs(store) == [(1, "finished")]  # the one session, now whole
+    with sqlite3.connect(store) as db:  # the workers' case keys reached the controller
+        assert db.execute("SELECT count(*) FROM cases WHERE length(case_sha256) != 64 "
+                          "OR entry = ''").fetchone() == (0,)
     assert [c[1:] for c in _cases(store)] == [
         ("c1", "passed", 1), ("c2", "failed", 1), ("c3", "passed", 1), ("c4", "passed", 0),
         ("c5", "passed", 0), ("c6", "passed", 0)]

@@ -34,7 +34,8 @@ if TYPE_CHECKING:
     from ..reporting.aggregate import Aggregate
     from .queries import History
 
-__all__ = ["KEY_ATTR", "WORKER_KEY", "HistoryRecorder", "packages_key", "worker_resumable"]
+__all__ = ["KEY_ATTR", "WORKER_KEY", "HistoryRecorder", "packages_key",
+           "worker_resumable"]
 
 #: The report attribute carrying (case content SHA-256, entry identity) to the controller.
 KEY_ATTR = "elizon_history_key"
@@ -86,7 +87,8 @@ class HistoryRecorder:
         self.started = provenance.now()
         self.problem: str | None = None
         self.failed_writes = 0
-        self.recorded = 0
+        #: Every case's report data, by node id: the results document is made of them.
+        self.reported: dict[str, dict[str, Any]] = {}
         self.resumed = 0
         self.notes: list[str] = []
         self.packages = packages_key(config)
@@ -167,25 +169,23 @@ class HistoryRecorder:
         data = getattr(report, outcomes.REPORT_ATTR, None)
         if data is None or self.location is None:
             return
+        case_sha, entry = getattr(report, KEY_ATTR, None) or ("", "")
+        self.reported[data["nodeid"]] = data
+        self.resumed += bool(data.get("resumed"))
         run_id = self._begin()
         store = self.store
         if run_id is None or store is None:
             self.failed_writes += 1
             return
-        case_sha, entry = getattr(report, KEY_ATTR, None) or ("", "")
-        try:
+        try:  # written as it finishes: a session killed later keeps it
             store.record_case(run_id, CaseRow.of(data, case_sha, entry), provenance.now())
         except HistoryError as exc:
             self.problem = self.problem or str(exc)
             self.failed_writes += 1
-            return
         except Exception as exc:  # a value no writer foresaw costs that row, not the run
             self.problem = self.problem or (f"cannot record {data.get('nodeid')} in the history "
                                             f"store {store.where}: {type(exc).__name__}: {exc}")
             self.failed_writes += 1
-            return
-        self.recorded += 1
-        self.resumed += bool(data.get("resumed"))
 
     def finish(self, session: pytest.Session, aggregate: Aggregate,
                made: dict[str, Any] | None) -> None:
@@ -203,7 +203,7 @@ class HistoryRecorder:
         from ..reporting import results  # deferred: the document is built at the end only
 
         try:
-            document = results.build(aggregate, provenance=made)
+            document = results.build(aggregate, provenance=made, reported=self.reported)
             store.finish_run(run_id, finished=provenance.now(),
                              status="interrupted" if interrupted else "finished",
                              passed=aggregate.passed, suites=document["suites"],

@@ -285,28 +285,31 @@ class Store:
 
     def record_case(self, run_id: int, row: CaseRow, recorded: str) -> None:
         """Record one finished case (again, if it was: the newer result wins)."""
-        data = row.data
-        usage = data.get("usage") or {}
-        values = (run_id, row.nodeid, row.suite_path, row.suite_sha256, row.case_id,
-                  row.case_sha256, row.entry, row.outcome, data.get("latency_ms"),
-                  usage.get("cost_usd"), usage.get("tokens"), data.get("judge_score"),
-                  recorded, json.dumps(data, ensure_ascii=False), int(row.resumed))
-        runs = data.get("runs") or ()
-        if not runs:  # the common case: one statement, its own transaction
-            try:
-                self.connection.execute(self._sql(_UPSERT_CASE), values)
-            except Exception as exc:
-                raise self._failure(exc) from None
-            return
+        self.record_cases(run_id, [(row, recorded)])
+
+    def record_cases(self, run_id: int, rows: Sequence[tuple[CaseRow, str]]) -> None:
+        """Record finished cases, with when each was recorded, in one transaction."""
+        values = []
+        repeated = []
+        for row, recorded in rows:
+            data = row.data
+            usage = data.get("usage") or {}
+            values.append((run_id, row.nodeid, row.suite_path, row.suite_sha256, row.case_id,
+                           row.case_sha256, row.entry, row.outcome, data.get("latency_ms"),
+                           usage.get("cost_usd"), usage.get("tokens"), data.get("judge_score"),
+                           recorded, json.dumps(data, ensure_ascii=False), int(row.resumed)))
+            repeated += [(run_id, row.nodeid, n, run.get("outcome", ""), run.get("latency_ms"),
+                          run.get("judge_score"))
+                         for n, run in enumerate(data.get("runs") or (), start=1)]
         with self.transaction() as cursor:
-            self._run(cursor, "DELETE FROM case_runs WHERE run_id = ? AND nodeid = ?",
-                      (run_id, row.nodeid))
-            self._run(cursor, _UPSERT_CASE, values)
-            for n, run in enumerate(runs, start=1):
-                self._run(cursor, "INSERT INTO case_runs (run_id, nodeid, n, outcome, "
-                                  "latency_ms, judge_score) VALUES (?, ?, ?, ?, ?, ?)",
-                          (run_id, row.nodeid, n, run.get("outcome", ""),
-                           run.get("latency_ms"), run.get("judge_score")))
+            cursor.executemany(self._sql(_UPSERT_CASE), values)
+            if repeated:
+                cursor.executemany(self._sql("DELETE FROM case_runs WHERE run_id = ? AND "
+                                             "nodeid = ?"),
+                                   sorted({(r[0], r[1]) for r in repeated}))
+                cursor.executemany(self._sql("INSERT INTO case_runs (run_id, nodeid, n, "
+                                             "outcome, latency_ms, judge_score) VALUES "
+                                             "(?, ?, ?, ?, ?, ?)"), repeated)
 
     def finish_run(self, run_id: int, *, finished: str, status: str, passed: bool | None,
                    suites: Sequence[Mapping[str, Any]], provenance: Mapping[str, Any] | None,
