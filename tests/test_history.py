@@ -106,6 +106,11 @@ def test_every_case_is_recorded_under_the_rootdir_and_off_records_nothing(
     packages.package(app=ECHO_APP, suite="cases:\n  - id: a\n    input: x\n"
                                           "  - id: b\n    input: y\n    expect: {equals: z}\n")
     pytester.runpytest("--elizon-history=off").assert_outcomes(passed=1, failed=1)
+    refused = pytester.runpytest("--elizon-history=off", "--elizon-resume")
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    refused.stderr.fnmatch_lines(["*--elizon-resume continues a session from the history "
+                                  "store, which is off (--elizon-history=off or ini "
+                                  "elizon_history)"])
     store = pytester.path / ".elizon" / "history.sqlite"
     assert not store.exists()
     pytester.runpytest().assert_outcomes(passed=1, failed=1)
@@ -162,7 +167,7 @@ def answer(text=None):
         time.sleep(0.05)
     return "never met"
 """
-    many = "cases:\n" + "".join(f"  - id: c{n}\n    input: c{n}\n" for n in range(40))
+    many = "cases:\n" + "".join(f"  - id: c{n}\n    input: c{n}\n" for n in range(20))
     packages.package("one", app=meeting.format(me="one", other="two"), suite=many)
     packages.package("two", app=meeting.format(me="two", other="one"), suite=many)
     store = tmp_path / "shared.sqlite"
@@ -172,11 +177,11 @@ def answer(text=None):
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
              for name in ("one", "two")]
     outputs = [p.communicate(timeout=120)[0] for p in procs]
-    assert all("40 passed" in out for out in outputs), outputs
+    assert all("20 passed" in out for out in outputs), outputs
     with sqlite3.connect(store) as db:
         runs = db.execute("SELECT packages, status, (SELECT count(*) FROM cases "
                           "WHERE run_id = runs.id) FROM runs ORDER BY packages").fetchall()
-    assert runs == [("one", "finished", 40), ("two", "finished", 40)]
+    assert runs == [("one", "finished", 20), ("two", "finished", 20)]
 
 
 def test_a_killed_session_is_resumed_under_xdist_and_a_finished_one_never(

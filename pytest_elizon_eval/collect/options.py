@@ -496,6 +496,10 @@ def resolve(config: pytest.Config) -> Settings:
     globs = tuple(config.getini("elizon_suite_files"))
     entry, judge = _sources(config, ENTRY), _sources(config, JUDGE)
     concurrency, auto = _concurrency(config)
+    history, resume = _history(config), bool(config.getoption("elizon_resume"))
+    if resume and history is None:
+        raise pytest.UsageError("--elizon-resume continues a session from the history store, "
+                                "which is off (--elizon-history=off or ini elizon_history)")
     return Settings(
         cli={ENTRY.key: entry[0], JUDGE.key: judge[0]},
         ini={ENTRY.key: entry[1], JUDGE.key: judge[1]},
@@ -519,7 +523,7 @@ def resolve(config: pytest.Config) -> Settings:
         html=_html_path(config),
         prices=_prices(config),
         sign_key=_sign_key(config, _path(config, "elizon_results")),
-        history=_history(config),
+        history=history,
         history_strict=_ini_bool(config, "elizon_history_strict"),
-        resume=bool(config.getoption("elizon_resume")),
+        resume=resume,
     )
