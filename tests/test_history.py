@@ -389,3 +389,20 @@ def answer(text=None):
     flaky = re.findall(r'data-id="([a-z]+)"[^>]*><summary class="row"><span>[a-z]+ '
                        r'<span class="b flaky"', html)
     assert flaky == ["flips"]
+
+
+def test_a_session_stopped_by_x_is_unfinished_and_resumed_in_process(
+        packages: Packages, pytester: pytest.Pytester, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    packages.package(app=LOGGING_APP, suite=SIX)
+    calls = tmp_path / "calls.log"
+    monkeypatch.setenv("CALLS_LOG", str(calls))
+    pytester.runpytest("-x").assert_outcomes(passed=1, failed=1)  # c2 fails: -x stops there
+    store = pytester.path / ".elizon" / "history.sqlite"
+    assert _runs(store) == [(1, "interrupted")]
+    calls.unlink()
+    resumed = pytester.runpytest("--elizon-resume", "--elizon-markdown=m.md")
+    resumed.assert_outcomes(passed=5, failed=1)
+    assert calls.read_text().split() == ["c3", "c4", "c5", "c6"]
+    assert "2 cases resumed from the history store" in (pytester.path / "m.md").read_text()
+    assert _runs(store) == [(1, "finished")]
