@@ -602,12 +602,13 @@ def parser() -> argparse.ArgumentParser:
     p = verbs.add_parser("history", help="ask the history store: trends, failing and flaky "
                                          "cases; history diff RUN_A RUN_B",
                          description="Per suite, the trend of its last runs (pass rate with "
-                                     "its 95%% Wilson interval, cost, p95 latency, judge "
+                                     "its 95% Wilson interval, cost, p95 latency, judge "
                                      "score); the cases that fail in their latest run and the "
                                      "run since which they fail; the cases flaky across runs "
-                                     "(outcome changed while the suite file, entry point and "
-                                     "case stayed the same). 'history diff RUN_A RUN_B "
-                                     "[STORE]' compares two runs as 'diff' compares two "
+                                     "(outcome changed back and forth while the suite file, "
+                                     "entry point and case stayed the same). 'history diff "
+                                     "RUN_A RUN_B [STORE]' compares two runs as 'diff' "
+                                     "compares two "
                                      "results files. STORE is a SQLite file or a "
                                      "postgresql:// URL (default: .elizon/history.sqlite here "
                                      "or in the nearest parent folder that has one).")
