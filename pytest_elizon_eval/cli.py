@@ -785,7 +785,146 @@ def parser() -> argparse.ArgumentParser:
                    help="time limit of each grade (default 90)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(run=_align)
+
+    p = verbs.add_parser("history", help="ask the history store: trends, failing and flaky "
+                                         "cases; history diff RUN_A RUN_B",
+                         description="Per suite, the trend of its last runs (pass rate with "
+                                     "its 95% Wilson interval, cost, p95 latency, judge "
+                                     "score); the cases that fail in their latest run and the "
+                                     "run since which they fail; the cases flaky across runs "
+                                     "(outcome changed back and forth while the suite file, "
+                                     "entry point and case stayed the same). 'history diff "
+                                     "RUN_A RUN_B [STORE]' compares two runs as 'diff' "
+                                     "compares two "
+                                     "results files. STORE is a SQLite file or a "
+                                     "postgresql:// URL (default: .elizon/history.sqlite here "
+                                     "or in the nearest parent folder that has one).")
+    p.add_argument("words", nargs="*", metavar="STORE | diff RUN_A RUN_B [STORE]")
+    p.add_argument("--suite", action="append", default=[], metavar="PATH",
+                   help="only this suite (a path or a glob pattern; repeatable)")
+    p.add_argument("--last", type=int, default=30, metavar="N",
+                   help="the last N runs (default 30)")
+    p.add_argument("--format", choices=("table", "json"), default="table")
+    p.set_defaults(run=_history)
     return top
+
+
+def _history_store(given: str | None) -> Any:
+    from .history.store import DEFAULT_PATH, HistoryError, Store, is_url  # deferred: only here
+
+    if given is None:
+        here = Path.cwd()
+        found = next((d / DEFAULT_PATH for d in (here, *here.parents)
+                      if (d / DEFAULT_PATH).is_file()), None)
+        if found is None:
+            raise Trouble(f"no history store: no {DEFAULT_PATH} here or in a parent folder; "
+                          "name one (a SQLite file or a postgresql:// URL)")
+        given = str(found)
+    elif not is_url(given) and not Path(given).is_file():
+        raise Trouble(f"no history store at {given}")
+    try:
+        return Store.open(given)
+    except HistoryError as exc:
+        raise Trouble(str(exc)) from None
+
+
+def _history(args: argparse.Namespace, out: Out) -> int:
+    from .history import queries  # deferred: only this verb reads the store
+
+    words = list(args.words)
+    if words and words[0] == "diff":
+        return _history_diff(words[1:], out)
+    if len(words) > 1:
+        raise Trouble(f"expected at most one STORE, got {len(words)} words: "
+                      f"{' '.join(safe(w) for w in words)}")
+    if args.last < 1:
+        raise Trouble(f"--last {args.last}: expected a number of runs of at least 1")
+    store = _history_store(words[0] if words else None)
+    try:
+        found = queries.ask(store, last=args.last, suites=args.suite)
+    finally:
+        store.close()
+    if args.format == "json":
+        out.line(json.dumps(found.to_data(), ensure_ascii=False, indent=2))
+        return EXIT_OK
+    shown = f"runs {found.runs[0][0]}..{found.runs[-1][0]}" if found.runs else "no runs"
+    out.line(f"history of {safe(found.store)}: {len(found.runs)} of {found.runs_total} runs "
+             f"shown ({shown})", {"bold": True})
+    for path, points in found.trends.items():
+        out.line("")
+        out.line(f"{safe(path)}", {"bold": True})
+        head = ("run", "started", "cases", "pass rate [95% CI]", "cost", "p95 ms", "judge")
+        rows = [(str(p.run) + ("" if p.status == "finished" else f" ({p.status})"),
+                 safe(p.started), str(p.cases),
+                 f"{p.pass_rate:.3f} [{p.interval[0]:.3f}, {p.interval[1]:.3f}]",
+                 "-" if p.cost_usd is None else f"${p.cost_usd:.6f}",
+                 "-" if p.p95_latency_ms is None else f"{p.p95_latency_ms:.1f}",
+                 "-" if p.judge_score is None else f"{p.judge_score:.3f}") for p in points]
+        widths = [max(len(row[i]) for row in [head, *rows]) for i in range(len(head))]
+        for row in [head, *rows]:
+            out.line("  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True))
+                     .rstrip(), {"bold": row is head})
+    out.line("")
+    if found.started_failing:
+        out.line("not passing in their latest run:", {"bold": True})
+        for case in found.started_failing:
+            before = f"passed in run {case.last_passed}" if case.last_passed is not None \
+                else "no pass in the runs shown"
+            out.line(f"  {safe(case.nodeid)}  {case.outcome} since run {case.since} "
+                     f"({before})", {"red": True})
+    else:
+        out.line("every case passed in its latest run", {"green": True})
+    if found.flaky:
+        out.line("flaky across runs (outcome changed, suite, entry point and case unchanged):",
+                 {"bold": True})
+        for flaky in found.flaky:
+            counts = ", ".join(f"{o} ×{n}" for o, n in flaky.outcomes.items())
+            out.line(f"  {safe(flaky.nodeid)}  {flaky.changes} change"
+                     f"{'s' if flaky.changes != 1 else ''} in {flaky.runs} runs: {counts}",
+                     {"yellow": True})
+    else:
+        out.line("no case flaky across the runs shown")
+    return EXIT_OK
+
+
+def _history_diff(words: list[str], out: Out) -> int:
+    from .history import queries  # deferred: only this verb reads the store
+    from .reporting import results  # deferred: the older run as a results document
+
+    if len(words) not in (2, 3):
+        raise Trouble("usage: elizon-eval history diff RUN_A RUN_B [STORE]")
+    try:
+        first, second = int(words[0]), int(words[1])
+    except ValueError:
+        raise Trouble(f"runs are numbers, as 'elizon-eval history' lists them: got "
+                      f"{safe(words[0])} {safe(words[1])}") from None
+    store = _history_store(words[2] if len(words) == 3 else None)
+    try:
+        known = {int(r[0]) for r in store.rows("SELECT id FROM runs WHERE id IN (?, ?)",
+                                               (first, second))}
+        missing = [str(r) for r in (first, second) if r not in known]
+        if missing:
+            raise Trouble(f"no run {' or '.join(missing)} in {safe(store.where)}")
+        old, new = queries.run_aggregate(store, first), queries.run_aggregate(store, second)
+    finally:
+        store.close()
+    regression = compare(results.build(old), new, f"run {first}")
+    counts = regression.counts()
+    out.line(f"run {first} -> run {second}: "
+             + ", ".join(f"{n} {kind}" for kind, n in counts.items()), {"bold": True})
+    for path in regression.changed_suites:
+        out.line(f"suite file changed: {safe(path)}", {"yellow": True})
+    rows = [(c.change, safe(c.nodeid), c.before or "-", c.after or "-")
+            for c in regression.changes if c.change != "unchanged"]
+    head = ("change", "case", "before", "after")
+    widths = [max(len(row[i]) for row in [head, *rows]) for i in range(len(head))]
+    for row in [head, *rows] if rows else []:
+        out.line("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip(),
+                 {"bold": row is head, "red": row[0] == "regressed",
+                  "green": row[0] == "improved"})
+    if not rows:
+        out.line("no case changed")
+    return EXIT_OK
 
 
 def _probes_list(args: argparse.Namespace, out: Out) -> int:

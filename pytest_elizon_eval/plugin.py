@@ -26,6 +26,7 @@ from .collect import hookspecs, options, snapshotting
 from .collect import nodes as collect
 from .collect import session as elizon_session
 from .decide import outcomes
+from .history.recorder import KEY_ATTR, HistoryRecorder, worker_resumable
 from .load import discovery
 from .load.discovery import PackageIndex
 from .load.packages import standalone
@@ -40,6 +41,7 @@ if TYPE_CHECKING:  # the report writers are imported where a run needs them (sta
     from .reporting.regression import Regression
 
 _REPORTER = "elizon-reporter"
+_HISTORY = "elizon-history"
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -71,6 +73,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(measures_hooks, "elizon-measures")
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(SessionReporter(config, settings), _REPORTER)
+        if settings.history is not None:
+            config.pluginmanager.register(HistoryRecorder(config, settings), _HISTORY)
+    else:
+        worker_resumable(config)
     # snapshots: compared in every process, written by the owning one (docs/contract.md#snapshots)
     config.pluginmanager.register(snapshotting.SnapshotCases(config), "elizon-snapshots")
     if not hasattr(config, "workerinput"):
@@ -116,6 +122,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     reporter = config.pluginmanager.get_plugin(_REPORTER)
     if reporter is not None:
         config.pluginmanager.unregister(reporter)
+    history = config.pluginmanager.get_plugin(_HISTORY)
+    if history is not None:
+        config.pluginmanager.unregister(history)
     running = config.stash.get(elizon_session.SESSION, None)
     if running is not None:
         running.end()
@@ -134,6 +143,7 @@ def pytest_runtest_makereport(
         found = item.result_for(call.when, call.excinfo if report.failed else None)
         if found is not None:
             annotate(report, *found)
+            setattr(report, KEY_ATTR, item.history_key())  # for the history store
     return report
 
 
@@ -322,14 +332,21 @@ class SessionReporter:
             from .reporting.regression import compare  # deferred: only with a baseline
 
             self.regression = compare(self.previous, self.aggregate, str(self.settings.baseline))
+        history = self.config.pluginmanager.get_plugin(_HISTORY)
         if not len(self.aggregate) and self.regression is None:
+            if history is not None:
+                history.finish(session, self.aggregate, None)
             return
-        made = self._provenance() if self.settings.results is not None else None
+        made = self._provenance() if self.settings.results is not None \
+            or history is not None else None
+        if history is not None:
+            history.finish(session, self.aggregate, made)
         from .reporting import files  # deferred: it imports each writer only when asked for
 
         self.written, self.unwritten = files.write_all(self.aggregate, self.regression,
                                                        self.settings, self.recordings, made,
-                                                       redteam_nodes.canary(self.config))
+                                                       redteam_nodes.canary(self.config),
+                                                       history.history if history else None)
         if self.unwritten:
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
@@ -358,6 +375,9 @@ class SessionReporter:
                         terminalreporter.write_line(text)
         for kind, path in self.written:
             terminalreporter.write_sep("-", f"generated {kind}: {path}")
+        history = self.config.pluginmanager.get_plugin(_HISTORY)
+        for text, markup in history.summary_lines() if history is not None else ():
+            terminalreporter.write_line(text, **markup)
         for problem in self.unwritten:
             terminalreporter.write_line(f"elizon: {problem}", red=True)
         if self.guard is not None:

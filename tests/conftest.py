@@ -119,7 +119,12 @@ def _plugins(request: pytest.FixtureRequest) -> list[str]:
         return inline_run(*args, plugins=[*modules, *plugins], **kwargs)
 
     monkeypatch.setattr(pytester, "inline_run", with_plugins)
-    return [f"-p {name}" for name in _INNER_PLUGINS] + named + left_out
+    # The history store (docs/contract.md#history) is on by default, and creating one costs
+    # a few fsyncs per run: inner runs keep it off unless their module sets INNER_HISTORY
+    # (test_history) or the run names a store itself (a later --elizon-history wins).
+    history = [] if getattr(request.module, "INNER_HISTORY", False) \
+        else ["--elizon-history=off"]
+    return [f"-p {name}" for name in _INNER_PLUGINS] + named + left_out + history
 
 
 #: Runs pytest with SIGINT as a terminal gives it, even when this process inherited it ignored

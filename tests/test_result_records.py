@@ -62,7 +62,8 @@ def full() -> CaseResult:
         repeat=RepeatRecord(2, 1, 0.5, 0.09, 0.91, 0.95, 0.75, True, True, "sequential", 2,
                             20, "SPRT", 0.1, "below", 2, False, 0.5, 0.5),
         label=LabelRecord("billing", "legal"), rag=RagRecord(0.5, 0.75, 1.0, 0.5, 3, 2),
-        first_tool="search", controls=("CC6.1", "LLM01"))
+        first_tool="search", controls=("CC6.1", "LLM01"),
+        resumed=True)
 
 
 def test_a_fully_populated_result_survives_data_and_json_unchanged() -> None:

@@ -238,15 +238,18 @@ def test_xdist_shows_and_writes_what_a_serial_run_does_and_replays_the_same(
     # -- replay under xdist: the same outcomes, and no entry point called
     replayed = pytester.runpytest_subprocess("-n", "2", "--elizon-replay=xdist/tape.json",
                                              "--elizon-results=replay/r.json",
-                                             "--elizon-html=replay/page.html")
+                                             "--elizon-html=replay/page.html",
+                                             "--elizon-history=replay/xdist.sqlite")
     assert replayed.parseoutcomes() == expected, "a replay under xdist differs"
     assert replayed.ret == serial.ret
     # the HTML page, written once by the controller, is the page a serial replay writes
     # (replayed, the latencies are the recorded ones, so the pages are equal byte for byte)
     pytester.runpytest("-p", "no:xdist", "--elizon-replay=xdist/tape.json",
-                       "--elizon-html=replay/serial-page.html")
+                       "--elizon-html=replay/serial-page.html",
+                       "--elizon-history=replay/serial.sqlite")  # each its own trend strip
     page = (pytester.path / "replay/page.html").read_text(encoding="utf-8")
     assert page.count('<details class="case"') == 29
+    assert page.count('class="chart-trend"') == 9  # each suite's trend, from the store
     assert page == (pytester.path / "replay/serial-page.html").read_text(encoding="utf-8")
     replay_data = results_of(pytester.path / "replay/r.json")
     assert {k: c["outcome"] for k, c in cases_by_id(replay_data).items()} == {

@@ -184,6 +184,7 @@ class CaseItem(compat.FixtureItem):
         self.recording: dict[str, Any] | None = None
         #: The plan it was started ahead of its turn with, and the fixture values it used.
         self._early: tuple[dict[str, object], CasePlan] | None = None
+        self._case_sha: str | None = None
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, self.line - 1, f"case {self.name}"
@@ -232,6 +233,8 @@ class CaseItem(compat.FixtureItem):
         running = session.of(self.config)
         if running.settings.replay is not None or self.checks_fixture:
             return None  # a replay answers at once; fixture checks come with its setup
+        if session.of(self.config).resumable:
+            return None  # a resumed run may answer it from the store: decided at its turn
         values: dict[str, object] = {}
         for name in self._fixtures:
             wide = compat.session_wide_fixture(self, name, _DEFAULTS_MODULE)
@@ -275,6 +278,10 @@ class CaseItem(compat.FixtureItem):
         plan = self.plan
         assert plan is not None  # made by setup, which pytest ran first
         running = session.of(self.config)
+        stored = planning.stored_result(running.resumable, self.identity, *self.history_key())
+        if stored is not None:  # --elizon-resume: finished by the run this one continues
+            self.result = stored
+            return stored
         future = running.scheduler.take(self.nodeid) if running.scheduler is not None else None
         try:
             run = future.result() if future is not None else None  # waits; Ctrl-C still stops
@@ -289,6 +296,14 @@ class CaseItem(compat.FixtureItem):
         if running.settings.record is not None:
             self.recording = planning.recording_of(self.identity, self.case, plan, run)
         return result
+
+    def history_key(self) -> tuple[str, str]:
+        """(the case content's SHA-256, the entry point's identity) as the history keeps
+        them: what must be unchanged for ``--elizon-resume`` to take a finished case."""
+        entry = self.plan.entry_description if self.plan is not None else ""
+        if self._case_sha is None:  # asked at the run and again for its report
+            self._case_sha = planning.case_sha256(self.case)
+        return self._case_sha, entry
 
     def result_for(self, when: str, excinfo: pytest.ExceptionInfo[BaseException] | None
                    ) -> tuple[CaseResult, dict[str, Any] | None] | None:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..bind.binding import ENTRY, JUDGE, Kind, Source, parse_text
+from ..history.store import DEFAULT_PATH, is_url
 from ..load.model import MAX_PRICE
 from ..run.cassette import Cassette
 from ..run.concurrency import MAX_CONCURRENCY
@@ -159,6 +160,18 @@ OPTIONS: tuple[Option, ...] = (
            unset="fail",
            help="What an inconclusive case (repeat: {until: decided} still undecided at "
                 "max) does to a must-pass gate: fail (default) or pass."),
+    Option(cli="--elizon-history", ini="elizon_history", metavar="STORE",
+           unset=".elizon/history.sqlite",
+           help="The history store every session is recorded in: a SQLite file path or a "
+                "postgresql:// URL (needs pytest-elizon-eval[postgres]); 'off' records "
+                "nothing (default: .elizon/history.sqlite under the rootdir)."),
+    Option(ini="elizon_history_strict", ini_type="bool", ini_default=False, unset="false",
+           help="A history store that cannot be used is an error (exit status 4) instead of "
+                "one warning."),
+    Option(cli="--elizon-resume", action="store_true", default=False, unset="false",
+           help="Continue the last unfinished session of the same packages: cases it "
+                "finished (same suite, entry point and case) are taken from the history "
+                "store and reported as resumed; only the rest run."),
 )
 
 
@@ -211,6 +224,13 @@ class Settings:
     #: The confidence of a repeated case's interval and sequential test (ini
     #: ``elizon_confidence`` when registered, else 0.95).
     case_confidence: float = 0.95
+    #: ``--elizon-history`` / ini ``elizon_history``: the store (a SQLite path or a
+    #: postgresql:// URL), None when 'off' (docs/contract.md#history).
+    history: str | None = None
+    #: ini ``elizon_history_strict``: a store that cannot be used is an error.
+    history_strict: bool = False
+    #: ``--elizon-resume`` (docs/contract.md#resume).
+    resume: bool = False
 
 
 
@@ -520,12 +540,38 @@ def _case_confidence(config: pytest.Config) -> float:
     return value
 
 
+def _history(config: pytest.Config) -> str | None:
+    """The history store: a URL as it is, a path relative to where pytest was started (the
+    option) or to the ini file (the ini key); the default is under the rootdir."""
+    raw = config.getoption("elizon_history")
+    base = config.invocation_params.dir
+    if raw is None:
+        raw = str(config.getini("elizon_history") or "").strip() or None
+        base = config.inipath.parent if config.inipath else config.rootpath
+    if raw is None:
+        return str(config.rootpath / DEFAULT_PATH)
+    text = str(raw).strip()
+    if text.lower() == "off":
+        return None
+    if not text:
+        raise pytest.UsageError("--elizon-history: expected a SQLite file path, a "
+                                "postgresql:// URL, or off")
+    if is_url(text):
+        return text
+    return str(Path(base, os.path.expanduser(text)))
+
+
+
 def resolve(config: pytest.Config) -> Settings:
     """Read and check every setting; a bad value is a usage error naming its source."""
     timeout_s, timeout_source = _timeout(config)
     globs = tuple(config.getini("elizon_suite_files"))
     entry, judge = _sources(config, ENTRY), _sources(config, JUDGE)
     concurrency, auto = _concurrency(config)
+    history, resume = _history(config), bool(config.getoption("elizon_resume"))
+    if resume and history is None:
+        raise pytest.UsageError("--elizon-resume continues a session from the history store, "
+                                "which is off (--elizon-history=off or ini elizon_history)")
     return Settings(
         cli={ENTRY.key: entry[0], JUDGE.key: judge[0]},
         ini={ENTRY.key: entry[1], JUDGE.key: judge[1]},
@@ -555,6 +601,9 @@ def resolve(config: pytest.Config) -> Settings:
         require_alignment=_ini_bool(config, "elizon_require_alignment"),
         inconclusive_passes=_inconclusive(config),
         case_confidence=_case_confidence(config),
+        history=history,
+        history_strict=_ini_bool(config, "elizon_history_strict"),
+        resume=resume,
     )
 
 

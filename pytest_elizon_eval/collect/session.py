@@ -15,7 +15,7 @@ low-level modules (``retrying``, ``concurrency``) can read it without an import 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -46,6 +46,9 @@ class ElizonSession:
     fixture_values: dict[int, object] = field(default_factory=dict)
     #: The position of each collected item's node id (looked up when cases start ahead).
     positions: dict[str, int] | None = None
+    #: ``--elizon-resume``: the cases the resumed run finished, by node id (suite sha256,
+    #: case sha256, entry, report data); None when not resuming.
+    resumable: dict[str, tuple[str, str, str, dict[str, Any]]] | None = None
 
     def start(self, config: pytest.Config | None) -> None:
         """Keep this session under its config and make it the process's current one."""

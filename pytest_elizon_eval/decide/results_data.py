@@ -510,6 +510,9 @@ class CaseResult:
     first_tool: str | None = field(default=None, metadata={OMIT_NONE: True})
     #: The compliance controls the case declares (``controls:``; a probe's pack's too).
     controls: tuple[str, ...] = ()
+    #: Taken from the history store's unfinished run by ``--elizon-resume``, not run again
+    #: (docs/contract.md#resume); None (and not in the data) for a case that ran.
+    resumed: bool | None = field(default=None, metadata={OMIT_NONE: True})
 
     @property
     def crashed(self) -> bool:

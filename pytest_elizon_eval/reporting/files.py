@@ -16,6 +16,7 @@ from ..run.cassette import Cassette
 
 if TYPE_CHECKING:  # types only: each writer is imported when its file is asked for
     from ..collect.options import Settings
+    from ..history.queries import History
     from .aggregate import Aggregate
     from .regression import Regression
 
@@ -46,7 +47,8 @@ def _append_summary(path: Path, aggregate: Aggregate, regression: Regression | N
 
 def write_all(aggregate: Aggregate, regression: Regression | None, settings: Settings,
               recordings: list[dict[str, Any]], provenance: Mapping[str, Any] | None = None,
-              canary: str | None = None) -> tuple[list[tuple[str, Path]], list[str]]:
+              canary: str | None = None, history: History | None = None
+              ) -> tuple[list[tuple[str, Path]], list[str]]:
     """Write every requested file: (kind, path) of each written, and a line for each that
     could not be written."""
     document: list[str] = []  # the results text as written: the signature covers exactly it
@@ -80,7 +82,7 @@ def write_all(aggregate: Aggregate, regression: Regression | None, settings: Set
     def write_html(path: Path) -> None:
         from . import html  # deferred: costs import time on every run, needed by few
 
-        _write(path, html.render(aggregate, regression))
+        _write(path, html.render(aggregate, regression, history=history))
 
     signature: Path | None = None
     if settings.results is not None and settings.sign_key is not None:

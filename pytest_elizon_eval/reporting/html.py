@@ -32,7 +32,7 @@ import json
 import math
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..decide.outcomes import (
     ERROR,
@@ -50,11 +50,14 @@ from ..measures.rendering import html_section as measures_html
 from ..run.assertions import AssertionResult
 from ..text import cap, visible
 from . import html_glance as glance
-from . import judges, snapshot_reports
+from . import judges, snapshot_reports, trend
 from .aggregate import Aggregate, BaselineRow, SuiteSummary, format_metric
 from .compliance import html_part as compliance_part
 from .regression import CHANGES, Regression
 from .usage_text import dollars, usage_line
+
+if TYPE_CHECKING:  # types only: the history is queried by the recorder, not here
+    from ..history.queries import History
 
 __all__ = ["CATEGORIES", "LIMIT_BYTES", "category", "fragment", "render"]
 
@@ -82,7 +85,7 @@ _KNOWN = {"nodeid", "case_id", "line", "outcome", "assertions", "latency_ms", "o
           "output_length", "error", "timeout_s", "timeout_source", "entry", "judge_score",
           "judge_reasoning", "runs", "passed_runs", "min_pass_rate", "replayed", "input",
           "suite", "usage", "tool_calls", "turns", "failed_turn", "turn_count", "attempts",
-          "retries", "waited_s", "rate_limited", "repeat"}
+          "retries", "waited_s", "rate_limited", "repeat", "resumed"}
 _KNOWN |= {"snapshot"}  # its own item of the details (snapshot_reports.html_item)
 
 _CSS = """
@@ -341,6 +344,8 @@ def _detail_items(result: CaseResult) -> list[tuple[str, str]]:
     run = f"time limit {_esc(limit)}; latency {_ms(result.latency_ms)}"
     if result.replayed:
         run += " (recorded, replayed from the cassette)"
+    if result.resumed:
+        run += " (resumed from the history store's unfinished run, not run again)"
     if result.entry:
         run += f"; entry <code>{_capped(result.entry, LINE_SHOWN)}</code>"
     if result.attempts > 1 or result.retries:
@@ -368,12 +373,15 @@ def fragment(result: CaseResult) -> str:
     return f'<div class="elizon"><dl>{body}</dl></div>'
 
 
-def _summary_row(index: int, result: CaseResult, cat: str) -> str:
+def _summary_row(index: int, result: CaseResult, cat: str, flaky: bool = False) -> str:
     why = "" if result.outcome == PASSED else _capped(reason(result), LINE_SHOWN)
     if result.repeat is not None:
         why += "".join(f' <span class="b {word.replace(" ", "-")}">{_esc(word)}</span>'
                        for word in tags(result.repeat))
-    return (f'<summary class="row"><span>{_esc(result.case_id)}</span>'
+    mark = (' <span class="b flaky" title="its outcome changed back and forth across runs '
+            'with the suite, entry point and case unchanged (elizon-eval history)">flaky '
+            "across runs</span>") if flaky else ""
+    return (f'<summary class="row"><span>{_esc(result.case_id)}{mark}</span>'
             f'<span><span class="b {cat}">{cat}</span></span>'
             f'<span class="n">{_ms(result.latency_ms)}</span>'
             f'<span class="n u">{glance.usage_cell(result)}</span><span>{why}</span>'
@@ -381,7 +389,7 @@ def _summary_row(index: int, result: CaseResult, cat: str) -> str:
             "copy id</a></summary>")
 
 
-def _case(index: int, result: CaseResult, detail: str | None) -> str:
+def _case(index: int, result: CaseResult, detail: str | None, flaky: bool = False) -> str:
     cat = category(result)
     # The node id is the suite's path and the case id unless pytest was started elsewhere.
     own = (f' data-nodeid="{_esc(result.nodeid)}"'
@@ -389,7 +397,7 @@ def _case(index: int, result: CaseResult, detail: str | None) -> str:
     if detail is None:
         detail = _LEFT_OUT
     return (f'<details class="case" id="c{index}" data-outcome="{cat}" '
-            f'data-id="{_esc(result.case_id)}"{own}>{_summary_row(index, result, cat)}'
+            f'data-id="{_esc(result.case_id)}"{own}>{_summary_row(index, result, cat, flaky)}'
             f'<div class="d">{detail}</div></details>')
 
 
@@ -600,9 +608,11 @@ def _sorted(results: Sequence[CaseResult]) -> list[CaseResult]:
 
 
 def render(aggregate: Aggregate, regression: Regression | None = None,
-           limit: int = LIMIT_BYTES) -> str:
-    """The whole page, at most about ``limit`` bytes of UTF-8."""
+           limit: int = LIMIT_BYTES, history: History | None = None) -> str:
+    """The whole page, at most about ``limit`` bytes of UTF-8; with ``history`` (the
+    history store's last runs) a trend strip per suite, and flaky cases marked."""
     suites = aggregate.suites()
+    flaky = trend.flaky_nodeids(history)
     passed = aggregate.passed
     verdict = "PASS" if passed else "FAIL"
     ordered = [(s, _sorted(s.results)) for s in suites]
@@ -635,6 +645,9 @@ def render(aggregate: Aggregate, regression: Regression | None = None,
         charts.append(cost)
     if regression is not None:
         charts.append(_regression_chart(regression))
+    if history is not None:  # docs/contract.md#html-report: the suite's last runs
+        charts += [trend.strip(s.info.path, history.trends[s.info.path], history.current)
+                   for s in suites if history.trends.get(s.info.path)]
     chart_html = '<h2>Charts</h2><div class="charts">' + "".join(charts) + "</div>"
     changes = ("<h2>Changes since the baseline run</h2>" + _regression_list(regression)
                if regression is not None else "")
@@ -669,7 +682,8 @@ def render(aggregate: Aggregate, regression: Regression | None = None,
                       f'<span class="n">latency</span><span class="n u">tokens · cost</span>'
                       f'<span>failed checks</span><span></span>'
                       f'</div><div class="rows" data-path="{_esc(s.info.path)}">')
-        tables.extend(_case(rows[r.nodeid], r, details.get(r.nodeid)) for r in rs)
+        tables.extend(_case(rows[r.nodeid], r, details.get(r.nodeid), r.nodeid in flaky)
+                      for r in rs)
         tables.append("</div></section>")
     if left_out:
         tables.append(f'<p class="note" id="left-out">The details of {left_out:,} cases were '

@@ -43,6 +43,9 @@ from .usage_text import usage_line
 
 __all__ = ["render"]
 
+#: The first line of a resumed case's output (docs/contract.md#resume).
+RESUMED_NOTE = "[resumed from the history store's unfinished run: not run again]"
+
 #: Largest message attribute, and largest system-out, in characters.
 MESSAGE_CAP = 1000
 OUTPUT_CAP = 64 * 1024
@@ -74,6 +77,8 @@ def _case(summary: SuiteSummary, result: CaseResult) -> TestCase:
     used = usage_line(result.usage.to_data()) if result.usage is not None else None
     if used is not None:  # per-case tokens and cost (docs/contract.md#cost)
         output = f"usage: {used}\n\n{output}"
+    if result.resumed:  # docs/contract.md#resume
+        output = f"{RESUMED_NOTE}\n{output}"
     detail = failure_message(result) if result.outcome != PASSED else ""
     if not detail and result.repeat is not None:  # a passing repeated case: its rate too
         detail = "pass rate: " + repeat_text(result.repeat)

@@ -106,6 +106,10 @@ def render(aggregate: Aggregate, regression: Regression | None = None,
     note = aggregate.rate_limit_note()
     if note:
         doc.add(f"⏳ {cell(note)}\n")
+    resumed = sum(1 for s in aggregate.suites() for r in s.results if r.resumed)
+    if resumed:  # docs/contract.md#resume
+        doc.add(f"⏯️ {resumed} case{'s' if resumed != 1 else ''} resumed from the history "
+                "store's unfinished run (not run again).\n")
     for summary in aggregate.suites():
         info = summary.info
         gate = info.gate + (" (does not fail the run)" if summary.verdict == "advisory" else "")

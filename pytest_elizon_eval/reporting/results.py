@@ -17,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..decide.results_data import file_case
+from ..decide.results_data import CaseResult, file_case
 from ..load.loading import read_json
 from . import compliance, security
 from .aggregate import Aggregate
@@ -38,9 +38,21 @@ def schema() -> dict[str, Any]:
 
 
 def build(aggregate: Aggregate, regression: Regression | None = None, *,
-          provenance: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The results file's data; ``provenance`` is docs/contract.md#provenance."""
+          provenance: Mapping[str, Any] | None = None,
+          reported: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """The results file's data; ``provenance`` is docs/contract.md#provenance. ``reported``:
+    the report data of cases by node id, where the caller holds it already (the history
+    recorder): those cases are not serialised again."""
     suites = []
+
+    def case(result: CaseResult) -> dict[str, Any]:
+        data = reported.get(result.nodeid) if reported is not None else None
+        if data is None:
+            return file_case(result)
+        kept = {k: v for k, v in data.items() if k not in ("suite", "case_id")}
+        kept["id"] = data["case_id"]
+        return kept
+
     for summary in aggregate.suites():
         info = summary.info
         suites.append({
@@ -50,7 +62,7 @@ def build(aggregate: Aggregate, regression: Regression | None = None, *,
             "comparison": [{"metric": r.metric, "baseline": r.baseline, "run": r.run,
                             "delta": r.delta, "comparison": r.comparison}
                            for r in summary.baseline_rows()],
-            "cases": [file_case(r) for r in summary.results],
+            "cases": [case(r) for r in summary.results],
         })
         measured = summary.measures().to_data()
         if measured:  # docs/contract.md#task-metrics; suites without any keep their shape

@@ -18,6 +18,8 @@ from ..collect.options import Settings
 from ..decide import outcomes
 from ..decide.outcomes import CaseIdentity, CaseResult
 from ..errors import EVALUATION_SUITE_INVALID, ElizonError
+from ..history.resume import case_sha256 as case_sha256
+from ..history.resume import stored_result as stored_result
 from ..load.model import Case, RepeatUntil
 from ..load.packages import Package, SuiteSpec
 from ..redteam import pack as redteam
@@ -29,8 +31,8 @@ from .cassette import CassetteMiss, recording
 from .running import CasePlan, CaseRun
 
 __all__ = ["CHECKS_FIXTURE", "ENTRY_FIXTURE", "JUDGE_FIXTURE", "CaseChecks", "SuiteContext",
-           "decided", "plan_case", "recorded_input", "recording_of", "setup_failed", "sources",
-           "suite_checks", "uses_checks_fixture"]
+           "case_sha256", "decided", "plan_case", "recorded_input", "recording_of",
+           "setup_failed", "sources", "stored_result", "suite_checks", "uses_checks_fixture"]
 
 #: The fixtures that give a case its entry point and its judge.
 ENTRY_FIXTURE, JUDGE_FIXTURE = ENTRY.fixture, JUDGE.fixture

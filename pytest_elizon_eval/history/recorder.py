@@ -1,0 +1,250 @@
+"""Recording a session into the history store, and resuming an unfinished one.
+
+:class:`HistoryRecorder` is registered on the process that owns the session only (never
+on an xdist worker), like the reporter: it records each case as its report arrives and,
+at the end, the run's status, suites, metrics and whole results document. A store that
+fails is one warning at the end of the run and never changes the exit status, unless
+ini ``elizon_history_strict`` makes it an error (docs/contract.md#history).
+
+``--elizon-resume`` (docs/contract.md#resume): the owning process finds the last session
+of the same packages; if it did not finish (and is not running now) this session takes
+it over, and every process — each xdist worker too, told the run through
+``workerinput`` — reads the cases it finished. A case whose suite content, entry point
+identity and case content are unchanged is then reported from the store
+(:func:`.resume.stored_result`) instead of being run.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from ..collect import session as elizon_session
+from ..decide import outcomes
+from ..reporting.trend import RUNS_SHOWN
+from ..trust import provenance
+from .store import CaseRow, HistoryError, Store
+
+if TYPE_CHECKING:
+    from ..collect.options import Settings
+    from ..reporting.aggregate import Aggregate
+    from .queries import History
+
+__all__ = ["KEY_ATTR", "WORKER_KEY", "HistoryRecorder", "packages_key",
+           "worker_resumable"]
+
+#: The report attribute carrying (case content SHA-256, entry identity) to the controller.
+KEY_ATTR = "elizon_history_key"
+#: workerinput key: (store, run id) of the run being resumed.
+WORKER_KEY = "elizon_history_resume"
+
+
+def packages_key(config: pytest.Config) -> str:
+    """What "the same packages" means for resume: the paths the session was asked to run,
+    relative to the rootdir, sorted (the rootdir itself when none were named)."""
+    root = config.rootpath
+    found = set()
+    for arg in config.args or ["."]:
+        path, sep, rest = str(arg).partition("::")
+        full = Path(config.invocation_params.dir, path).resolve()
+        try:
+            shown = full.relative_to(root.resolve()).as_posix() or "."
+        except ValueError:
+            shown = full.as_posix()
+        found.add(shown + (sep + rest if sep else ""))
+    return "\n".join(sorted(found))
+
+
+def worker_resumable(config: pytest.Config) -> None:
+    """On an xdist worker: read the finished cases of the run the controller resumes."""
+    given = getattr(config, "workerinput", {}).get(WORKER_KEY)
+    if not given:
+        return
+    location, run_id = given
+    try:
+        store = Store.open(location)
+        try:
+            elizon_session.of(config).resumable = store.finished_cases(int(run_id))
+        finally:
+            store.close()
+    except HistoryError:
+        pass  # the controller said why already; these cases simply run
+
+
+class HistoryRecorder:
+    """Writes the session into the store; owned by the session's owning process."""
+
+    def __init__(self, config: pytest.Config, settings: Settings) -> None:
+        self.config = config
+        self.location = settings.history
+        self.strict = settings.history_strict
+        self.store: Store | None = None
+        self.run_id: int | None = None
+        self.started = provenance.now()
+        self.problem: str | None = None
+        self.failed_writes = 0
+        #: Every case's report data, by node id: the results document is made of them.
+        self.reported: dict[str, dict[str, Any]] = {}
+        self.resumed = 0
+        self.notes: list[str] = []
+        self.packages = packages_key(config)
+        #: The store's last runs, for the HTML report's trend strips (asked once recorded).
+        self.history: History | None = None
+        self.want_history = settings.html is not None
+        if settings.resume:
+            self._resume()
+
+    # -- opening and resuming ------------------------------------------------------------
+
+    def _store(self) -> Store | None:
+        """The open store, opened on first use (a session without cases makes none)."""
+        if self.store is None and self.problem is None and self.location is not None:
+            try:
+                self.store = Store.open(self.location)
+            except HistoryError as exc:
+                self.problem = str(exc)
+        return self.store
+
+    def _begin(self) -> int | None:
+        if self.run_id is None:
+            store = self._store()
+            if store is None:
+                return None
+            try:
+                self.run_id = store.begin_run(started=self.started, packages=self.packages,
+                                              rootdir=str(self.config.rootpath),
+                                              host=socket.gethostname(), pid=os.getpid())
+            except HistoryError as exc:
+                self.problem = str(exc)
+        return self.run_id
+
+    def _resume(self) -> None:
+        store = self._store()
+        if store is None:
+            return
+        try:
+            last = store.last_run(self.packages)
+            if last is None:
+                self.notes.append("--elizon-resume: no earlier session of these packages in "
+                                  f"{store.where}; every case runs")
+                return
+            run_id, status, host, pid = last
+            if status == "finished":
+                self.notes.append(f"--elizon-resume: the last session of these packages (run "
+                                  f"{run_id}) finished; a finished session is never resumed, "
+                                  "every case runs")
+                return
+            if status == "running" and host == socket.gethostname() and _alive(pid):
+                self.notes.append(f"--elizon-resume: the last session of these packages (run "
+                                  f"{run_id}) is still running (pid {pid}); every case runs")
+                return
+            finished = store.finished_cases(run_id)
+            store.take_over(run_id, host=socket.gethostname(), pid=os.getpid())
+        except HistoryError as exc:
+            self.problem = str(exc)
+            return
+        self.run_id = run_id
+        elizon_session.of(self.config).resumable = finished
+        self.notes.append(f"--elizon-resume: continuing run {run_id} of {store.where}, "
+                          f"{len(finished)} case{'s' if len(finished) != 1 else ''} finished "
+                          "before")
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        """pytest-xdist: every worker reads the resumed run's finished cases itself."""
+        if elizon_session.of(self.config).resumable is not None and self.location is not None:
+            node.workerinput[WORKER_KEY] = (self.location, self.run_id)
+
+    # -- recording ---------------------------------------------------------------------------
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        if self.run_id is None:
+            self.started = provenance.now()
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        data = getattr(report, outcomes.REPORT_ATTR, None)
+        if data is None or self.location is None:
+            return
+        case_sha, entry = getattr(report, KEY_ATTR, None) or ("", "")
+        self.reported[data["nodeid"]] = data
+        self.resumed += bool(data.get("resumed"))
+        run_id = self._begin()
+        store = self.store
+        if run_id is None or store is None:
+            self.failed_writes += 1
+            return
+        try:  # written as it finishes: a session killed later keeps it
+            store.record_case(run_id, CaseRow.of(data, case_sha, entry), provenance.now())
+        except HistoryError as exc:
+            self.problem = self.problem or str(exc)
+            self.failed_writes += 1
+        except Exception as exc:  # a value no writer foresaw costs that row, not the run
+            self.problem = self.problem or (f"cannot record {data.get('nodeid')} in the history "
+                                            f"store {store.where}: {type(exc).__name__}: {exc}")
+            self.failed_writes += 1
+
+    def finish(self, session: pytest.Session, aggregate: Aggregate,
+               made: dict[str, Any] | None) -> None:
+        """The session ended: its status, suites, metrics and results document."""
+        store = self.store
+        if store is not None and self.run_id is not None:
+            self._finish(store, self.run_id, session, aggregate, made)
+        if self.problem is not None and self.strict:
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
+
+    def _finish(self, store: Store, run_id: int, session: pytest.Session,
+                aggregate: Aggregate, made: dict[str, Any] | None) -> None:
+        interrupted = session.exitstatus == pytest.ExitCode.INTERRUPTED \
+            or bool(session.shouldstop) or bool(session.shouldfail)
+        from ..reporting import results  # deferred: the document is built at the end only
+
+        try:
+            document = results.build(aggregate, provenance=made, reported=self.reported)
+            store.finish_run(run_id, finished=provenance.now(),
+                             status="interrupted" if interrupted else "finished",
+                             passed=aggregate.passed, suites=document["suites"],
+                             provenance=made, document=document)
+            if self.want_history:
+                from . import queries  # deferred: only the HTML report asks
+
+                self.history = queries.ask(store, last=RUNS_SHOWN)
+                self.history.current = run_id
+        except HistoryError as exc:
+            self.problem = self.problem or str(exc)
+        except Exception as exc:  # a document no writer foresaw costs the store, not the run
+            self.problem = self.problem or (f"cannot write the run to the history store "
+                                            f"{store.where}: {type(exc).__name__}: {exc}")
+        finally:
+            store.close()
+            self.store = None
+
+    def summary_lines(self) -> list[tuple[str, dict[str, bool]]]:
+        """What the terminal says about the history: resume notes, and the one warning."""
+        lines: list[tuple[str, dict[str, bool]]] = [(note, {}) for note in self.notes]
+        if self.resumed:
+            lines.append((f"elizon history: {self.resumed} case"
+                          f"{'s' if self.resumed != 1 else ''} resumed from run {self.run_id} "
+                          "(not run again)", {"cyan": True}))
+        if self.problem is not None:
+            lost = (f" ({self.failed_writes} case{'s' if self.failed_writes != 1 else ''} "
+                    "not recorded)") if self.failed_writes else ""
+            word = "ERROR (ini elizon_history_strict)" if self.strict else "WARNING"
+            lines.append((f"elizon history {word}: {self.problem}{lost}",
+                          {"red": True} if self.strict else {"yellow": True}))
+        return lines
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, owned by someone else
+        return True
+    return True

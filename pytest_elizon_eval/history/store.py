@@ -1,0 +1,359 @@
+"""One history store, SQLite or PostgreSQL, behind one small interface.
+
+The schema is the same for both (docs/contract.md#history): ``runs`` (one row per
+session, with its provenance and, once finished, the whole results document),
+``suites``, ``cases`` (one row per case as it finished, with its report data),
+``case_runs`` (the runs of a repeated case) and ``metrics`` (per suite, at the end).
+``meta`` holds the schema version: :data:`MIGRATIONS` upgrade an older store in place,
+and a store written by a newer plugin is refused rather than misread.
+
+SQLite is opened in WAL mode with a busy timeout, so two sessions writing one file
+both land whole; every write is its own transaction, so a session killed mid-run
+keeps every case it finished. PostgreSQL is reached with psycopg 3 (the optional
+extra ``pytest-elizon-eval[postgres]``). No pytest import here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["DEFAULT_PATH", "MIGRATIONS", "SCHEMA_VERSION", "CaseRow", "HistoryError", "Store",
+           "describe", "is_url"]
+
+#: Where the store is when nothing names one: under the rootdir.
+DEFAULT_PATH = ".elizon/history.sqlite"
+#: Seconds a write waits for another session's lock before the store counts as unwritable.
+BUSY_TIMEOUT_S = 30.0
+
+# Each step upgrades the schema by one version; ``{ID}`` is the dialect's auto-numbered key.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (  # 1: the tables
+        "CREATE TABLE runs (id {ID}, started TEXT NOT NULL, finished TEXT, "
+        "status TEXT NOT NULL, packages TEXT NOT NULL, rootdir TEXT NOT NULL, "
+        "host TEXT NOT NULL, pid BIGINT NOT NULL, passed INTEGER, provenance TEXT, "
+        "document TEXT)",
+        "CREATE TABLE suites (run_id BIGINT NOT NULL REFERENCES runs(id), path TEXT NOT NULL, "
+        "package TEXT NOT NULL, sha256 TEXT NOT NULL, gate TEXT NOT NULL, verdict TEXT, "
+        "PRIMARY KEY (run_id, path))",
+        "CREATE TABLE cases (run_id BIGINT NOT NULL REFERENCES runs(id), nodeid TEXT NOT NULL, "
+        "suite_path TEXT NOT NULL, suite_sha256 TEXT NOT NULL, case_id TEXT NOT NULL, "
+        "case_sha256 TEXT NOT NULL, entry TEXT NOT NULL, outcome TEXT NOT NULL, "
+        "latency_ms DOUBLE PRECISION, cost_usd DOUBLE PRECISION, tokens BIGINT, "
+        "judge_score DOUBLE PRECISION, recorded TEXT NOT NULL, data TEXT NOT NULL, "
+        "PRIMARY KEY (run_id, nodeid))",
+        "CREATE TABLE case_runs (run_id BIGINT NOT NULL, nodeid TEXT NOT NULL, "
+        "n INTEGER NOT NULL, outcome TEXT NOT NULL, latency_ms DOUBLE PRECISION, "
+        "judge_score DOUBLE PRECISION, PRIMARY KEY (run_id, nodeid, n))",
+        "CREATE TABLE metrics (run_id BIGINT NOT NULL, suite_path TEXT NOT NULL, "
+        "name TEXT NOT NULL, value DOUBLE PRECISION, PRIMARY KEY (run_id, suite_path, name))",
+    ),
+    (  # 2: resumed cases are told apart; the lookups by packages and by case get indexes
+        "ALTER TABLE cases ADD COLUMN resumed INTEGER NOT NULL DEFAULT 0",
+        "CREATE INDEX runs_by_packages ON runs (packages, id)",
+        "CREATE INDEX cases_by_case ON cases (suite_path, case_id, run_id)",
+    ),
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+_ID = {"sqlite": "INTEGER PRIMARY KEY", "postgresql": "BIGSERIAL PRIMARY KEY"}
+_CASE_COLUMNS = ("run_id", "nodeid", "suite_path", "suite_sha256", "case_id", "case_sha256",
+                 "entry", "outcome", "latency_ms", "cost_usd", "tokens", "judge_score",
+                 "recorded", "data", "resumed")
+#: A case recorded again (a resumed run, a re-run) replaces its row.
+_UPSERT_CASE = (f"INSERT INTO cases ({', '.join(_CASE_COLUMNS)}) VALUES "
+                f"({', '.join('?' * len(_CASE_COLUMNS))}) ON CONFLICT (run_id, nodeid) DO "
+                "UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in _CASE_COLUMNS[2:]))
+_PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*@")
+
+
+class HistoryError(Exception):
+    """The store cannot be used; the message names it and says what to do."""
+
+
+def is_url(location: str) -> bool:
+    return location.startswith(("postgresql://", "postgres://"))
+
+
+def describe(location: str) -> str:
+    """The store as messages name it: a URL's password is never shown."""
+    return _PASSWORD.sub(r"\1***@", location)
+
+
+@dataclass(frozen=True)
+class CaseRow:
+    """One finished case as the store keeps it."""
+
+    nodeid: str
+    suite_path: str
+    suite_sha256: str
+    case_id: str
+    case_sha256: str
+    entry: str
+    outcome: str
+    data: Mapping[str, Any]
+    resumed: bool = False
+
+    @classmethod
+    def of(cls, data: Mapping[str, Any], case_sha256: str, entry: str) -> CaseRow:
+        suite = data["suite"]
+        return cls(data["nodeid"], suite["path"], suite.get("sha256", ""), data["case_id"],
+                   case_sha256, entry or data.get("entry", ""), data["outcome"], data,
+                   bool(data.get("resumed")))
+
+
+class Store:
+    """An open store; every method raises :class:`HistoryError` when the store fails."""
+
+    def __init__(self, connection: Any, dialect: str, where: str) -> None:
+        self.connection = connection
+        self.dialect = dialect
+        #: The store as messages name it.
+        self.where = where
+
+    # -- opening -----------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, location: str, *, upto: int = SCHEMA_VERSION) -> Store:
+        """Open (and create, or upgrade to schema ``upto``) the store at ``location``: a
+        SQLite file path or a ``postgresql://`` URL."""
+        store = cls._connect_postgresql(location) if is_url(location) \
+            else cls._connect_sqlite(Path(location))
+        try:
+            store.migrate(upto)
+        except BaseException:
+            store.close()
+            raise
+        return store
+
+    @classmethod
+    def _connect_sqlite(cls, path: Path) -> Store:
+        where = str(path)
+        if path.is_dir():
+            raise HistoryError(f"the history store {where} is a directory, not a SQLite file")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
+                                         check_same_thread=False)
+        except (OSError, sqlite3.Error) as exc:
+            raise HistoryError(f"cannot open the history store {where}: {_why(exc)}") from None
+        store = cls(connection, "sqlite", where)
+        try:
+            # WAL: readers never block the writer, and two writers wait for each other
+            # (the busy timeout) instead of failing; NORMAL syncs at checkpoints only.
+            connection.execute("PRAGMA journal_mode=WAL")
+            connection.execute("PRAGMA synchronous=NORMAL")
+        except sqlite3.DatabaseError as exc:
+            store.close()
+            raise store._failure(exc) from None
+        return store
+
+    @classmethod
+    def _connect_postgresql(cls, url: str) -> Store:
+        where = describe(url)
+        try:
+            import psycopg  # deferred: the optional extra pytest-elizon-eval[postgres]
+        except ImportError:
+            raise HistoryError(f"the history store {where} is PostgreSQL, which needs psycopg "
+                               "3: pip install 'pytest-elizon-eval[postgres]'") from None
+        try:
+            connection = psycopg.connect(url, autocommit=True, connect_timeout=10)
+        except psycopg.Error as exc:
+            raise HistoryError(f"cannot connect to the history store {where}: "
+                               f"{_why(exc)}") from None
+        return cls(connection, "postgresql", where)
+
+    def close(self) -> None:
+        with suppress(Exception):  # closing what failed: nothing more to say
+            self.connection.close()
+
+    # -- plumbing ----------------------------------------------------------------------------
+
+    def _failure(self, exc: BaseException) -> HistoryError:
+        text = _why(exc)
+        if self.dialect == "sqlite" and isinstance(exc, sqlite3.DatabaseError) and (
+                "not a database" in text or "malformed" in text or "corrupt" in text):
+            return HistoryError(f"the history store {self.where} is not a usable SQLite "
+                                f"database ({text}): move it aside to start a new one, or "
+                                "name another with --elizon-history")
+        if "locked" in text or "busy" in text:
+            text += f" (still locked after {BUSY_TIMEOUT_S:g} s)"
+        return HistoryError(f"cannot write the history store {self.where}: {text}")
+
+    def _sql(self, sql: str) -> str:
+        return sql.replace("?", "%s") if self.dialect == "postgresql" else sql
+
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        try:
+            cursor = self.connection.execute(self._sql(sql), tuple(params))
+            return list(cursor.fetchall())
+        except Exception as exc:
+            raise self._failure(exc) from None
+
+    @contextmanager
+    def transaction(self) -> Iterator[Any]:
+        """One write transaction (SQLite: taken at once, so it waits its turn instead of
+        failing mid-way); yields a cursor."""
+        try:
+            if self.dialect == "sqlite":
+                cursor = self.connection.cursor()
+                cursor.execute("BEGIN IMMEDIATE")
+                try:
+                    yield cursor
+                except BaseException:
+                    cursor.execute("ROLLBACK")
+                    raise
+                cursor.execute("COMMIT")
+            else:
+                with self.connection.transaction():
+                    yield self.connection.cursor()
+        except HistoryError:
+            raise
+        except Exception as exc:
+            raise self._failure(exc) from None
+
+    def _run(self, cursor: Any, sql: str, params: Sequence[Any] = ()) -> Any:
+        return cursor.execute(self._sql(sql), tuple(params))
+
+    # -- the schema --------------------------------------------------------------------------
+
+    def version(self) -> int:
+        """The store's schema version (0: empty)."""
+        if self.dialect == "sqlite":
+            found = self.rows("SELECT name FROM sqlite_master WHERE name = 'meta'")
+        else:
+            found = self.rows("SELECT tablename FROM pg_tables WHERE tablename = 'meta' "
+                              "AND schemaname = current_schema()")
+        if not found:
+            return 0
+        rows = self.rows("SELECT value FROM meta WHERE key = 'schema_version'")
+        return int(rows[0][0]) if rows else 0
+
+    def migrate(self, upto: int = SCHEMA_VERSION) -> None:
+        """Bring the schema to version ``upto``, in place; refuse a newer store."""
+        if self.version() >= upto:
+            self._refuse_newer()
+            return
+        with self.transaction() as cursor:
+            if self.dialect == "postgresql":  # one migrating session at a time
+                self._run(cursor, "SELECT pg_advisory_xact_lock(7240024)")
+            self._run(cursor, "CREATE TABLE IF NOT EXISTS meta "
+                              "(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            found = self._run(cursor, "SELECT value FROM meta WHERE key = 'schema_version'"
+                              ).fetchall()
+            current = int(found[0][0]) if found else 0
+            for step in MIGRATIONS[current:upto]:
+                for statement in step:
+                    self._run(cursor, statement.replace("{ID}", _ID[self.dialect]))
+            if current < upto:
+                self._run(cursor, "DELETE FROM meta WHERE key = 'schema_version'")
+                self._run(cursor, "INSERT INTO meta (key, value) VALUES ('schema_version', ?)",
+                          (str(upto),))
+        self._refuse_newer()
+
+    def _refuse_newer(self) -> None:
+        found = self.version()
+        if found > SCHEMA_VERSION:
+            raise HistoryError(
+                f"the history store {self.where} has schema version {found}, written by a "
+                f"newer pytest-elizon-eval (this one reads up to {SCHEMA_VERSION}): upgrade "
+                "pytest-elizon-eval, or name another store with --elizon-history")
+
+    # -- a session's writes ------------------------------------------------------------------
+
+    def begin_run(self, *, started: str, packages: str, rootdir: str, host: str,
+                  pid: int) -> int:
+        with self.transaction() as cursor:
+            params = (started, "running", packages, rootdir, host, pid)
+            sql = ("INSERT INTO runs (started, status, packages, rootdir, host, pid) "
+                   "VALUES (?, ?, ?, ?, ?, ?)")
+            if self.dialect == "postgresql":
+                return int(self._run(cursor, sql + " RETURNING id", params).fetchone()[0])
+            return int(self._run(cursor, sql, params).lastrowid)
+
+    def take_over(self, run_id: int, *, host: str, pid: int) -> None:
+        """A resumed run continues in this process."""
+        with self.transaction() as cursor:
+            self._run(cursor, "UPDATE runs SET status = 'running', host = ?, pid = ? "
+                              "WHERE id = ?", (host, pid, run_id))
+
+    def record_case(self, run_id: int, row: CaseRow, recorded: str) -> None:
+        """Record one finished case (again, if it was: the newer result wins)."""
+        self.record_cases(run_id, [(row, recorded)])
+
+    def record_cases(self, run_id: int, rows: Sequence[tuple[CaseRow, str]]) -> None:
+        """Record finished cases, with when each was recorded, in one transaction."""
+        values = []
+        repeated = []
+        for row, recorded in rows:
+            data = row.data
+            usage = data.get("usage") or {}
+            values.append((run_id, row.nodeid, row.suite_path, row.suite_sha256, row.case_id,
+                           row.case_sha256, row.entry, row.outcome, data.get("latency_ms"),
+                           usage.get("cost_usd"), usage.get("tokens"), data.get("judge_score"),
+                           recorded, json.dumps(data, ensure_ascii=False), int(row.resumed)))
+            repeated += [(run_id, row.nodeid, n, run.get("outcome", ""), run.get("latency_ms"),
+                          run.get("judge_score"))
+                         for n, run in enumerate(data.get("runs") or (), start=1)]
+        with self.transaction() as cursor:
+            cursor.executemany(self._sql(_UPSERT_CASE), values)
+            if repeated:
+                cursor.executemany(self._sql("DELETE FROM case_runs WHERE run_id = ? AND "
+                                             "nodeid = ?"),
+                                   sorted({(r[0], r[1]) for r in repeated}))
+                cursor.executemany(self._sql("INSERT INTO case_runs (run_id, nodeid, n, "
+                                             "outcome, latency_ms, judge_score) VALUES "
+                                             "(?, ?, ?, ?, ?, ?)"), repeated)
+
+    def finish_run(self, run_id: int, *, finished: str, status: str, passed: bool | None,
+                   suites: Sequence[Mapping[str, Any]], provenance: Mapping[str, Any] | None,
+                   document: Mapping[str, Any] | None) -> None:
+        """The session ended: its status (``finished`` or ``interrupted``), its suites and
+        metrics, and the whole results document."""
+        with self.transaction() as cursor:
+            for suite in suites:
+                self._run(cursor, "DELETE FROM suites WHERE run_id = ? AND path = ?",
+                          (run_id, suite["path"]))
+                self._run(cursor, "DELETE FROM metrics WHERE run_id = ? AND suite_path = ?",
+                          (run_id, suite["path"]))
+                self._run(cursor, "INSERT INTO suites (run_id, path, package, sha256, gate, "
+                                  "verdict) VALUES (?, ?, ?, ?, ?, ?)",
+                          (run_id, suite["path"], suite["package"], suite["sha256"],
+                           suite["gate"], suite["verdict"]))
+                for name, value in suite["metrics"].items():
+                    self._run(cursor, "INSERT INTO metrics (run_id, suite_path, name, value) "
+                                      "VALUES (?, ?, ?, ?)",
+                              (run_id, suite["path"], name,
+                               None if value is None else float(value)))
+            self._run(cursor, "UPDATE runs SET finished = ?, status = ?, passed = ?, "
+                              "provenance = ?, document = ? WHERE id = ?",
+                      (finished, status, None if passed is None else int(passed),
+                       None if provenance is None else json.dumps(provenance),
+                       None if document is None else json.dumps(document, ensure_ascii=False),
+                       run_id))
+
+    # -- resume ------------------------------------------------------------------------------
+
+    def last_run(self, packages: str) -> tuple[int, str, str, int] | None:
+        """The latest run of ``packages``: (id, status, host, pid)."""
+        rows = self.rows("SELECT id, status, host, pid FROM runs WHERE packages = ? "
+                         "ORDER BY id DESC LIMIT 1", (packages,))
+        return (int(rows[0][0]), rows[0][1], rows[0][2], int(rows[0][3])) if rows else None
+
+    def finished_cases(self, run_id: int) -> dict[str, tuple[str, str, str, dict[str, Any]]]:
+        """Every case run ``run_id`` finished: by node id, (suite sha256, case sha256,
+        entry, report data)."""
+        return {nodeid: (suite_sha, case_sha, entry, json.loads(data))
+                for nodeid, suite_sha, case_sha, entry, data in self.rows(
+                    "SELECT nodeid, suite_sha256, case_sha256, entry, data FROM cases "
+                    "WHERE run_id = ?", (run_id,))}
+
+
+def _why(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
