@@ -218,7 +218,7 @@ class SessionReporter:
     def __init__(self, config: pytest.Config, settings: options.Settings) -> None:
         self.config = config
         self.settings = settings
-        self.aggregate = Aggregate()
+        self.aggregate = Aggregate(settings.confidence, settings.alpha)
         self.regression: Regression | None = None
         self.written: list[tuple[str, Path]] = []
         self.unwritten: list[str] = []

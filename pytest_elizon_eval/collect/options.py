@@ -131,6 +131,18 @@ OPTIONS: tuple[Option, ...] = (
            unset="*.eval.yaml",
            help="Glob patterns of stand-alone suite files to collect (default: "
                 "*.eval.yaml)."),
+    Option(ini="elizon_confidence", ini_default="0.95", unset="0.95",
+           help="Confidence level of every interval in the reports, above 0 and below 1 "
+                "(default 0.95)."),
+    Option(ini="elizon_alpha", ini_default="0.05", unset="0.05",
+           help="Significance level: a change or a difference from the author's baseline "
+                "with a p-value below it is 'significant', else 'within noise' (default "
+                "0.05)."),
+    Option(cli="--elizon-fail-on-regression", ini="elizon_fail_on_regression",
+           action="store_true", default=False, ini_type="bool", ini_default=False,
+           unset="false",
+           help="With --elizon-baseline: fail the run when a must-pass suite regressed "
+                "significantly (at elizon_alpha, Holm-corrected across its metrics)."),
 )
 
 
@@ -171,6 +183,12 @@ class Settings:
     #: ``--elizon-retries`` / ini ``elizon_retries``, ``elizon_retry_on``,
     #: ``elizon_retry_backoff`` (docs/contract.md#retries).
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    #: ini ``elizon_confidence`` / ``elizon_alpha`` (docs/contract.md#intervals).
+    confidence: float = 0.95
+    alpha: float = 0.05
+    #: ``--elizon-fail-on-regression`` / ini: significant regressions of must-pass suites
+    #: fail the run (docs/contract.md#significant-regressions).
+    fail_on_regression: bool = False
 
 
 
@@ -440,6 +458,39 @@ def _sign_key(config: pytest.Config, results: Path | None) -> SigningKey | None:
     return None
 
 
+def _level(config: pytest.Config, name: str, default: float, what: str) -> float:
+    """ini ``elizon_confidence`` / ``elizon_alpha``: a probability strictly between 0 and 1."""
+    raw = str(config.getini(name) or "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw.rstrip("%")) / (100.0 if raw.endswith("%") else 1.0)
+    except ValueError:
+        value = math.nan
+    if not 0.0 < value < 1.0:
+        raise pytest.UsageError(f"{_ini_source(config, name)} ({raw!r}): expected {what} "
+                                f"above 0 and below 1, e.g. {default:g}")
+    return value
+
+
+def _fail_on_regression(config: pytest.Config, baseline: Path | None) -> bool:
+    flag = bool(config.getoption("elizon_fail_on_regression"))
+    if flag and baseline is None:
+        raise pytest.UsageError("--elizon-fail-on-regression compares this run with an earlier "
+                                "one: give --elizon-baseline=PATH (an earlier --elizon-results "
+                                "file) too")
+    if flag:
+        return True
+    try:
+        on = bool(config.getini("elizon_fail_on_regression"))
+    except (ValueError, pytest.UsageError) as exc:  # pytest 8 raises the first, 9 the second
+        reason = str(exc).rsplit(": ", 1)[-1]
+        raise pytest.UsageError(f"{_ini_source(config, 'elizon_fail_on_regression')}: "
+                                f"{reason}; expected true or false") from None
+    # the ini key serves every run; only one with a baseline has regressions to fail on
+    return on and baseline is not None
+
+
 def resolve(config: pytest.Config) -> Settings:
     """Read and check every setting; a bad value is a usage error naming its source."""
     timeout_s, timeout_source = _timeout(config)
@@ -469,4 +520,7 @@ def resolve(config: pytest.Config) -> Settings:
         html=_html_path(config),
         prices=_prices(config),
         sign_key=_sign_key(config, _path(config, "elizon_results")),
+        confidence=_level(config, "elizon_confidence", 0.95, "a confidence level"),
+        alpha=_level(config, "elizon_alpha", 0.05, "a significance level"),
+        fail_on_regression=_fail_on_regression(config, _path(config, "elizon_baseline")),
     )

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..decide.outcomes import PASSED
 from .aggregate import COST_METRICS, Aggregate
+from .significance import SignificantChange, of_file, of_result, suite_changes
 
 __all__ = ["CHANGES", "CaseChange", "MetricChange", "Regression", "compare"]
 
@@ -47,6 +48,16 @@ class Regression:
     changed_suites: tuple[str, ...]
     #: Cost and token metrics that changed, per suite.
     metric_changes: tuple[MetricChange, ...] = ()
+    #: Per suite and metric, whether the change over paired cases is significant
+    #: (docs/contract.md#significant-regressions).
+    significance: tuple[SignificantChange, ...] = ()
+    #: Paths of the suites whose cases fail the run (must-pass, or advisory under --strict).
+    must_pass: tuple[str, ...] = ()
+
+    def blocking(self) -> list[SignificantChange]:
+        """Significant regressions of must-pass suites: what --elizon-fail-on-regression
+        fails the run on."""
+        return [c for c in self.significance if c.regressed and c.suite in self.must_pass]
 
     def counts(self) -> dict[str, int]:
         found = Counter(c.change for c in self.changes)
@@ -62,6 +73,8 @@ class Regression:
             "metrics": [{"suite": m.suite, "metric": m.metric, "before": m.before,
                          "after": m.after, "regressed": m.regressed}
                         for m in self.metric_changes],
+            "significance": [c.to_data() for c in self.significance],
+            "blocking": len(self.blocking()),
         }
 
 
@@ -100,4 +113,10 @@ def compare(previous: Mapping[str, Any], aggregate: Aggregate, source: str) -> R
     changes = [CaseChange(n, _change(before.get(n), after.get(n)), before.get(n), after.get(n))
                for n in sorted(set(before) | set(after))]
     changes.sort(key=lambda c: (CHANGES.index(c.change), c.nodeid))
-    return Regression(source, tuple(changes), tuple(changed), tuple(metric_changes))
+    earlier = {c["nodeid"]: c for s in previous["suites"] for c in s["cases"]}
+    significance = [row for summary in aggregate.suites() for row in suite_changes(
+        summary.info.path, [(of_file(earlier[r.nodeid]), of_result(r)) for r in summary.results
+                            if r.nodeid in earlier], aggregate.confidence, aggregate.alpha)]
+    must_pass = tuple(s.info.path for s in aggregate.suites() if not s.info.advisory)
+    return Regression(source, tuple(changes), tuple(changed), tuple(metric_changes),
+                      tuple(significance), must_pass)

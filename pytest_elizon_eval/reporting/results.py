@@ -48,8 +48,12 @@ def build(aggregate: Aggregate, regression: Regression | None = None, *,
             "gate": info.gate, "advisory": info.advisory, "verdict": summary.verdict,
             "baseline": dict(info.baseline), "metrics": summary.metrics(),
             "comparison": [{"metric": r.metric, "baseline": r.baseline, "run": r.run,
-                            "delta": r.delta, "comparison": r.comparison}
+                            "delta": r.delta, "comparison": r.comparison,
+                            "interval": r.interval.to_data() if r.interval else None,
+                            "p_value": r.p_value, "noise": r.noise}
                            for r in summary.baseline_rows()],
+            "intervals": {k: v.to_data() for k, v in summary.intervals().items()},
+            "detectable_drop": drop.to_data() if (drop := summary.detectable_drop()) else None,
             "cases": [file_case(r) for r in summary.results],
         })
     data: dict[str, Any] = {
