@@ -282,7 +282,11 @@ class SessionReporter:
         if self.previous is not None and self.settings.baseline is not None:
             from .reporting.regression import compare  # deferred: only with a baseline
 
-            self.regression = compare(self.previous, self.aggregate, str(self.settings.baseline))
+            self.regression = compare(self.previous, self.aggregate, str(self.settings.baseline),
+                                      fail_on_regression=self.settings.fail_on_regression)
+            if self.regression.fails_run and session.exitstatus == pytest.ExitCode.OK:
+                # a clear non-zero status: tests failed (the message is in the summary)
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if not len(self.aggregate) and self.regression is None:
             return
         made = self._provenance() if self.settings.results is not None else None

@@ -8,15 +8,15 @@ Pure functions of a suite's case results and the run's ``elizon_confidence`` /
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .. import stats
 from ..decide.outcomes import ERROR, FAILED, PASSED, TIMEOUT, CaseResult
 
-__all__ = ["DetectableDrop", "MetricInterval", "baseline_test", "detectable_drop",
-           "suite_intervals"]
+__all__ = ["DetectableDrop", "MetricInterval", "baseline_test", "comparison_text",
+           "detectable_drop", "interval_cell", "suite_intervals", "summary_sentences"]
 
 WILSON = "wilson"
 CLUSTERED_RATE = "clustered wilson"
@@ -53,7 +53,7 @@ class MetricInterval:
 
     def described(self) -> str:
         """What the interval is, for a legend: ``95 % Wilson, 20 cases``."""
-        level = f"{self.confidence * 100:g} %"
+        level = f"{self.confidence * 100:g}%"
         if self.method == WILSON:
             return f"{level} Wilson, {self.cases} cases"
         if self.method == CLUSTERED_RATE:
@@ -62,6 +62,17 @@ class MetricInterval:
         if self.method == CLUSTERED_MEAN:
             return f"{level} clustered by case, {self.observations} runs of {self.cases} cases"
         return f"{level} normal, {self.cases} cases"
+
+
+def interval_cell(interval: MetricInterval | None,
+                  show: Callable[[float, str], str]) -> str:
+    """A table cell: ``[low, high]``, or empty where the metric has no interval."""
+    return "" if interval is None else interval.text(show)
+
+
+def comparison_text(comparison: str, noise: str) -> str:
+    """The "vs baseline" cell: above/below/at, and for the pass rate whether that is noise."""
+    return f"{comparison}, {noise}" if noise else comparison
 
 
 def _repeated(results: Sequence[CaseResult]) -> bool:
@@ -143,8 +154,7 @@ def baseline_test(results: Sequence[CaseResult], baseline_rate: float, alpha: fl
     p = stats.binomial_test(passed, n, baseline_rate)
     if p >= alpha:
         return p, f"within noise (exact binomial p={p:.3g})"
-    side = "below" if passed / n < baseline_rate else "above"
-    return p, f"significantly {side} (exact binomial p={p:.3g} < α {alpha:g})"
+    return p, f"significant (exact binomial p={p:.3g} < α {alpha:g})"
 
 
 @dataclass(frozen=True)
@@ -180,3 +190,20 @@ def detectable_drop(results: Sequence[CaseResult], alpha: float) -> DetectableDr
     rate = sum(sum(c) for c in clusters) / runs
     return DetectableDrop(stats.detectable_drop(runs, rate, alpha) if rate > 0 else None,
                           rate, runs, alpha)
+
+
+def summary_sentences(intervals: Mapping[str, MetricInterval], drop: DetectableDrop | None,
+                      show: Callable[[float, str], str]) -> list[str]:
+    """What every report says under a suite's counts: the pass rate's and the judge score's
+    intervals, then the smallest drop the suite detects."""
+    said = []
+    for metric in ("pass_rate", "judge_score"):
+        found = intervals.get(metric)
+        if found is not None:
+            runs = " over runs" if found.method == CLUSTERED_RATE else ""
+            said.append(f"{metric}{runs} {show(found.estimate, metric)} {found.text(show)} "
+                        f"({found.described()})")
+    sentences = ["; ".join(said)] if said else []
+    if drop is not None:
+        sentences.append(drop.text())
+    return sentences

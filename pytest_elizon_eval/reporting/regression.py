@@ -12,7 +12,7 @@ from ..decide.outcomes import PASSED
 from .aggregate import COST_METRICS, Aggregate
 from .significance import SignificantChange, of_file, of_result, suite_changes
 
-__all__ = ["CHANGES", "CaseChange", "MetricChange", "Regression", "compare"]
+__all__ = ["CHANGES", "CaseChange", "MetricChange", "Regression", "compare", "verdict"]
 
 #: The kinds of change, most important first.
 CHANGES = ("regressed", "improved", "new", "removed", "unchanged")
@@ -53,6 +53,23 @@ class Regression:
     significance: tuple[SignificantChange, ...] = ()
     #: Paths of the suites whose cases fail the run (must-pass, or advisory under --strict).
     must_pass: tuple[str, ...] = ()
+    #: ``--elizon-fail-on-regression``: :meth:`blocking` changes fail the run.
+    fail_on_regression: bool = False
+
+    @property
+    def fails_run(self) -> bool:
+        return self.fail_on_regression and bool(self.blocking())
+
+    def verdict_note(self) -> str:
+        """The sentence that says the run failed on its regressions; else empty."""
+        if not self.fails_run:
+            return ""
+        rows = self.blocking()
+        named = ", ".join(f"{c.suite} {c.metric} {c.change:+.3g} (p={c.adjusted_p:.3g})"
+                          for c in rows)
+        return (f"--elizon-fail-on-regression fails the run: {len(rows)} significant "
+                f"regression{'s' if len(rows) != 1 else ''} of must-pass suites since "
+                f"{self.baseline_file}: {named}.")
 
     def blocking(self) -> list[SignificantChange]:
         """Significant regressions of must-pass suites: what --elizon-fail-on-regression
@@ -75,6 +92,7 @@ class Regression:
                         for m in self.metric_changes],
             "significance": [c.to_data() for c in self.significance],
             "blocking": len(self.blocking()),
+            "fails_run": self.fails_run,
         }
 
 
@@ -88,7 +106,17 @@ def _change(before: str | None, after: str | None) -> str:
     return "improved" if after == PASSED else "regressed"
 
 
-def compare(previous: Mapping[str, Any], aggregate: Aggregate, source: str) -> Regression:
+def verdict(aggregate: Aggregate, regression: Regression | None) -> tuple[bool, str]:
+    """The run's verdict and paragraph, with --elizon-fail-on-regression's say."""
+    note = regression.verdict_note() if regression is not None else ""
+    if not note:
+        return aggregate.passed, aggregate.paragraph()
+    paragraph = aggregate.paragraph().replace("The run passed:", "The run's cases passed:", 1)
+    return False, f"{paragraph} {note}"
+
+
+def compare(previous: Mapping[str, Any], aggregate: Aggregate, source: str, *,
+            fail_on_regression: bool = False) -> Regression:
     """Compare ``aggregate`` with ``previous``, a results file's data (already validated).
 
     "removed" means: in the earlier run, not in this one — deleted, or not selected now.
@@ -119,4 +147,4 @@ def compare(previous: Mapping[str, Any], aggregate: Aggregate, source: str) -> R
                             if r.nodeid in earlier], aggregate.confidence, aggregate.alpha)]
     must_pass = tuple(s.info.path for s in aggregate.suites() if not s.info.advisory)
     return Regression(source, tuple(changes), tuple(changed), tuple(metric_changes),
-                      tuple(significance), must_pass)
+                      tuple(significance), must_pass, fail_on_regression)

@@ -21,7 +21,7 @@ from ..decide.results_data import file_case
 from ..load.loading import read_json
 from . import security
 from .aggregate import Aggregate
-from .regression import Regression
+from .regression import Regression, verdict
 
 __all__ = ["FORMAT", "build", "check", "load", "schema"]
 
@@ -59,7 +59,8 @@ def build(aggregate: Aggregate, regression: Regression | None = None, *,
     data: dict[str, Any] = {
         "format": FORMAT,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "verdict": {"pass": aggregate.passed, "paragraph": aggregate.paragraph()},
+        "verdict": dict(zip(("pass", "paragraph"), verdict(aggregate, regression),
+                            strict=True)),
         "suites": suites,
     }
     found = security.build(aggregate)

@@ -161,7 +161,9 @@ def _check_verdicts(data: Mapping[str, Any], aggregate: Aggregate) -> None:
             raise EvidenceError(f"its verdicts do not follow from its cases: suite "
                                 f"{summary.info.path} says {claim!r}, its cases give "
                                 f"{summary.verdict!r}")
-    if bool(data["verdict"]["pass"]) != aggregate.passed:
+    # --elizon-fail-on-regression may fail a run its cases pass, never pass one they fail
+    failed_on_regression = bool((data.get("regression") or {}).get("fails_run"))
+    if bool(data["verdict"]["pass"]) != (aggregate.passed and not failed_on_regression):
         raise EvidenceError(f"its verdicts do not follow from its cases: the run says pass="
                             f"{str(data['verdict']['pass']).lower()}, its cases give "
                             f"pass={str(aggregate.passed).lower()}")
