@@ -14,6 +14,8 @@ from .significance import SignificantChange, of_file, of_result, suite_changes
 
 __all__ = ["CHANGES", "CaseChange", "MetricChange", "Regression", "compare", "verdict"]
 
+#: The metrics --elizon-fail-on-regression gates on.
+GATED = ("pass_rate", "judge_score")
 #: The kinds of change, most important first.
 CHANGES = ("regressed", "improved", "new", "removed", "unchanged")
 
@@ -72,9 +74,11 @@ class Regression:
                 f"{self.baseline_file}: {named}.")
 
     def blocking(self) -> list[SignificantChange]:
-        """Significant regressions of must-pass suites: what --elizon-fail-on-regression
-        fails the run on."""
-        return [c for c in self.significance if c.regressed and c.suite in self.must_pass]
+        """Significant regressions of must-pass suites' quality (pass rate, judge score):
+        what --elizon-fail-on-regression fails the run on. Latency, cost and tokens are
+        reported, never gated: they move with the machine and the provider, not the answers."""
+        return [c for c in self.significance if c.regressed and c.suite in self.must_pass
+                and c.metric in GATED]
 
     def counts(self) -> dict[str, int]:
         found = Counter(c.change for c in self.changes)
