@@ -230,3 +230,49 @@ def test_single_runs_pair_by_node_id_with_mcnemar_and_holm_across_metrics() -> N
     changes = {c.nodeid.rsplit("::", 1)[1]: c.change for c in regression.changes}
     assert (changes["fresh"], changes["gone"]) == ("new", "removed")
     assert regression.blocking() == [rate, rows["judge_score"]]
+
+
+# -- elizon-eval power ------------------------------------------------------------------------
+
+def test_power_prints_cases_repeats_and_detectable_drops(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from pytest_elizon_eval import cli
+
+    needed = stats.runs_needed(0.9, 0.15)
+    assert cli.main(["power", "--rate", "0.9", "--drop", "0.15"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"To detect a drop from 0.9 to 0.75 (two-sided, α 0.05, 80% power): {needed} runs in "
+        "each of the two suite runs compared.", f"Cases needed, each run once: {needed}."]
+    assert cli.main(["power", "--rate", "0.9", "--drop", "0.15", "--cases", "30"]) == 0
+    times = -(-needed // 30)
+    assert (f"With 30 cases: repeat each {times} times ({30 * times} runs), or add cases: "
+            f"{needed} run once.") in capsys.readouterr().out
+    assert cli.main(["power", "--rate", "0.9", "--cases", "50", "--repeats", "3",
+                     "--alpha", "0.01"]) == 0
+    drop = stats.detectable_drop(150, 0.9, 0.01)
+    assert drop is not None
+    assert capsys.readouterr().out == (
+        f"50 cases × 3 repeats (150 runs) detect a pass-rate drop of {drop:.3f} or more from "
+        f"0.9, to {0.9 - drop:.3f} (two-sided, α 0.01, 80% power).\n")
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    (["--rate", "1.2", "--drop", "0.1"],
+     "argument --rate: expected a pass rate above 0 and at most 1, got '1.2'"),
+    (["--rate", "0.5", "--drop", "0.6"], "--drop 0.6 is more than --rate 0.5"),
+    (["--rate", "0.9"], "give --drop D (the cases needed), or --cases N"),
+    (["--rate", "0.9", "--cases", "many"],
+     "argument --cases: expected a whole number of cases from 1, got 'many'"),
+    (["--rate", "0.9", "--drop", "0.1", "--power", "1"],
+     "argument --power: expected a power above 0 and below 1, got '1'"),
+])
+def test_power_bad_arguments_are_clear_errors(argv: list[str], said: str,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    from pytest_elizon_eval import cli
+
+    try:
+        status = cli.main(["power", *argv])
+    except SystemExit as exc:  # argparse's own errors exit
+        status = int(exc.code or 0)
+    assert status == 2
+    assert said in capsys.readouterr().err
