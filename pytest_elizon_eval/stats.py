@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import lru_cache
 from statistics import NormalDist
 
 __all__ = ["POWER", "binomial_test", "clustered_mean", "clustered_mean_interval",
@@ -199,6 +200,7 @@ def t_two_sided_p(t: float, df: float) -> float:
     return min(1.0, _incomplete_beta(df / 2.0, 0.5, df / (df + t * t)))
 
 
+@lru_cache(maxsize=256)  # a run asks the same (confidence, df) for many suites and metrics
 def t_quantile(confidence: float, df: float) -> float:
     """The two-sided critical value of Student's t (scipy ``t.ppf(0.5 + confidence/2)``)."""
     normal_quantile(confidence)  # the same check of ``confidence``
