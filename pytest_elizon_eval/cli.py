@@ -283,6 +283,12 @@ def _diff(args: argparse.Namespace, out: Out) -> int:
                       "green": row[0] == "improved"})
     else:
         out.line("no case changed")
+    # docs/contract.md#significant-regressions: which changes are more than noise
+    for change in regression.significance:
+        out.line(f"{change.verdict}: {safe(change.suite)} {change.metric} {change.change:+.3g} "
+                 f"[{change.low:+.3g}, {change.high:+.3g}] ({change.test}, p={change.p_value:.3g}, "
+                 f"Holm p={change.adjusted_p:.3g})",
+                 {"red": change.regressed, "green": change.significant and not change.regressed})
     if args.fail_on_regression and counts["regressed"]:
         out.line(f"{counts['regressed']} case{'s' if counts['regressed'] != 1 else ''} "
                  "regressed (--fail-on-regression)", {"red": True, "bold": True})
@@ -604,8 +610,8 @@ def parser() -> argparse.ArgumentParser:
                          description="How many runs detect a pass-rate fall from --rate by "
                                      "--drop with a two-sided test at --alpha and --power, and "
                                      "with --cases N the repeats N cases need; without --drop, "
-                                     "the smallest drop --cases (x --repeats) detect. Formula: "
-                                     "docs/contract.md#power.")
+                                     "the smallest drop --cases (x --repeats) detect "
+                                     "(two-proportion normal approximation, Fleiss).")
     p.add_argument("--rate", metavar="P", required=True, type=_share("a pass rate", True),
                    help="the suite's pass rate now, above 0 and at most 1, e.g. 0.9")
     p.add_argument("--drop", metavar="D", type=_share("a drop in pass rate", True),

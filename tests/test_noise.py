@@ -132,7 +132,8 @@ def test_repeated_cases_get_an_interval_clustered_by_case(
 
 
 def test_fail_on_regression_fails_only_a_significant_regression(
-        packages: Packages, pytester: pytest.Pytester) -> None:
+        packages: Packages, pytester: pytest.Pytester,
+        capsys: pytest.CaptureFixture[str]) -> None:
     root = _package(packages, 10, "", head="repeat: 4;minPassRate: 0.5")
     assert pytester.runpytest("--elizon-results=before.json").ret == pytest.ExitCode.OK
     args = ("--elizon-baseline=before.json", "--elizon-fail-on-regression",
@@ -165,6 +166,13 @@ def test_fail_on_regression_fails_only_a_significant_regression(
     markdown = (pytester.path / "s.md").read_text(encoding="utf-8")
     assert markdown.startswith("# Elizon eval\n\n❌ The run's cases passed:")
     assert "| `pkg/eval/suite.yaml` | pass_rate | paired t | 1.000 | 0.625 | -0.375 [" in markdown
+    from pytest_elizon_eval import cli
+
+    capsys.readouterr()
+    assert cli.main(["diff", str(pytester.path / "before.json"),
+                     str(pytester.path / "after.json")]) == 0
+    assert ("significant regression: pkg/eval/suite.yaml pass_rate -0.375 [" in
+            capsys.readouterr().out)
     # without the flag the same regression is reported, and does not fail the run
     _break(root, " ".join(f"{i}:{2 if i % 2 else 1}" for i in range(1, 11)))
     result = pytester.runpytest("--elizon-baseline=before.json")
