@@ -8,16 +8,17 @@ import math
 import numpy as np
 import pytest
 import scipy.stats as scipy_stats
-import statsmodels.api as sm
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from statsmodels.regression.linear_model import OLS
 from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint, samplesize_proportions_2indep_onetail
 
 from pytest_elizon_eval import stats
 
-FAST = settings(max_examples=60, deadline=None)
+#: Derandomized: the same examples every run, so a failure is reproducible, never flaky.
+FAST = settings(max_examples=40, deadline=None, derandomize=True)
 
 
 @pytest.mark.parametrize(("k", "n", "conf"), [(0, 1, 0.95), (3, 5, 0.95), (5, 5, 0.9),
@@ -30,7 +31,7 @@ def test_wilson_matches_statsmodels(k: int, n: int, conf: float) -> None:
 def _ols_cluster(clusters: list[list[float]]) -> tuple[float, float]:
     y = np.array([x for c in clusters for x in c], dtype=float)
     groups = np.array([i for i, c in enumerate(clusters) for _ in c])
-    fit = sm.OLS(y, np.ones(len(y))).fit(cov_type="cluster", cov_kwds={"groups": groups})
+    fit = OLS(y, np.ones(len(y))).fit(cov_type="cluster", cov_kwds={"groups": groups})
     return float(fit.params[0]), float(fit.bse[0])
 
 
@@ -87,7 +88,8 @@ def test_binomial_test_matches_scipy(k: int, n: int, p: float) -> None:
 
 @FAST
 @given(st.integers(1, 300).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n))),
-       st.floats(0.0, 1.0))
+       # scipy itself overflows on subnormal rates
+       st.one_of(st.sampled_from([0.0, 1.0]), st.floats(1e-9, 1.0 - 1e-9)))
 def test_binomial_test_property(kn: tuple[int, int], p: float) -> None:
     k, n = kn
     want = scipy_stats.binomtest(k, n, p).pvalue
