@@ -108,6 +108,8 @@ def test_intervals_noise_and_detectable_drop_in_every_report(
     assert (f'class="errorbar" data-metric="pass_rate" data-low="{low:.4f}" '
             f'data-high="{high:.4f}"') in page
     assert "90% interval" in page
+    # and on the baseline chart's bar of this run
+    assert page.count('class="errorbar" data-metric="pass_rate"') == 2
     assert "within noise (exact binomial" in page
 
 
@@ -284,3 +286,29 @@ def test_power_bad_arguments_are_clear_errors(argv: list[str], said: str,
         status = int(exc.code or 0)
     assert status == 2
     assert said in capsys.readouterr().err
+
+
+def test_judge_scores_and_latencies_of_repeated_cases_are_clustered_by_case() -> None:
+    from pytest_elizon_eval.reporting.intervals import suite_intervals
+
+    suite = "p/eval/s.yaml"
+    scores = [[0.9, 0.7, 0.8], [0.2, 0.4], [0.6], [1.0, 1.0, 0.9, 0.8]]
+    aggregate = Aggregate(confidence=0.8)
+    for i, runs in enumerate(scores):
+        records = [{"outcome": "passed", "judge_score": x, "latency_ms": 100.0 * x}
+                   for x in runs]
+        mean = sum(runs) / len(runs)
+        aggregate.add(_case(suite, f"c{i}", "passed", judge_score=mean, latency_ms=100 * mean,
+                            runs=records if len(runs) > 1 else []))
+    found = suite_intervals(aggregate.suites()[0].results, 0.8)
+    judge = found["judge_score"]
+    assert (judge.method, judge.cases, judge.observations) == ("clustered mean", 4, 10)
+    assert (judge.estimate, judge.low, judge.high) == pytest.approx(
+        stats.clustered_mean_interval(scores, 0.8))
+    latency = found["mean_latency_ms"]
+    assert (latency.low, latency.high) == pytest.approx(
+        stats.clustered_mean_interval([[100 * x for x in c] for c in scores], 0.8)[1:])
+    # a suite's baseline rows carry them, at the aggregate's confidence
+    rows = {r.metric: r for r in aggregate.suites()[0].baseline_rows()}
+    assert rows["judge_score"].interval == judge
+    assert "mean_cost_usd" not in found  # nothing measured, no interval
