@@ -35,16 +35,7 @@ def wilson_interval(successes: int, trials: int, confidence: float = 0.95) -> tu
         raise ValueError("a pass-rate interval needs at least one run")
     if not 0 <= successes <= trials:
         raise ValueError(f"successes must be between 0 and {trials}, got {successes}")
-    z = normal_quantile(confidence)
-    p = successes / trials
-    z2 = z * z
-    denominator = 1.0 + z2 / trials
-    centre = (p + z2 / (2.0 * trials)) / denominator
-    half = z * math.sqrt(p * (1.0 - p) / trials + z2 / (4.0 * trials * trials)) / denominator
-    # At 0 and n successes the bounds are exactly 0 and 1; floating point leaves 1e-17.
-    lower = 0.0 if successes == 0 else max(0.0, centre - half)
-    upper = 1.0 if successes == trials else min(1.0, centre + half)
-    return lower, upper
+    return _wilson_at(successes / trials, float(trials), confidence)
 
 
 # -- clustered intervals (Miller 2024, "Adding Error Bars to Evals") -------------------------
@@ -105,6 +96,7 @@ def clustered_rate_interval(clusters: Sequence[Sequence[bool]], confidence: floa
 
 def _wilson_at(rate: float, n: float, confidence: float) -> tuple[float, float]:
     """Wilson's interval for a rate observed over ``n`` (possibly fractional) trials."""
+    # At 0 % and 100 % the bounds are exactly 0 and 1; floating point would leave 1e-17.
     z = normal_quantile(confidence)
     z2 = z * z
     denominator = 1.0 + z2 / n

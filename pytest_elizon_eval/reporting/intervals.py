@@ -22,6 +22,8 @@ WILSON = "wilson"
 CLUSTERED_RATE = "clustered wilson"
 CLUSTERED_MEAN = "clustered mean"
 MEAN = "mean"
+#: Means that cannot be below 0: their interval stops there.
+_NOT_NEGATIVE = ("mean_latency_ms", "mean_cost_usd", "mean_tokens")
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,8 @@ def _mean(metric: str, clusters: list[list[float]], confidence: float
         return None
     observations = sum(len(c) for c in clusters)
     method = CLUSTERED_MEAN if observations > len(clusters) else MEAN
+    if metric in _NOT_NEGATIVE:  # the normal interval knows nothing of the floor at 0
+        low = max(0.0, low)
     return MetricInterval(metric, mean, low, high, method, confidence, len(clusters),
                           observations)
 
