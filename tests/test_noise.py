@@ -139,7 +139,7 @@ def test_fail_on_regression_fails_only_a_significant_regression(
     root = _package(packages, 10, "", head="repeat: 4;minPassRate: 0.5")
     assert pytester.runpytest("--elizon-results=before.json").ret == pytest.ExitCode.OK
     args = ("--elizon-baseline=before.json", "--elizon-fail-on-regression",
-            "--elizon-results=after.json", "--elizon-markdown=s.md")
+            "--elizon-results=after.json", "--elizon-markdown=s.md", "--elizon-html=h.html")
     # one case lost one run in four: within noise, the run passes
     _break(root, "4:1")
     result = pytester.runpytest(*args)
@@ -168,6 +168,9 @@ def test_fail_on_regression_fails_only_a_significant_regression(
     markdown = (pytester.path / "s.md").read_text(encoding="utf-8")
     assert markdown.startswith("# Elizon eval\n\n❌ The run's cases passed:")
     assert "| `pkg/eval/suite.yaml` | pass_rate | paired t | 1.000 | 0.625 | -0.375 [" in markdown
+    page = (pytester.path / "h.html").read_text(encoding="utf-8")
+    assert "<title>Elizon eval: FAIL</title>" in page
+    assert '<tr class="significance" data-verdict="significant regression">' in page
     from pytest_elizon_eval import cli
 
     capsys.readouterr()
