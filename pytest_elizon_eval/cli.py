@@ -35,7 +35,7 @@ from .errors import EVALUATION_GATE_FAILED as EVALUATION_GATE_FAILED
 from .errors import EVALUATION_NOT_ACKNOWLEDGED as EVALUATION_NOT_ACKNOWLEDGED
 from .redteam import probe_names
 from .reporting import html, junit, markdown, terminal
-from .reporting.regression import compare
+from .reporting.regression import compare, verdict
 from .text import defuse, visible
 from .trust import evidence, provenance, signing
 from .trust.evidence import Document, EvidenceError
@@ -181,8 +181,9 @@ def _failed_lines(document: Document) -> list[tuple[str, dict[str, bool]]]:
 
 
 def _verdict_line(document: Document) -> tuple[str, dict[str, bool]]:
-    passed = document.aggregate.passed
-    return (f"verdict: {'PASS' if passed else 'FAIL'} — {safe(document.aggregate.paragraph())}",
+    # from the cases, and the significant regressions if they failed the run
+    passed, paragraph = verdict(document.aggregate, evidence.regression_of(document.data))
+    return (f"verdict: {'PASS' if passed else 'FAIL'} — {safe(paragraph)}",
             {"green": passed, "red": not passed, "bold": True})
 
 

@@ -178,6 +178,12 @@ def test_fail_on_regression_fails_only_a_significant_regression(
                      str(pytester.path / "after.json")]) == 0
     assert ("significant regression: pkg/eval/suite.yaml pass_rate -0.375 [" in
             capsys.readouterr().out)
+    # shown again from the file: the rows, and a verdict that never says pass
+    assert cli.main(["show", str(pytester.path / "after.json")]) == 0
+    shown = capsys.readouterr().out
+    assert "  significant regression: pkg/eval/suite.yaml pass_rate 1.000 -> 0.625" in shown
+    assert "\nverdict: FAIL — The run's cases passed: " in shown
+    assert "--elizon-fail-on-regression fails the run: 1 significant regression" in shown
     # without the flag the same regression is reported, and does not fail the run
     _break(root, " ".join(f"{i}:{2 if i % 2 else 1}" for i in range(1, 11)))
     result = pytester.runpytest("--elizon-baseline=before.json")

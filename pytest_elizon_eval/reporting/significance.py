@@ -112,9 +112,17 @@ class SignificantChange:
         return {"suite": self.suite, "metric": self.metric, "test": self.test,
                 "cases": self.cases, "before": self.before, "after": self.after,
                 "change": self.change, "low": self.low, "high": self.high,
-                "p_value": self.p_value, "adjusted_p": self.adjusted_p,
+                "p_value": self.p_value, "adjusted_p": self.adjusted_p, "alpha": self.alpha,
                 "significant": self.significant, "regressed": self.regressed,
                 "verdict": self.verdict}
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> SignificantChange:
+        """A row of a results file's ``regression.significance`` (schema-checked)."""
+        return cls(data["suite"], data["metric"], data["test"], data["cases"], data["before"],
+                   data["after"], data["low"], data["high"], data["p_value"],
+                   data["adjusted_p"], data["alpha"],
+                   dict(_PER_CASE).get(data["metric"], True))
 
 
 def _pass_rate(pairs: Sequence[tuple[Paired, Paired]], confidence: float

@@ -27,7 +27,8 @@ from typing import Any
 from ..decide.results_data import case_of_file
 from ..reporting import results
 from ..reporting.aggregate import Aggregate
-from ..reporting.regression import CaseChange, Regression
+from ..reporting.regression import CaseChange, Regression, verdict
+from ..reporting.significance import SignificantChange
 from . import provenance, signing
 
 __all__ = [
@@ -162,11 +163,11 @@ def _check_verdicts(data: Mapping[str, Any], aggregate: Aggregate) -> None:
                                 f"{summary.info.path} says {claim!r}, its cases give "
                                 f"{summary.verdict!r}")
     # --elizon-fail-on-regression may fail a run its cases pass, never pass one they fail
-    failed_on_regression = bool((data.get("regression") or {}).get("fails_run"))
-    if bool(data["verdict"]["pass"]) != (aggregate.passed and not failed_on_regression):
+    expected = verdict(aggregate, regression_of(data))[0]
+    if bool(data["verdict"]["pass"]) != expected:
         raise EvidenceError(f"its verdicts do not follow from its cases: the run says pass="
                             f"{str(data['verdict']['pass']).lower()}, its cases give "
-                            f"pass={str(aggregate.passed).lower()}")
+                            f"pass={str(expected).lower()}")
 
 
 def read_document(path: Path) -> Document:
@@ -195,7 +196,12 @@ def regression_of(data: Mapping[str, Any]) -> Regression | None:
         return None
     changes = tuple(CaseChange(c["nodeid"], c["change"], c["before"], c["after"])
                     for c in found["cases"])
-    return Regression(found["baseline_file"], changes, tuple(found["changed_suites"]))
+    significance = tuple(SignificantChange.from_data(row)
+                         for row in found.get("significance") or ())
+    must_pass = tuple(s["path"] for s in data["suites"] if not s["advisory"])
+    return Regression(found["baseline_file"], changes, tuple(found["changed_suites"]),
+                      significance=significance, must_pass=must_pass,
+                      fail_on_regression=bool(found.get("fails_run")))
 
 
 def replace_file(path: Path, text: str) -> None:
@@ -273,8 +279,10 @@ def acknowledgement(document: Document, *, by: str, at: str, how: str) -> dict[s
         "at": at,
         "how": how,
         "verdict_seen": {
-            "pass": document.aggregate.passed,
-            "paragraph": document.aggregate.paragraph(),
+            # from its cases, and its significant regressions if they failed the run
+            **dict(zip(("pass", "paragraph"), verdict(document.aggregate,
+                                                       regression_of(document.data)),
+                       strict=True)),
             "suites": [{"path": s.info.path, "gate": s.info.gate, "verdict": s.verdict}
                        for s in document.aggregate.suites()],
         },
