@@ -65,7 +65,8 @@ def _results(path: Path) -> dict[str, Any]:
 
 
 def test_intervals_noise_and_detectable_drop_in_every_report(
-        packages: Packages, pytester: pytest.Pytester) -> None:
+        packages: Packages, pytester: pytest.Pytester,
+        capsys: pytest.CaptureFixture[str]) -> None:
     _package(packages, 20, "3 7 11 15 19", baseline="pass_rate: 0.8")  # 15 of 20 pass
     pytester.makeini("[pytest]\nelizon_confidence = 0.9\n")
     result = pytester.runpytest("--elizon-results=r.json", "--elizon-markdown=s.md",
@@ -108,6 +109,11 @@ def test_intervals_noise_and_detectable_drop_in_every_report(
     assert (f'class="errorbar" data-metric="pass_rate" data-low="{low:.4f}" '
             f'data-high="{high:.4f}"') in page
     assert "90% interval" in page
+    from pytest_elizon_eval import cli
+
+    # elizon-eval show says the same, at the run's confidence
+    assert cli.main(["show", str(pytester.path / "r.json")]) == 0
+    assert f"    pass_rate 0.750 {shown} (90% Wilson, 20 cases)" in capsys.readouterr().out
     # and on the baseline chart's bar of this run
     assert page.count('class="errorbar" data-metric="pass_rate"') == 2
     assert "within noise (exact binomial" in page

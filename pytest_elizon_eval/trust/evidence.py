@@ -139,7 +139,11 @@ class Document:
 
 def aggregate_of(data: Mapping[str, Any], where: str = "") -> Aggregate:
     """The cases of a (schema-valid) document as an aggregate; a case twice is an error."""
-    aggregate = Aggregate()
+    # shown again at the run's elizon_confidence and elizon_alpha, where the file says them
+    rate = next((s["intervals"]["pass_rate"] for s in data["suites"]
+                 if "pass_rate" in s.get("intervals", {})), None)
+    drop = next((s["detectable_drop"] for s in data["suites"] if s.get("detectable_drop")), None)
+    aggregate = Aggregate(rate["confidence"] if rate else 0.95, drop["alpha"] if drop else 0.05)
     seen_paths: set[str] = set()
     for suite in data["suites"]:
         if suite["path"] in seen_paths:
