@@ -89,6 +89,8 @@ white-space:nowrap}
 .b.passed{background:var(--ok)}.b.failed{background:var(--ko)}.b.timeout{background:var(--to)}
 .b.error{background:var(--er)}.b.advisory{background:var(--ad)}.b.zero{background:#bbb}
 .card details summary{cursor:pointer;color:var(--mu);font-size:12px;margin-top:4px}
+.cards{grid-template-columns:repeat(auto-fill,minmax(min(100%,520px),1fr))}
+.card{overflow-x:auto}.card table.baseline td,.card table.baseline th{font-size:12px}
 table{border-collapse:collapse;width:100%}
 td,th{border-bottom:1px solid var(--ln);padding:2px 6px;text-align:left;font-size:13px}
 td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
