@@ -154,7 +154,7 @@ def test_fail_on_regression_fails_only_a_significant_regression(
                                  "(-0.025 [[]*], paired t, p=0.343, Holm p=*)"])
     # every case lost runs, each still at minPassRate: every case passes, the suite regressed
     _break(root, " ".join(f"{i}:{2 if i % 2 else 1}" for i in range(1, 11)))
-    result = pytester.runpytest(*args)
+    result = pytester.runpytest(*args, "-p", "metadata", "-p", "html", "--html=ph.html")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(passed=10)
     result.stdout.fnmatch_lines([
@@ -176,6 +176,8 @@ def test_fail_on_regression_fails_only_a_significant_regression(
     assert "| `pkg/eval/suite.yaml` | pass_rate | paired t | 1.000 | 0.625 | -0.375 [" in markdown
     page = (pytester.path / "h.html").read_text(encoding="utf-8")
     assert "<title>Elizon eval: FAIL</title>" in page
+    # pytest-html's summary too
+    assert "Elizon eval: FAIL</strong>" in (pytester.path / "ph.html").read_text(encoding="utf-8")
     assert '<tr class="significance" data-verdict="significant regression">' in page
     from pytest_elizon_eval import cli
 

@@ -69,7 +69,7 @@ class BaselineRow:
     #: This run's interval of the metric at elizon_confidence, where it has one.
     interval: MetricInterval | None = None
     #: pass_rate against the author's: the exact binomial test's p-value and its words
-    #: ("within noise …" / "significantly below …"); else None and "".
+    #: ("within noise …" / "significant …"); else None and "".
     p_value: float | None = None
     noise: str = ""
 
