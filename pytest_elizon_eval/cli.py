@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import getpass
 import json
+import math
 import os
 import re
 import sys
@@ -35,7 +36,7 @@ from .errors import EVALUATION_NOT_ACKNOWLEDGED as EVALUATION_NOT_ACKNOWLEDGED
 from .errors import EVALUATION_OVERRIDE_INVALID as EVALUATION_OVERRIDE_INVALID
 from .redteam import probe_names
 from .reporting import html, junit, markdown, terminal
-from .reporting.regression import compare
+from .reporting.regression import compare, verdict
 from .text import defuse, visible
 from .trust import evidence, override, provenance, signing
 from .trust.evidence import Document, EvidenceError
@@ -181,8 +182,9 @@ def _failed_lines(document: Document) -> list[tuple[str, dict[str, bool]]]:
 
 
 def _verdict_line(document: Document) -> tuple[str, dict[str, bool]]:
-    passed = document.aggregate.passed
-    return (f"verdict: {'PASS' if passed else 'FAIL'} — {safe(document.aggregate.paragraph())}",
+    # from the cases, and the significant regressions if they failed the run
+    passed, paragraph = verdict(document.aggregate, evidence.regression_of(document.data))
+    return (f"verdict: {'PASS' if passed else 'FAIL'} — {safe(paragraph)}",
             {"green": passed, "red": not passed, "bold": True})
 
 
@@ -311,6 +313,12 @@ def _diff(args: argparse.Namespace, out: Out) -> int:
                       "green": row[0] == "improved"})
     else:
         out.line("no case changed")
+    # docs/contract.md#significant-regressions: which changes are more than noise
+    for change in regression.significance:
+        out.line(f"{change.verdict}: {safe(change.suite)} {change.metric} {change.change:+.3g} "
+                 f"[{change.low:+.3g}, {change.high:+.3g}] ({change.test}, p={change.p_value:.3g}, "
+                 f"Holm p={change.adjusted_p:.3g})",
+                 {"red": change.regressed, "green": change.significant and not change.regressed})
     if args.fail_on_regression and counts["regressed"]:
         out.line(f"{counts['regressed']} case{'s' if counts['regressed'] != 1 else ''} "
                  "regressed (--fail-on-regression)", {"red": True, "bold": True})
@@ -806,6 +814,25 @@ def parser() -> argparse.ArgumentParser:
                    help="the last N runs (default 30)")
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.set_defaults(run=_history)
+
+    p = verbs.add_parser("power", help="cases or repeats needed to detect a pass-rate drop",
+                         description="How many runs detect a pass-rate fall from --rate by "
+                                     "--drop with a two-sided test at --alpha and --power, and "
+                                     "with --cases N the repeats N cases need; without --drop, "
+                                     "the smallest drop --cases (x --repeats) detect "
+                                     "(two-proportion normal approximation, Fleiss).")
+    p.add_argument("--rate", metavar="P", required=True, type=_share("a pass rate", True),
+                   help="the suite's pass rate now, above 0 and at most 1, e.g. 0.9")
+    p.add_argument("--drop", metavar="D", type=_share("a drop in pass rate", True),
+                   help="the fall to detect, e.g. 0.1 (at most P)")
+    p.add_argument("--cases", metavar="N", type=_count("cases"), help="the suite's cases")
+    p.add_argument("--repeats", metavar="K", type=_count("repeats"), default=1,
+                   help="runs of each case (default 1; with --cases and without --drop)")
+    p.add_argument("--alpha", metavar="A", type=_share("a significance level", False),
+                   default=0.05, help="significance level (default 0.05)")
+    p.add_argument("--power", metavar="POWER", type=_share("a power", False), default=0.8,
+                   help="chance of detecting the drop when it is there (default 0.8)")
+    p.set_defaults(run=_power)
     return top
 
 
@@ -924,6 +951,49 @@ def _history_diff(words: list[str], out: Out) -> int:
                   "green": row[0] == "improved"})
     if not rows:
         out.line("no case changed")
+    return EXIT_OK
+
+
+
+def _share(what: str, one: bool) -> Callable[[str], float]:
+    """An argparse type: a number above 0 and below 1 (at most 1 when ``one``)."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not (0.0 < value < 1.0 or (one and value == 1.0)):
+            top = "at most 1" if one else "below 1"
+            raise argparse.ArgumentTypeError(f"expected {what} above 0 and {top}, got {text!r}")
+        return value
+    return parse
+
+
+def _count(what: str) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = 0
+        if not 1 <= value <= 10_000_000:
+            raise argparse.ArgumentTypeError(f"expected a whole number of {what} from 1, "
+                                             f"got {text!r}")
+        return value
+    return parse
+
+
+def _power(args: argparse.Namespace, out: Out) -> int:
+    from .power import power_lines  # deferred: only this verb needs it
+
+    if args.drop is not None and args.drop > args.rate:
+        raise Trouble(f"--drop {args.drop:g} is more than --rate {args.rate:g}: a pass rate "
+                      "cannot fall below 0")
+    if args.drop is None and args.cases is None:
+        raise Trouble("give --drop D (the cases needed), or --cases N (the drop N cases "
+                      "detect)")
+    for line in power_lines(rate=args.rate, drop=args.drop, cases=args.cases,
+                            repeats=args.repeats, alpha=args.alpha, power=args.power):
+        out.line(line)
     return EXIT_OK
 
 

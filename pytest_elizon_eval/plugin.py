@@ -264,7 +264,7 @@ class SessionReporter:
     def __init__(self, config: pytest.Config, settings: options.Settings) -> None:
         self.config = config
         self.settings = settings
-        self.aggregate = Aggregate()
+        self.aggregate = Aggregate(settings.confidence, settings.alpha)
         self.aggregate.framework = options.compliance_framework(config)
         self.regression: Regression | None = None
         self.written: list[tuple[str, Path]] = []
@@ -331,7 +331,11 @@ class SessionReporter:
         if self.previous is not None and self.settings.baseline is not None:
             from .reporting.regression import compare  # deferred: only with a baseline
 
-            self.regression = compare(self.previous, self.aggregate, str(self.settings.baseline))
+            self.regression = compare(self.previous, self.aggregate, str(self.settings.baseline),
+                                      fail_on_regression=self.settings.fail_on_regression)
+            if self.regression.fails_run and session.exitstatus == pytest.ExitCode.OK:
+                # a clear non-zero status: tests failed (the message is in the summary)
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
         history = self.config.pluginmanager.get_plugin(_HISTORY)
         if not len(self.aggregate) and self.regression is None:
             if history is not None:

@@ -227,11 +227,17 @@ def test_terminal_render() -> None:
     lines = [text for text, _ in terminal.render(sample())]
     assert lines == [
         "pkg/eval/core.yaml [demo, must-pass]: 1 passed, 1 failed, 1 timeout — FAIL",
-        "    metric     author baseline  this run  Δ       vs baseline",
-        "    pass_rate  1.000            0.333     -0.667  below",
-        "    accuracy   0.900            -         -       not measured by this run",
+        "    pass_rate 0.333 [0.061, 0.792] (95% Wilson, 3 cases)",
+        "    too few runs to detect any pass-rate drop at α 0.05 with 80% power from 3 runs",
+        "    metric     author baseline  this run  95% interval    Δ       vs baseline",
+        "    pass_rate  1.000            0.333     [0.061, 0.792]  -0.667  below, significant "
+        "(exact binomial p=0 < α 0.05)",
+        "    accuracy   0.900            -         -               -       not measured by this "
+        "run",
         "pkg/eval/extra.yaml [demo, advisory]: 1 passed, 1 failed, 0 timeout — ADVISORY: not "
         "passed (does not fail the run)",
+        "    pass_rate 0.500 [0.095, 0.905] (95% Wilson, 2 cases)",
+        "    too few runs to detect any pass-rate drop at α 0.05 with 80% power from 2 runs",
         "timed out:",
         "  pkg/eval/core.yaml::slow — no answer within 0.5 s (--elizon-timeout=0.5)",
         "advisory, not passed:",
@@ -243,7 +249,8 @@ def test_markdown_render() -> None:
     text = markdown.render(sample())
     assert "## ❌ pkg/eval/core.yaml" in text
     assert "## ⚠️ pkg/eval/extra.yaml" in text
-    assert "| pass_rate | 1.000 | 0.333 | -0.667 | below |" in text
+    assert ("| pass_rate | 1.000 | 0.333 | [0.061, 0.792] | -0.667 | below, significant "
+            "(exact binomial p=0 &lt; α 0.05) |") in text
     assert "| `wrong` | failed | ✗ contains: missing: 'delta' | 30.0 ms |" in text
     assert "| `slow` | timeout | no answer within 0.5 s (--elizon-timeout=0.5) | — |" in text
     assert "<details><summary>wrong output (5 chars)</summary>" in text

@@ -424,28 +424,20 @@ def test_the_rule_keeps_its_error_bound_exactly() -> None:
     assert _decided_share(strict, 0.85, 300)["below"] <= 0.01
 
 
-class _Config:
-    """What the confidence accessor reads of a pytest config: the ini, and where it is."""
-
-    inipath = None
-
-    def __init__(self, **ini: object) -> None:
-        self.ini = ini
-
-    def getini(self, name: str) -> object:
-        if name not in self.ini:
-            raise ValueError(f"unknown configuration value: {name!r}")
-        return self.ini[name]
-
-
-def test_the_case_confidence_comes_from_elizon_confidence_when_there_is_one() -> None:
-    from pytest_elizon_eval.collect.options import _case_confidence
-
-    assert _case_confidence(_Config()) == 0.95  # type: ignore[arg-type]  # not registered
-    assert _case_confidence(_Config(elizon_confidence="")) == 0.95  # type: ignore[arg-type]
-    assert _case_confidence(_Config(elizon_confidence="0.99")) == 0.99  # type: ignore[arg-type]
-    assert _case_confidence(_Config(elizon_confidence=0.9)) == 0.9  # type: ignore[arg-type]
-    for bad in ("1", "0", "high"):
-        with pytest.raises(pytest.UsageError, match=r"ini option elizon_confidence \("
-                           rf"'{bad}'\): expected a number between 0 and 1, e\.g\. 0\.95"):
-            _case_confidence(_Config(elizon_confidence=bad))  # type: ignore[arg-type]
+def test_the_case_confidence_is_elizon_confidence(packages: Packages,
+                                                  pytester: pytest.Pytester) -> None:
+    packages.package(suite="""
+        cases:
+          - id: fixed-flaky
+            input: "pattern:PPPPF"
+            repeat: 5
+            minPassRate: 0.8
+            expect: {contains: ["yes"]}
+        """, app=APP)
+    pytester.makeini("[pytest]\nelizon_confidence = 0.99\n")
+    result = pytester.runpytest("--elizon-results=out/r.json")
+    assert result.ret == pytest.ExitCode.OK
+    record = _cases(pytester)["fixed-flaky"]["repeat"]
+    assert record["confidence"] == 0.99
+    assert (record["low"], record["high"]) == pytest.approx(wilson_interval(4, 5, 0.99))
+    result.stdout.fnmatch_lines(["*4/5 passed (80%, 99% CI *"])

@@ -114,6 +114,9 @@ def comparable_suites(data: dict[str, Any]) -> list[dict[str, Any]]:
             suite["metrics"].pop(key)
         suite.pop("comparison")
         suite.pop("cases")
+        # latencies differ run to run, and so do their intervals
+        suite["intervals"] = {k: v for k, v in suite.get("intervals", {}).items()
+                              if k != "mean_latency_ms"}
         suites.append(suite)
     return suites
 

@@ -172,6 +172,18 @@ OPTIONS: tuple[Option, ...] = (
            help="Continue the last unfinished session of the same packages: cases it "
                 "finished (same suite, entry point and case) are taken from the history "
                 "store and reported as resumed; only the rest run."),
+    Option(ini="elizon_confidence", ini_default="0.95", unset="0.95",
+           help="Confidence level of every interval in the reports, above 0 and below 1 "
+                "(default 0.95)."),
+    Option(ini="elizon_alpha", ini_default="0.05", unset="0.05",
+           help="Significance level: a change or a difference from the author's baseline "
+                "with a p-value below it is 'significant', else 'within noise' (default "
+                "0.05)."),
+    Option(cli="--elizon-fail-on-regression", ini="elizon_fail_on_regression",
+           action="store_true", default=False, ini_type="bool", ini_default=False,
+           unset="false",
+           help="With --elizon-baseline: fail the run when a must-pass suite regressed "
+                "significantly (at elizon_alpha, Holm-corrected across its metrics)."),
 )
 
 
@@ -221,9 +233,6 @@ class Settings:
     require_alignment: bool = False
     #: ini ``elizon_inconclusive = pass``: an inconclusive case does not fail its gate.
     inconclusive_passes: bool = False
-    #: The confidence of a repeated case's interval and sequential test (ini
-    #: ``elizon_confidence`` when registered, else 0.95).
-    case_confidence: float = 0.95
     #: ``--elizon-history`` / ini ``elizon_history``: the store (a SQLite path or a
     #: postgresql:// URL), None when 'off' (docs/contract.md#history).
     history: str | None = None
@@ -231,6 +240,12 @@ class Settings:
     history_strict: bool = False
     #: ``--elizon-resume`` (docs/contract.md#resume).
     resume: bool = False
+    #: ini ``elizon_confidence`` / ``elizon_alpha`` (docs/contract.md#intervals).
+    confidence: float = 0.95
+    alpha: float = 0.05
+    #: ``--elizon-fail-on-regression`` / ini: significant regressions of must-pass suites
+    #: fail the run (docs/contract.md#significant-regressions).
+    fail_on_regression: bool = False
 
 
 
@@ -522,24 +537,6 @@ def _inconclusive(config: pytest.Config) -> bool:
     return raw == "pass"
 
 
-def _case_confidence(config: pytest.Config) -> float:
-    """ini ``elizon_confidence`` (0.95 while the key is not registered or not set)."""
-    try:
-        raw = config.getini("elizon_confidence")
-    except ValueError:  # the key belongs to the suite-level statistics; absent here
-        return 0.95
-    if raw in (None, ""):
-        return 0.95
-    try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        value = math.nan
-    if not 0.0 < value < 1.0:
-        raise pytest.UsageError(f"{_ini_source(config, 'elizon_confidence')} ({raw!r}): "
-                                "expected a number between 0 and 1, e.g. 0.95")
-    return value
-
-
 def _history(config: pytest.Config) -> str | None:
     """The history store: a URL as it is, a path relative to where pytest was started (the
     option) or to the ini file (the ini key); the default is under the rootdir."""
@@ -560,6 +557,37 @@ def _history(config: pytest.Config) -> str | None:
         return text
     return str(Path(base, os.path.expanduser(text)))
 
+def _level(config: pytest.Config, name: str, default: float, what: str) -> float:
+    """ini ``elizon_confidence`` / ``elizon_alpha``: a probability strictly between 0 and 1."""
+    raw = str(config.getini(name) or "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw.rstrip("%")) / (100.0 if raw.endswith("%") else 1.0)
+    except ValueError:
+        value = math.nan
+    if not 0.0 < value < 1.0:
+        raise pytest.UsageError(f"{_ini_source(config, name)} ({raw!r}): expected {what} "
+                                f"above 0 and below 1, e.g. {default:g}")
+    return value
+
+
+def _fail_on_regression(config: pytest.Config, baseline: Path | None) -> bool:
+    flag = bool(config.getoption("elizon_fail_on_regression"))
+    if flag and baseline is None:
+        raise pytest.UsageError("--elizon-fail-on-regression compares this run with an earlier "
+                                "one: give --elizon-baseline=PATH (an earlier --elizon-results "
+                                "file) too")
+    if flag:
+        return True
+    try:
+        on = bool(config.getini("elizon_fail_on_regression"))
+    except (ValueError, pytest.UsageError) as exc:  # pytest 8 raises the first, 9 the second
+        reason = str(exc).rsplit(": ", 1)[-1]
+        raise pytest.UsageError(f"{_ini_source(config, 'elizon_fail_on_regression')}: "
+                                f"{reason}; expected true or false") from None
+    # the ini key serves every run; only one with a baseline has regressions to fail on
+    return on and baseline is not None
 
 
 def resolve(config: pytest.Config) -> Settings:
@@ -600,10 +628,12 @@ def resolve(config: pytest.Config) -> Settings:
         align=bool(config.getoption("elizon_align")),
         require_alignment=_ini_bool(config, "elizon_require_alignment"),
         inconclusive_passes=_inconclusive(config),
-        case_confidence=_case_confidence(config),
         history=history,
         history_strict=_ini_bool(config, "elizon_history_strict"),
         resume=resume,
+        confidence=_level(config, "elizon_confidence", 0.95, "a confidence level"),
+        alpha=_level(config, "elizon_alpha", 0.05, "a significance level"),
+        fail_on_regression=_fail_on_regression(config, _path(config, "elizon_baseline")),
     )
 
 

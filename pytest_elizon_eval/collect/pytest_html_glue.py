@@ -20,6 +20,7 @@ import pytest
 from ..decide import outcomes
 from ..reporting import html as page
 from ..reporting.aggregate import Aggregate
+from ..reporting.regression import verdict as run_verdict
 
 __all__ = ["PytestHtmlExtras"]
 
@@ -51,9 +52,11 @@ class PytestHtmlExtras:
         aggregate = getattr(reporter, "aggregate", None)
         if not isinstance(aggregate, Aggregate) or not len(aggregate):
             return
-        verdict = "PASS" if aggregate.passed else "FAIL"
+        # with --elizon-fail-on-regression, the run's significant regressions have a say
+        passed, paragraph = run_verdict(aggregate, getattr(reporter, "regression", None))
+        verdict = "PASS" if passed else "FAIL"
         prefix.append(f"<p><strong>Elizon eval: {verdict}</strong> — "
-                      f"{html.escape(aggregate.paragraph())}</p>")
+                      f"{html.escape(paragraph)}</p>")
         for suite in aggregate.suites():
             counts = ", ".join(f"{sum(1 for r in suite.results if page.category(r) == c)} {c}"
                                for c in page.CATEGORIES)

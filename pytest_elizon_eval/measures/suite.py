@@ -108,7 +108,7 @@ def _proportions(found: ClassificationReport | None, results: Sequence[CaseResul
     calls = [c for r in results for c in r.tool_calls]
     if calls:
         counts["tool_success_rate"] = (sum(1 for c in calls if c.error is None), len(calls))
-        for name in {c.name for c in calls}:
+        for name in sorted({c.name for c in calls}):  # one order in every process
             mine = [c for c in calls if c.name == name]
             counts[f"tool_error_rate.{name}"] = (sum(1 for c in mine if c.error is not None),
                                                  len(mine))

@@ -25,6 +25,14 @@ from ..decide.outcomes import (
     blocks,
 )
 from ..measures import suite as task_measures
+from .intervals import (
+    DetectableDrop,
+    MetricInterval,
+    baseline_test,
+    detectable_drop,
+    suite_intervals,
+    task_intervals,
+)
 
 __all__ = ["COST_METRICS", "METRICS", "Aggregate", "BaselineRow", "SuiteSummary", "format_metric"]
 
@@ -70,6 +78,12 @@ class BaselineRow:
     run: Number | None
     #: ``at``, ``above``, ``below``, or why there is no comparison.
     comparison: str
+    #: This run's interval of the metric at elizon_confidence, where it has one.
+    interval: MetricInterval | None = None
+    #: pass_rate against the author's: the exact binomial test's p-value and its words
+    #: ("within noise …" / "significant …"); else None and "".
+    p_value: float | None = None
+    noise: str = ""
 
     @property
     def delta(self) -> float | None:
@@ -86,6 +100,20 @@ class SuiteSummary:
     results: list[CaseResult] = field(default_factory=list)
     _measured: tuple[int, task_measures.SuiteMeasures] | None = field(
         default=None, init=False, repr=False, compare=False)
+    #: ini elizon_confidence and elizon_alpha (docs/contract.md#intervals).
+    confidence: float = 0.95
+    alpha: float = 0.05
+
+    def intervals(self) -> dict[str, MetricInterval]:
+        """An interval for each rate and mean metric measured, task metrics included
+        (:mod:`.intervals`)."""
+        measured = self.measures()
+        return {**suite_intervals(self.results, self.confidence),
+                **task_intervals(measured.proportions, measured.samples, self.confidence)}
+
+    def detectable_drop(self) -> DetectableDrop | None:
+        """The smallest pass-rate drop this suite detects at alpha with 80 % power."""
+        return detectable_drop(self.results, self.alpha)
 
     def count(self, outcome: str) -> int:
         return sum(1 for r in self.results if r.outcome == outcome)
@@ -151,6 +179,7 @@ class SuiteSummary:
         names += [m for m in self.measures().headline if m not in names]
         names += [m for m in self.info.baseline if m not in names]
         rows = []
+        intervals = self.intervals()
         for name in names:
             baseline = self.info.baseline.get(name)
             run = metrics.get(name)
@@ -164,14 +193,19 @@ class SuiteSummary:
                 comparison = "at"
             else:
                 comparison = "above" if run > baseline else "below"
-            rows.append(BaselineRow(name, baseline, run, comparison))
+            tested = baseline_test(self.results, baseline, self.alpha) \
+                if name == "pass_rate" and baseline is not None else None
+            rows.append(BaselineRow(name, baseline, run, comparison, intervals.get(name),
+                                    *(tested or (None, ""))))
         return rows
 
 
 class Aggregate:
     """The run's case results, by node id (a re-run case keeps its last result)."""
 
-    def __init__(self) -> None:
+    def __init__(self, confidence: float = 0.95, alpha: float = 0.05) -> None:
+        self.confidence = confidence
+        self.alpha = alpha
         self._results: dict[str, CaseResult] = {}
         self._suites: list[SuiteSummary] | None = None
         #: The compliance framework the Compliance section names (``--elizon-compliance``).
@@ -203,7 +237,8 @@ class Aggregate:
             info = known.get(result.suite.path, result.suite)
             if result.suite is not info:
                 result = replace(result, suite=info)
-            by_path.setdefault(info.path, SuiteSummary(info)).results.append(result)
+            by_path.setdefault(info.path, SuiteSummary(info, confidence=self.confidence,
+                                                       alpha=self.alpha)).results.append(result)
         return [by_path[p] for p in sorted(by_path)]
 
     @property

@@ -53,7 +53,9 @@ from . import html_glance as glance
 from . import judges, snapshot_reports, trend
 from .aggregate import Aggregate, BaselineRow, SuiteSummary, format_metric
 from .compliance import html_part as compliance_part
+from .intervals import comparison_text, interval_cell, summary_sentences
 from .regression import CHANGES, Regression
+from .regression import verdict as run_verdict
 from .usage_text import dollars, usage_line
 
 if TYPE_CHECKING:  # types only: the history is queried by the recorder, not here
@@ -127,6 +129,7 @@ ol.conv{padding-left:20px;margin:0}ol.conv li.turn{margin-bottom:8px}
 .msg{overflow-wrap:anywhere;white-space:pre-wrap;padding:2px 6px;border-radius:4px;margin:2px 0}
 .msg.user{background:#eef3fb}.msg.assistant{background:#f4f4f4}
 ul.calls{margin:2px 0;padding-left:18px}ul.calls li{overflow-wrap:anywhere}
+.card table.baseline td,.card table.baseline th{font-size:12px}
 table{border-collapse:collapse;width:100%}
 td,th{border-bottom:1px solid var(--ln);padding:2px 6px;text-align:left;font-size:13px}
 td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
@@ -445,6 +448,17 @@ def _outcome_chart(suites: Sequence[SuiteSummary]) -> str:
                 body.append(f'<text x="{x + w / 2:.1f}" y="{y + 13}" text-anchor="middle" '
                             f'fill="#fff">{counts[cat]}</text>')
             x += w
+        found = s.intervals().get("pass_rate")
+        if found is not None:  # the pass rate's interval, on the bar's own 0..1 scale
+            span = width - left - 10
+            lo, hi = left + span * found.low, left + span * found.high
+            body.append(f'<g class="errorbar" data-metric="pass_rate" data-low="{found.low:.4f}" '
+                        f'data-high="{found.high:.4f}" stroke="#212121" stroke-width="1.5">'
+                        f'<title>pass rate {found.text(format_metric)} ({found.described()})'
+                        f'</title><line x1="{lo:.1f}" y1="{y + bar / 2}" x2="{hi:.1f}" '
+                        f'y2="{y + bar / 2}"/><line x1="{lo:.1f}" y1="{y + 3}" x2="{lo:.1f}" '
+                        f'y2="{y + bar - 3}"/><line x1="{hi:.1f}" y1="{y + 3}" x2="{hi:.1f}" '
+                        f'y2="{y + bar - 3}"/></g>')
         body.append("</g>")
     legend = []
     for j, cat in enumerate(CATEGORIES):
@@ -482,7 +496,8 @@ def _metric_chart(summary: SuiteSummary) -> str | None:
     body = []
     for i, row in enumerate(rows):
         y = 8 + i * (2 * bar + 14)
-        scale = max(abs(row.baseline or 0), abs(float(row.run or 0))) or 1.0
+        scale = max(abs(row.baseline or 0), abs(float(row.run or 0)),
+                    abs(row.interval.high) if row.interval else 0.0) or 1.0
         body.append(f'<text x="{left - 6}" y="{y + bar + 4}" text-anchor="end">'
                     f'{_esc(_short(row.metric, 20))}</text>')
         for j, (cls, value, color) in enumerate((("base", row.baseline, "#9e9e9e"),
@@ -499,6 +514,19 @@ def _metric_chart(summary: SuiteSummary) -> str | None:
                         f'{label}: {_metric(value, row.metric)}</title></rect>'
                         f'<text x="{left + w + 4:.1f}" y="{yy + 10}">'
                         f'{_metric(value, row.metric)}</text>')
+            if cls == "run" and row.interval is not None:
+                span = width - left - 110
+                lo = left + span * max(0.0, row.interval.low) / scale
+                hi = left + span * row.interval.high / scale
+                body.append(f'<g class="errorbar" data-metric="{_esc(row.metric)}" '
+                            f'data-low="{row.interval.low:.6g}" '
+                            f'data-high="{row.interval.high:.6g}" stroke="#212121">'
+                            f'<title>{row.interval.text(_metric)} '
+                            f'({row.interval.described()})</title>'
+                            f'<line x1="{lo:.1f}" y1="{yy + bar / 2}" x2="{hi:.1f}" '
+                            f'y2="{yy + bar / 2}"/><line x1="{lo:.1f}" y1="{yy + 2}" '
+                            f'x2="{lo:.1f}" y2="{yy + bar - 2}"/><line x1="{hi:.1f}" '
+                            f'y1="{yy + 2}" x2="{hi:.1f}" y2="{yy + bar - 2}"/></g>')
     title = f"Author baseline (grey) vs this run (blue): {_esc(_short(summary.info.path, 50))}"
     return _figure(title, _svg(width, height, "baseline against this run", body), "chart-metrics")
 
@@ -559,11 +587,14 @@ def _baseline_table(rows: Sequence[BaselineRow]) -> str:
     body = "".join(
         f"<tr><td>{_esc(r.metric)}</td><td class=n>{_metric(r.baseline, r.metric, '—')}"
         f"</td><td class=n>{_metric(r.run, r.metric, '—')}</td><td class=n>"
-        f"{'—' if r.delta is None else f'{r.delta:+.3g}'}</td><td>{_esc(r.comparison)}</td></tr>"
+        f"{interval_cell(r.interval, _metric) or '—'}</td><td class=n>"
+        f"{'—' if r.delta is None else f'{r.delta:+.3g}'}</td>"
+        f"<td>{_esc(comparison_text(r.comparison, r.noise))}</td></tr>"
         for r in rows)
+    level = f"{rows[0].interval.confidence:.0%} " if rows[0].interval else ""
     return ('<table class="baseline"><tr><th>metric</th><th class=n>author baseline</th>'
-            '<th class=n>this run</th><th class=n>Δ</th><th>vs baseline</th></tr>'
-            f"{body}</table>")
+            f'<th class=n>this run</th><th class=n>{level}interval</th><th class=n>Δ</th>'
+            f"<th>vs baseline</th></tr>{body}</table>")
 
 
 def _card(summary: SuiteSummary) -> str:
@@ -584,8 +615,10 @@ def _card(summary: SuiteSummary) -> str:
             f'<h3>{_VERDICT[summary.verdict]} · {_esc(info.path)}</h3>'
             f'<div class="meta">package <b>{_esc(info.package or "—")}</b> · gate '
             f"<b>{_esc(gate)}</b> · {n} cases · pass rate <b>{rate}</b></div>"
-            f'<div class="counts">{badges}</div>{table}'
-            f"{measures_html(summary.measures(), _esc)}</div>")
+            f'<div class="counts">{badges}</div>'
+            + "".join(f'<p class="note interval">{_esc(said)}</p>' for said in summary_sentences(
+                summary.intervals(), summary.detectable_drop(), _metric))
+            + f"{table}{measures_html(summary.measures(), _esc)}</div>")
 
 
 def _regression_list(regression: Regression) -> str:
@@ -598,7 +631,21 @@ def _regression_list(regression: Regression) -> str:
                       for p in regression.changed_suites)
     table = ("<table><tr><th>change</th><th>case</th><th>outcome then → now</th></tr>"
              f"{items}</table>") if items else "<p>No case regressed or improved.</p>"
-    return f'<div class="regression">{table}<ul>{changed}</ul></div>'
+    rows = "".join(
+        f'<tr class="significance" data-verdict="{_esc(c.verdict)}"><td><code>'
+        f"{_esc(c.suite)}</code></td><td>{_esc(c.metric)}</td><td>{c.test}</td>"
+        f"<td class=n>{_metric(c.before, c.metric)}</td>"
+        f"<td class=n>{_metric(c.after, c.metric)}</td><td class=n>{c.change:+.3g} "
+        f"[{c.low:+.3g}, {c.high:+.3g}]</td><td class=n>{c.p_value:.3g} "
+        f"({c.adjusted_p:.3g})</td><td><span class=\"b "
+        f'{"failed" if c.regressed else "passed" if c.significant else "zero"}">'
+        f"{_esc(c.verdict)}</span></td></tr>" for c in regression.significance)
+    significance = ("<table><tr><th>suite</th><th>metric</th><th>test</th><th class=n>before"
+                    "</th><th class=n>after</th><th class=n>change [interval]</th><th class=n>"
+                    f"p (Holm)</th><th>verdict</th></tr>{rows}</table>") if rows else ""
+    note = (f'<p class="note fails-run">{_esc(regression.verdict_note())}</p>'
+            if regression.fails_run else "")
+    return f'<div class="regression">{note}{table}{significance}<ul>{changed}</ul></div>'
 
 
 # -- the page --------------------------------------------------------------------------------
@@ -613,7 +660,7 @@ def render(aggregate: Aggregate, regression: Regression | None = None,
     history store's last runs) a trend strip per suite, and flaky cases marked."""
     suites = aggregate.suites()
     flaky = trend.flaky_nodeids(history)
-    passed = aggregate.passed
+    passed, paragraph = run_verdict(aggregate, regression)
     verdict = "PASS" if passed else "FAIL"
     ordered = [(s, _sorted(s.results)) for s in suites]
     rows = {r.nodeid: i for i, r in enumerate(r for _, rs in ordered for r in rs)}
@@ -626,7 +673,7 @@ def render(aggregate: Aggregate, regression: Regression | None = None,
             + (f"<p><strong>Must-pass gate: {_esc(aggregate.override_note)}</strong></p>"
                if aggregate.override_note else "")
             + f"<details><summary>the verdict, suite by suite</summary>"
-              f"<p>{_esc(aggregate.paragraph())}</p></details></section>")
+              f"<p>{_esc(paragraph)}</p></details></section>")
     if suites:
         head += glance.attention(aggregate, rows, _esc, category)
     groups, probes = glance.package_groups(suites)

@@ -124,6 +124,19 @@ def _suite(summary: SuiteSummary) -> TestSuite:
     properties.update({f"baseline.{k}": _number(v) for k, v in info.baseline.items()})
     properties.update({f"metric.{k}": _number(v) for k, v in summary.metrics().items()})
     properties.update(repeats.junit_properties(summary))
+    # docs/contract.md#intervals: each interval, the baseline test, the detectable drop
+    for name, interval in summary.intervals().items():
+        properties.update({f"interval.{name}.low": _number(interval.low),
+                           f"interval.{name}.high": _number(interval.high),
+                           f"interval.{name}.method": interval.method})
+    if summary.intervals():
+        properties["interval.confidence"] = _number(summary.confidence)
+    for row in summary.baseline_rows():
+        if row.noise:
+            properties[f"baseline.{row.metric}.noise"] = row.noise
+    drop = summary.detectable_drop()
+    if drop is not None:
+        properties["detectable_drop"] = _number(drop.drop) or "none"
     return TestSuite(
         name=f"{info.package or 'elizon'}: {info.path}",
         test_cases=[_case(summary, r) for r in summary.results],

@@ -21,7 +21,9 @@ from ..measures.rendering import markdown_lines as measures_markdown
 from ..text import cap, visible
 from . import compliance, judges, repeats, security, snapshot_reports
 from .aggregate import Aggregate, SuiteSummary, format_metric
+from .intervals import comparison_text, interval_cell, summary_sentences
 from .regression import Regression
+from .regression import verdict as run_verdict
 from .usage_text import usage_line
 
 __all__ = ["LIMIT_BYTES", "cell", "render"]
@@ -49,13 +51,15 @@ def _baseline_table(summary: SuiteSummary) -> list[str]:
     rows = summary.baseline_rows()
     if not rows:
         return []
-    lines = ["| metric | author baseline | this run | Δ | vs baseline |", "|---|---|---|---|---|"]
+    lines = [f"| metric | author baseline | this run | {summary.confidence:.0%} interval | Δ "
+             "| vs baseline |", "|---|---|---|---|---|---|"]
     for row in rows:
         delta = "—" if row.delta is None else f"{row.delta:+.3g}"
         baseline = format_metric(row.baseline, row.metric, "—")
         run = format_metric(row.run, row.metric, "—")
-        lines.append(f"| {cell(row.metric)} | {baseline} | {run} | {delta} | "
-                     f"{cell(row.comparison)} |")
+        interval = interval_cell(row.interval, format_metric) or "—"
+        lines.append(f"| {cell(row.metric)} | {baseline} | {run} | {interval} | {delta} | "
+                     f"{cell(comparison_text(row.comparison, row.noise))} |")
     return lines
 
 
@@ -101,8 +105,9 @@ def render(aggregate: Aggregate, regression: Regression | None = None,
            limit: int = LIMIT_BYTES) -> str:
     """The whole summary, at most ``limit`` bytes of UTF-8."""
     doc = _Budget(limit - 1024)  # room for the closing note
-    mark = "✅" if aggregate.passed else "❌"
-    doc.add(f"# Elizon eval\n\n{mark} {cell(aggregate.paragraph())}\n")
+    passed, paragraph = run_verdict(aggregate, regression)
+    mark = "✅" if passed else "❌"
+    doc.add(f"# Elizon eval\n\n{mark} {cell(paragraph)}\n")
     note = aggregate.rate_limit_note()
     if note:
         doc.add(f"⏳ {cell(note)}\n")
@@ -118,6 +123,9 @@ def render(aggregate: Aggregate, regression: Regression | None = None,
         counts = " · ".join(f"{summary.count(o)} {o}" for o in shown)
         doc.add(f"## {_VERDICT[summary.verdict]} {cell(info.path)}\n\n"
                 f"Package **{cell(info.package)}**, gate **{gate}**: {counts}.\n")
+        said = summary_sentences(summary.intervals(), summary.detectable_drop(), format_metric)
+        if said:
+            doc.add(cell(" · ".join(said)) + "\n")
         table = _baseline_table(summary)
         if table:
             doc.add("\n".join(table) + "\n")
@@ -157,6 +165,20 @@ def render(aggregate: Aggregate, regression: Regression | None = None,
             doc.add(f"- {verdict}: `{cell(m.suite)}` {cell(m.metric)} "
                     f"{cell(format_metric(m.before, m.metric))} → "
                     f"{cell(format_metric(m.after, m.metric))}")
+        if regression.significance:
+            doc.add(f"\n| suite | metric | test | before | after | change "
+                    f"[{aggregate.confidence:.0%} interval] | p (Holm) | verdict |\n"
+                    "|---|---|---|---|---|---|---|---|")
+            for row in regression.significance:
+                mark = "❌ " if row.regressed else ("✅ " if row.significant else "")
+                doc.add(f"| `{cell(row.suite)}` | {cell(row.metric)} | {row.test} | "
+                        f"{format_metric(row.before, row.metric)} | "
+                        f"{format_metric(row.after, row.metric)} | {row.change:+.3g} "
+                        f"[{row.low:+.3g}, {row.high:+.3g}] | {row.p_value:.3g} "
+                        f"({row.adjusted_p:.3g}) | {mark}{row.verdict} |", optional=True)
+            doc.add("")
+        if regression.fails_run:
+            doc.add(f"❌ {cell(regression.verdict_note())}\n")
         moved = [c for c in regression.changes if c.change != "unchanged"]
         if moved:
             doc.add("\n| case | change | before | after |\n|---|---|---|---|")

@@ -11,9 +11,12 @@ from typing import Any
 from ..decide.outcomes import PASSED
 from ..measures.suite import direction
 from .aggregate import COST_METRICS, Aggregate
+from .significance import SignificantChange, of_file, of_result, suite_changes
 
-__all__ = ["CHANGES", "CaseChange", "MetricChange", "Regression", "compare"]
+__all__ = ["CHANGES", "CaseChange", "MetricChange", "Regression", "compare", "verdict"]
 
+#: The metrics --elizon-fail-on-regression gates on.
+GATED = ("pass_rate", "judge_score")
 #: The kinds of change, most important first.
 CHANGES = ("regressed", "improved", "new", "removed", "unchanged")
 
@@ -57,6 +60,35 @@ class Regression:
     changed_suites: tuple[str, ...]
     #: Cost and token metrics that changed, per suite.
     metric_changes: tuple[MetricChange, ...] = ()
+    #: Per suite and metric, whether the change over paired cases is significant
+    #: (docs/contract.md#significant-regressions).
+    significance: tuple[SignificantChange, ...] = ()
+    #: Paths of the suites whose cases fail the run (must-pass, or advisory under --strict).
+    must_pass: tuple[str, ...] = ()
+    #: ``--elizon-fail-on-regression``: :meth:`blocking` changes fail the run.
+    fail_on_regression: bool = False
+
+    @property
+    def fails_run(self) -> bool:
+        return self.fail_on_regression and bool(self.blocking())
+
+    def verdict_note(self) -> str:
+        """The sentence that says the run failed on its regressions; else empty."""
+        if not self.fails_run:
+            return ""
+        rows = self.blocking()
+        named = ", ".join(f"{c.suite} {c.metric} {c.change:+.3g} (p={c.adjusted_p:.3g})"
+                          for c in rows)
+        return (f"--elizon-fail-on-regression fails the run: {len(rows)} significant "
+                f"regression{'s' if len(rows) != 1 else ''} of must-pass suites since "
+                f"{self.baseline_file}: {named}.")
+
+    def blocking(self) -> list[SignificantChange]:
+        """Significant regressions of must-pass suites' quality (pass rate, judge score):
+        what --elizon-fail-on-regression fails the run on. Latency, cost and tokens are
+        reported, never gated: they move with the machine and the provider, not the answers."""
+        return [c for c in self.significance if c.regressed and c.suite in self.must_pass
+                and c.metric in GATED]
 
     def counts(self) -> dict[str, int]:
         found = Counter(c.change for c in self.changes)
@@ -72,6 +104,9 @@ class Regression:
             "metrics": [{"suite": m.suite, "metric": m.metric, "before": m.before,
                          "after": m.after, "regressed": m.regressed}
                         for m in self.metric_changes],
+            "significance": [c.to_data() for c in self.significance],
+            "blocking": len(self.blocking()),
+            "fails_run": self.fails_run,
         }
 
 
@@ -85,7 +120,17 @@ def _change(before: str | None, after: str | None) -> str:
     return "improved" if after == PASSED else "regressed"
 
 
-def compare(previous: Mapping[str, Any], aggregate: Aggregate, source: str) -> Regression:
+def verdict(aggregate: Aggregate, regression: Regression | None) -> tuple[bool, str]:
+    """The run's verdict and paragraph, with --elizon-fail-on-regression's say."""
+    note = regression.verdict_note() if regression is not None else ""
+    if not note:
+        return aggregate.passed, aggregate.paragraph()
+    paragraph = aggregate.paragraph().replace("The run passed:", "The run's cases passed:", 1)
+    return False, f"{paragraph} {note}"
+
+
+def compare(previous: Mapping[str, Any], aggregate: Aggregate, source: str, *,
+            fail_on_regression: bool = False) -> Regression:
     """Compare ``aggregate`` with ``previous``, a results file's data (already validated).
 
     "removed" means: in the earlier run, not in this one — deleted, or not selected now.
@@ -112,4 +157,10 @@ def compare(previous: Mapping[str, Any], aggregate: Aggregate, source: str) -> R
     changes = [CaseChange(n, _change(before.get(n), after.get(n)), before.get(n), after.get(n))
                for n in sorted(set(before) | set(after))]
     changes.sort(key=lambda c: (CHANGES.index(c.change), c.nodeid))
-    return Regression(source, tuple(changes), tuple(changed), tuple(metric_changes))
+    earlier = {c["nodeid"]: c for s in previous["suites"] for c in s["cases"]}
+    significance = [row for summary in aggregate.suites() for row in suite_changes(
+        summary.info.path, [(of_file(earlier[r.nodeid]), of_result(r)) for r in summary.results
+                            if r.nodeid in earlier], aggregate.confidence, aggregate.alpha)]
+    must_pass = tuple(s.info.path for s in aggregate.suites() if not s.info.advisory)
+    return Regression(source, tuple(changes), tuple(changed), tuple(metric_changes),
+                      tuple(significance), must_pass, fail_on_regression)

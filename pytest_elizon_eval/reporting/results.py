@@ -21,7 +21,7 @@ from ..decide.results_data import CaseResult, file_case
 from ..load.loading import read_json
 from . import compliance, security
 from .aggregate import Aggregate
-from .regression import Regression
+from .regression import Regression, verdict
 
 __all__ = ["FORMAT", "build", "check", "load", "schema"]
 
@@ -60,8 +60,12 @@ def build(aggregate: Aggregate, regression: Regression | None = None, *,
             "gate": info.gate, "advisory": info.advisory, "verdict": summary.verdict,
             "baseline": dict(info.baseline), "metrics": summary.metrics(),
             "comparison": [{"metric": r.metric, "baseline": r.baseline, "run": r.run,
-                            "delta": r.delta, "comparison": r.comparison}
+                            "delta": r.delta, "comparison": r.comparison,
+                            "interval": r.interval.to_data() if r.interval else None,
+                            "p_value": r.p_value, "noise": r.noise}
                            for r in summary.baseline_rows()],
+            "intervals": {k: v.to_data() for k, v in summary.intervals().items()},
+            "detectable_drop": drop.to_data() if (drop := summary.detectable_drop()) else None,
             "cases": [case(r) for r in summary.results],
         })
         measured = summary.measures().to_data()
@@ -70,7 +74,8 @@ def build(aggregate: Aggregate, regression: Regression | None = None, *,
     data: dict[str, Any] = {
         "format": FORMAT,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "verdict": {"pass": aggregate.passed, "paragraph": aggregate.paragraph()},
+        "verdict": dict(zip(("pass", "paragraph"), verdict(aggregate, regression),
+                            strict=True)),
         "suites": suites,
     }
     found = security.build(aggregate)

@@ -17,6 +17,7 @@ from ..measures.rendering import terminal_lines as measures_lines
 from ..text import defuse, visible
 from . import compliance, judges, repeats, security
 from .aggregate import Aggregate, SuiteSummary, format_metric
+from .intervals import comparison_text, interval_cell, summary_sentences
 
 if TYPE_CHECKING:  # types only: a run without --elizon-baseline never loads regression
     from .regression import Regression
@@ -46,11 +47,13 @@ def _counts(summary: SuiteSummary) -> str:
 
 def _baseline_table(summary: SuiteSummary) -> list[Line]:
     rows = [(r.metric, format_metric(r.baseline, r.metric), format_metric(r.run, r.metric),
-             "-" if r.delta is None else f"{r.delta:+.3g}", r.comparison)
+             interval_cell(r.interval, format_metric) or "-",
+             "-" if r.delta is None else f"{r.delta:+.3g}", comparison_text(r.comparison, r.noise))
             for r in summary.baseline_rows() if r.metric in summary.info.baseline]
     if not rows:
         return []
-    head = ("metric", "author baseline", "this run", "Δ", "vs baseline")
+    head = ("metric", "author baseline", "this run", f"{summary.confidence:.0%} interval", "Δ",
+            "vs baseline")
     widths = [max(len(row[i]) for row in [head, *rows]) for i in range(len(head))]
     return [("    " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip(),
              {"bold": row is head}) for row in [head, *rows]]
@@ -69,6 +72,13 @@ def _regression(regression: Regression) -> list[Line]:
                   f"{format_metric(m.after, m.metric)}",
                   {"red": m.regressed, "green": not m.regressed})
                  for m in regression.metric_changes)
+    lines.extend((f"  {c.verdict}: {c.suite} {c.metric} {format_metric(c.before, c.metric)} -> "
+                  f"{format_metric(c.after, c.metric)} ({c.change:+.3g} [{c.low:+.3g}, "
+                  f"{c.high:+.3g}], {c.test}, p={c.p_value:.3g}, Holm p={c.adjusted_p:.3g})",
+                  {"red": c.regressed, "green": c.significant and not c.regressed})
+                 for c in regression.significance)
+    if regression.fails_run:
+        lines.append((regression.verdict_note(), {"red": True, "bold": True}))
     return lines
 
 
@@ -83,6 +93,8 @@ def render(aggregate: Aggregate, regression: Regression | None = None) -> list[L
         verdict, markup = _verdict(summary)
         lines.append((f"{info.path} [{info.package}, {gate}]: {_counts(summary)} — {verdict}",
                       markup))
+        lines.extend((f"    {text}", {}) for text in summary_sentences(
+            summary.intervals(), summary.detectable_drop(), format_metric))
         lines.extend(_baseline_table(summary))
         lines.extend((text, {}) for text in measures_lines(summary.measures()))
     timeouts = [r for s in suites for r in s.results if r.outcome == TIMEOUT]

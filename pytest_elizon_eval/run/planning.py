@@ -116,7 +116,7 @@ def plan_case(case: Case, context: SuiteContext, settings: Settings, binder: Bin
     timeout_s, timeout_source = settings.timeout_s, settings.timeout_source
     repeat = case.repeat if case.repeat is not None else spec.repeat
     rate = next((r for r in (case.min_pass_rate, spec.min_pass_rate) if r is not None), 1.0)
-    rule, runs = repeat_rule(repeat, rate, settings.case_confidence)
+    rule, runs = repeat_rule(repeat, rate, settings.confidence)
     if case.expect is not None and case.expect.across_runs and runs < 2:
         raise ElizonError(EVALUATION_SUITE_INVALID, [
             f"{context.display}: case {case.id}: "
@@ -164,7 +164,7 @@ def plan_case(case: Case, context: SuiteContext, settings: Settings, binder: Bin
         timeout_s=timeout_s, timeout_source=timeout_source, route_key=settings.route_key,
         repeat=runs, min_pass_rate=rate, replay=replay,
         prices={**settings.prices, **package.prices}, checks=functions,
-        sequential=rule, run_width=settings.concurrency, confidence=settings.case_confidence,
+        sequential=rule, run_width=settings.concurrency, confidence=settings.confidence,
         inconclusive_passes=settings.inconclusive_passes)
 
 

@@ -27,7 +27,8 @@ from typing import Any
 from ..decide.results_data import case_of_file
 from ..reporting import results
 from ..reporting.aggregate import Aggregate
-from ..reporting.regression import CaseChange, Regression
+from ..reporting.regression import CaseChange, Regression, verdict
+from ..reporting.significance import SignificantChange
 from . import provenance, signing
 
 __all__ = [
@@ -138,7 +139,11 @@ class Document:
 
 def aggregate_of(data: Mapping[str, Any], where: str = "") -> Aggregate:
     """The cases of a (schema-valid) document as an aggregate; a case twice is an error."""
-    aggregate = Aggregate()
+    # shown again at the run's elizon_confidence and elizon_alpha, where the file says them
+    rate = next((s["intervals"]["pass_rate"] for s in data["suites"]
+                 if "pass_rate" in s.get("intervals", {})), None)
+    drop = next((s["detectable_drop"] for s in data["suites"] if s.get("detectable_drop")), None)
+    aggregate = Aggregate(rate["confidence"] if rate else 0.95, drop["alpha"] if drop else 0.05)
     aggregate.framework = (data.get("compliance") or {}).get("framework")
     seen_paths: set[str] = set()
     for suite in data["suites"]:
@@ -162,10 +167,12 @@ def _check_verdicts(data: Mapping[str, Any], aggregate: Aggregate) -> None:
             raise EvidenceError(f"its verdicts do not follow from its cases: suite "
                                 f"{summary.info.path} says {claim!r}, its cases give "
                                 f"{summary.verdict!r}")
-    if bool(data["verdict"]["pass"]) != aggregate.passed:
+    # --elizon-fail-on-regression may fail a run its cases pass, never pass one they fail
+    expected = verdict(aggregate, regression_of(data))[0]
+    if bool(data["verdict"]["pass"]) != expected:
         raise EvidenceError(f"its verdicts do not follow from its cases: the run says pass="
                             f"{str(data['verdict']['pass']).lower()}, its cases give "
-                            f"pass={str(aggregate.passed).lower()}")
+                            f"pass={str(expected).lower()}")
 
 
 def read_document(path: Path) -> Document:
@@ -194,7 +201,12 @@ def regression_of(data: Mapping[str, Any]) -> Regression | None:
         return None
     changes = tuple(CaseChange(c["nodeid"], c["change"], c["before"], c["after"])
                     for c in found["cases"])
-    return Regression(found["baseline_file"], changes, tuple(found["changed_suites"]))
+    significance = tuple(SignificantChange.from_data(row)
+                         for row in found.get("significance") or ())
+    must_pass = tuple(s["path"] for s in data["suites"] if not s["advisory"])
+    return Regression(found["baseline_file"], changes, tuple(found["changed_suites"]),
+                      significance=significance, must_pass=must_pass,
+                      fail_on_regression=bool(found.get("fails_run")))
 
 
 def replace_file(path: Path, text: str) -> None:
@@ -275,8 +287,10 @@ def acknowledgement(document: Document, *, by: str, at: str, how: str) -> dict[s
         "at": at,
         "how": how,
         "verdict_seen": {
-            "pass": document.aggregate.passed,
-            "paragraph": document.aggregate.paragraph(),
+            # from its cases, and its significant regressions if they failed the run
+            **dict(zip(("pass", "paragraph"), verdict(document.aggregate,
+                                                       regression_of(document.data)),
+                       strict=True)),
             "suites": [{"path": s.info.path, "gate": s.info.gate, "verdict": s.verdict}
                        for s in document.aggregate.suites()],
         },

@@ -1,0 +1,230 @@
+"""How sure each suite number is: intervals, the test against the author's baseline, and
+the smallest drop a suite can detect (docs/contract.md#intervals).
+
+Pure functions of a suite's case results and the run's ``elizon_confidence`` /
+``elizon_alpha``; every statistic is :mod:`pytest_elizon_eval.stats` (stdlib only).
+:class:`~.aggregate.SuiteSummary` asks these, and every reporter renders what it answers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from .. import stats
+from ..decide.outcomes import ERROR, FAILED, PASSED, TIMEOUT, CaseResult
+
+__all__ = ["DetectableDrop", "MetricInterval", "baseline_test", "comparison_text",
+           "detectable_drop", "interval_cell", "suite_intervals", "summary_sentences",
+           "task_intervals"]
+
+WILSON = "wilson"
+CLUSTERED_RATE = "clustered wilson"
+CLUSTERED_MEAN = "clustered mean"
+MEAN = "mean"
+#: Means that cannot be below 0: their interval stops there.
+_NOT_NEGATIVE = ("mean_latency_ms", "mean_cost_usd", "mean_tokens")
+
+
+@dataclass(frozen=True)
+class MetricInterval:
+    """A suite metric's interval at ``confidence``: what it estimates, from what, how."""
+
+    metric: str
+    #: The value the interval is about: the metric itself, except a pass rate of repeated
+    #: cases, which is the share of all runs that passed (the case-level rate cannot be
+    #: clustered: each case is one pass or fail).
+    estimate: float
+    low: float
+    high: float
+    #: ``wilson``, ``clustered wilson``, ``clustered mean`` or ``mean``.
+    method: str
+    confidence: float
+    #: Cases (clusters) and observations (runs) behind it.
+    cases: int
+    observations: int
+
+    def to_data(self) -> dict[str, Any]:
+        return {"estimate": self.estimate, "low": self.low, "high": self.high,
+                "method": self.method, "confidence": self.confidence, "cases": self.cases,
+                "observations": self.observations}
+
+    def text(self, show: Callable[[float, str], str]) -> str:
+        """``[low, high]``, each bound shown by ``show(value, metric)``."""
+        return f"[{show(self.low, self.metric)}, {show(self.high, self.metric)}]"
+
+    def described(self) -> str:
+        """What the interval is, for a legend: ``95 % Wilson, 20 cases``."""
+        level = f"{self.confidence * 100:g}%"
+        if self.method == WILSON:
+            return f"{level} Wilson, {self.cases} cases"
+        if self.method == CLUSTERED_RATE:
+            return (f"{level} clustered by case, share of {self.observations} runs of "
+                    f"{self.cases} cases")
+        if self.method == CLUSTERED_MEAN:
+            return f"{level} clustered by case, {self.observations} runs of {self.cases} cases"
+        return f"{level} normal, {self.cases} cases"
+
+
+def interval_cell(interval: MetricInterval | None,
+                  show: Callable[[float, str], str]) -> str:
+    """A table cell: ``[low, high]``, or empty where the metric has no interval."""
+    return "" if interval is None else interval.text(show)
+
+
+def comparison_text(comparison: str, noise: str) -> str:
+    """The "vs baseline" cell: above/below/at, and for the pass rate whether that is noise."""
+    return f"{comparison}, {noise}" if noise else comparison
+
+
+def _repeated(results: Sequence[CaseResult]) -> bool:
+    return any(len(r.runs) > 1 for r in results)
+
+
+def _pass_runs(results: Sequence[CaseResult]) -> list[list[bool]]:
+    return [[run.outcome == PASSED for run in r.runs] if r.runs else [r.outcome == PASSED]
+            for r in results]
+
+
+def _mean(metric: str, clusters: list[list[float]], confidence: float
+          ) -> MetricInterval | None:
+    clusters = [c for c in clusters if c]
+    mean, low, high = stats.clustered_mean_interval(clusters, confidence) if clusters \
+        else (0.0, None, None)
+    if low is None or high is None:
+        return None
+    observations = sum(len(c) for c in clusters)
+    method = CLUSTERED_MEAN if observations > len(clusters) else MEAN
+    if metric in _NOT_NEGATIVE:  # the normal interval knows nothing of the floor at 0
+        low = max(0.0, low)
+    return MetricInterval(metric, mean, low, high, method, confidence, len(clusters),
+                          observations)
+
+
+def _rate(metric: str, hits: int, n: int, confidence: float) -> MetricInterval:
+    low, high = stats.wilson_interval(hits, n, confidence)
+    return MetricInterval(metric, hits / n, low, high, WILSON, confidence, n, n)
+
+
+def suite_intervals(results: Sequence[CaseResult], confidence: float
+                    ) -> dict[str, MetricInterval]:
+    """An interval for every rate and mean metric the suite measured (none for counts,
+    totals, percentiles and the maximum: they describe this run, they estimate nothing)."""
+    n = len(results)
+    if not n:
+        return {}
+    found: dict[str, MetricInterval] = {}
+    if _repeated(results):
+        passes = _pass_runs(results)
+        rate, low, high = stats.clustered_rate_interval(passes, confidence)
+        found["pass_rate"] = MetricInterval("pass_rate", rate, low, high, CLUSTERED_RATE,
+                                            confidence, n, sum(map(len, passes)))
+    else:
+        found["pass_rate"] = _rate("pass_rate", sum(r.outcome == PASSED for r in results), n,
+                                   confidence)
+    found["fail_rate"] = _rate("fail_rate", sum(r.outcome in (FAILED, ERROR) for r in results),
+                               n, confidence)
+    found["timeout_rate"] = _rate("timeout_rate", sum(r.outcome == TIMEOUT for r in results), n,
+                                  confidence)
+    means = {
+        # a repeated case's runs are its cluster; a single run is a cluster of one
+        "mean_latency_ms": [[run.latency_ms for run in r.runs if run.latency_ms is not None]
+                            if r.runs else ([r.latency_ms] if r.latency_ms is not None else [])
+                            for r in results],
+        "judge_score": [[run.judge_score for run in r.runs if run.judge_score is not None]
+                        if r.runs else ([r.judge_score] if r.judge_score is not None else [])
+                        for r in results],
+        # usage is kept per case (every run's summed), so each case is one observation
+        "mean_cost_usd": [[float(r.usage.cost_usd)] for r in results
+                          if r.usage and r.usage.cost_usd is not None],
+        "mean_tokens": [[float(r.usage.tokens)] for r in results
+                        if r.usage and r.usage.tokens is not None],
+    }
+    for metric, clusters in means.items():
+        interval = _mean(metric, [[float(x) for x in c] for c in clusters], confidence)
+        if interval is not None:
+            found[metric] = interval
+    return found
+
+
+def task_intervals(proportions: Mapping[str, tuple[int, int]],
+                   samples: Mapping[str, Sequence[float]], confidence: float
+                   ) -> dict[str, MetricInterval]:
+    """Intervals of the task metrics (docs/contract.md#task-metrics): Wilson for each
+    proportion (accuracy, per-label precision and recall, tool rates), a normal interval for
+    each RAG mean (one score per case)."""
+    found = {name: _rate(name, hits, n, confidence)
+             for name, (hits, n) in proportions.items() if n > 0}
+    for name, values in samples.items():
+        interval = _mean(name, [[float(v)] for v in values], confidence)
+        if interval is not None:  # a score is 0 to 1: the normal interval knows nothing of it
+            found[name] = replace(interval, low=max(0.0, interval.low),
+                                  high=min(1.0, interval.high))
+    return found
+
+
+def baseline_test(results: Sequence[CaseResult], baseline_rate: float, alpha: float
+                  ) -> tuple[float, str] | None:
+    """Whether the suite's pass rate is within noise of the author's ``pass_rate``: the exact
+    two-sided binomial test of its passed cases against that rate. (p-value, words)."""
+    n = len(results)
+    if not n or not 0.0 <= baseline_rate <= 1.0:
+        return None
+    passed = sum(r.outcome == PASSED for r in results)
+    p = stats.binomial_test(passed, n, baseline_rate)
+    if p >= alpha:
+        return p, f"within noise (exact binomial p={p:.3g})"
+    return p, f"significant (exact binomial p={p:.3g} < α {alpha:g})"
+
+
+@dataclass(frozen=True)
+class DetectableDrop:
+    """The smallest pass-rate drop a suite's cases and repeats detect at ``alpha`` with 80 %
+    power (:func:`pytest_elizon_eval.stats.detectable_drop`); ``drop`` None: none can be."""
+
+    drop: float | None
+    rate: float
+    runs: int
+    alpha: float
+    power: float = stats.POWER
+
+    def to_data(self) -> dict[str, Any]:
+        return {"drop": self.drop, "rate": self.rate, "runs": self.runs, "alpha": self.alpha,
+                "power": self.power}
+
+    def text(self) -> str:
+        at = f"at α {self.alpha:g} with {self.power:.0%} power from {self.runs} runs"
+        if self.rate <= 0.0:
+            return "a pass rate of 0 cannot drop"
+        if self.drop is None:
+            return f"too few runs to detect any pass-rate drop {at}"
+        return f"detects a pass-rate drop of {self.drop:.3f} or more {at}"
+
+
+def detectable_drop(results: Sequence[CaseResult], alpha: float) -> DetectableDrop | None:
+    """What the suite can detect, at its own pass rate over every run (None: no cases)."""
+    clusters = _pass_runs(results)
+    runs = sum(map(len, clusters))
+    if not runs:
+        return None
+    rate = sum(sum(c) for c in clusters) / runs
+    return DetectableDrop(stats.detectable_drop(runs, rate, alpha) if rate > 0 else None,
+                          rate, runs, alpha)
+
+
+def summary_sentences(intervals: Mapping[str, MetricInterval], drop: DetectableDrop | None,
+                      show: Callable[[float, str], str]) -> list[str]:
+    """What every report says under a suite's counts: the pass rate's and the judge score's
+    intervals, then the smallest drop the suite detects."""
+    said = []
+    for metric in ("pass_rate", "judge_score"):
+        found = intervals.get(metric)
+        if found is not None:
+            runs = " over runs" if found.method == CLUSTERED_RATE else ""
+            said.append(f"{metric}{runs} {show(found.estimate, metric)} {found.text(show)} "
+                        f"({found.described()})")
+    sentences = ["; ".join(said)] if said else []
+    if drop is not None:
+        sentences.append(drop.text())
+    return sentences

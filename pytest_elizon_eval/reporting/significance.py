@@ -1,0 +1,174 @@
+"""Which changes since an earlier run are real (``--elizon-baseline``;
+docs/contract.md#significant-regressions).
+
+Cases are paired by node id; a case in one run only is new or removed, never paired.
+Per suite and metric: the pass rate by McNemar's exact test when every paired case ran
+once on both sides, else by a paired t-test on per-case pass rates; the judge score and
+the mean latency, cost and tokens by a paired t-test on per-case differences. Holm's
+correction across a suite's metrics keeps the chance of any false alarm in a suite at
+``elizon_alpha``. Pure functions; the statistics are :mod:`pytest_elizon_eval.stats`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .. import stats
+from ..decide.outcomes import PASSED, CaseResult
+
+__all__ = ["MCNEMAR", "PAIRED_T", "Paired", "SignificantChange", "of_file", "of_result",
+           "suite_changes"]
+
+MCNEMAR = "McNemar exact"
+PAIRED_T = "paired t"
+
+#: Metrics compared per case, with whether a rise is better.
+_PER_CASE = (("judge_score", True), ("mean_latency_ms", False), ("mean_cost_usd", False),
+             ("mean_tokens", False))
+
+
+@dataclass(frozen=True)
+class Paired:
+    """What the tests need of one case of one run: each run's pass, and its numbers."""
+
+    runs: tuple[bool, ...]
+    values: Mapping[str, float | None]
+
+
+def of_result(result: CaseResult) -> Paired:
+    usage = result.usage
+    runs = tuple(r.outcome == PASSED for r in result.runs) or (result.outcome == PASSED,)
+    return Paired(runs, {
+        "judge_score": result.judge_score, "mean_latency_ms": result.latency_ms,
+        "mean_cost_usd": usage.cost_usd if usage else None,
+        "mean_tokens": None if usage is None or usage.tokens is None else float(usage.tokens)})
+
+
+def _number(value: Any) -> float | None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return float(value) if ok and math.isfinite(value) else None
+
+
+def of_file(case: Mapping[str, Any]) -> Paired:
+    """A case of an earlier results file; what it lacks is not compared."""
+    found = case.get("usage")
+    usage: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+    tokens = [usage.get(k) for k in ("input_tokens", "output_tokens")]
+    known = [t for t in tokens if isinstance(t, int)]
+    runs = tuple(r.get("outcome") == PASSED for r in case.get("runs") or ()
+                 if isinstance(r, Mapping)) or (case.get("outcome") == PASSED,)
+    return Paired(runs, {
+        "judge_score": _number(case.get("judge_score")),
+        "mean_latency_ms": _number(case.get("latency_ms")),
+        "mean_cost_usd": _number(usage.get("cost_usd")),
+        "mean_tokens": float(sum(known)) if known else None})
+
+
+@dataclass(frozen=True)
+class SignificantChange:
+    """One metric of one suite, this run against the earlier one, over the paired cases."""
+
+    suite: str
+    metric: str
+    #: ``McNemar exact`` or ``paired t``.
+    test: str
+    cases: int
+    before: float
+    after: float
+    #: The interval of ``after − before`` at elizon_confidence.
+    low: float
+    high: float
+    p_value: float
+    #: Holm-adjusted across the suite's metrics; what "significant" is decided on.
+    adjusted_p: float
+    alpha: float
+    #: Whether a rise is an improvement (pass rate, judge score) or a regression (the rest).
+    higher_is_better: bool
+
+    @property
+    def change(self) -> float:
+        return self.after - self.before
+
+    @property
+    def significant(self) -> bool:
+        return self.adjusted_p < self.alpha
+
+    @property
+    def regressed(self) -> bool:
+        """A significant change for the worse."""
+        worse = self.change < 0 if self.higher_is_better else self.change > 0
+        return self.significant and worse
+
+    @property
+    def verdict(self) -> str:
+        if not self.significant:
+            return "within noise"
+        return "significant regression" if self.regressed else "significant improvement"
+
+    def to_data(self) -> dict[str, Any]:
+        return {"suite": self.suite, "metric": self.metric, "test": self.test,
+                "cases": self.cases, "before": self.before, "after": self.after,
+                "change": self.change, "low": self.low, "high": self.high,
+                "p_value": self.p_value, "adjusted_p": self.adjusted_p, "alpha": self.alpha,
+                "significant": self.significant, "regressed": self.regressed,
+                "verdict": self.verdict}
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> SignificantChange:
+        """A row of a results file's ``regression.significance`` (schema-checked)."""
+        return cls(data["suite"], data["metric"], data["test"], data["cases"], data["before"],
+                   data["after"], data["low"], data["high"], data["p_value"],
+                   data["adjusted_p"], data["alpha"],
+                   dict(_PER_CASE).get(data["metric"], True))
+
+
+def _pass_rate(pairs: Sequence[tuple[Paired, Paired]], confidence: float
+               ) -> tuple[str, float, float, float, float, float] | None:
+    """(test, before, after, low, high, p) of the pass rate over the paired cases."""
+    before = [b.runs for b, _ in pairs]
+    after = [a.runs for _, a in pairs]
+    n = len(pairs)
+    if all(len(b) == 1 and len(a) == 1 for b, a in zip(before, after, strict=True)):
+        down = sum(1 for b, a in zip(before, after, strict=True) if b[0] and not a[0])
+        up = sum(1 for b, a in zip(before, after, strict=True) if a[0] and not b[0])
+        was = sum(b[0] for b in before) / n
+        change = (up - down) / n
+        # the paired-proportions (Wald) interval of the change: the flips' own spread
+        half = stats.normal_quantile(confidence) * math.sqrt(
+            max(0.0, up + down - (up - down) ** 2 / n)) / n
+        return MCNEMAR, was, was + change, change - half, change + half, \
+            stats.mcnemar_exact(down, up)
+    if n < 2:
+        return None
+    rates = [(sum(b) / len(b), sum(a) / len(a)) for b, a in zip(before, after, strict=True)]
+    mean, low, high, p = stats.paired_t_test([a - b for b, a in rates], confidence)
+    was = math.fsum(b for b, _ in rates) / n
+    return PAIRED_T, was, was + mean, low, high, p
+
+
+def suite_changes(suite: str, pairs: Sequence[tuple[Paired, Paired]],
+                  confidence: float, alpha: float) -> list[SignificantChange]:
+    """Every metric of ``suite`` its paired (before, after) cases can test, Holm-corrected."""
+    found: list[tuple[str, str, int, float, float, float, float, float, bool]] = []
+    if pairs:
+        rate = _pass_rate(pairs, confidence)
+        if rate is not None:
+            test, before, after, low, high, p = rate
+            found.append(("pass_rate", test, len(pairs), before, after, low, high, p, True))
+    for metric, better_up in _PER_CASE:
+        paired = [(b, a) for b, a in ((b.values.get(metric), a.values.get(metric))
+                                      for b, a in pairs) if b is not None and a is not None]
+        if len(paired) < 2:
+            continue
+        mean, low, high, p = stats.paired_t_test([a - b for b, a in paired], confidence)
+        before = math.fsum(b for b, _ in paired) / len(paired)
+        found.append((metric, PAIRED_T, len(paired), before, before + mean, low, high, p,
+                      better_up))
+    adjusted = stats.holm([row[7] for row in found])
+    return [SignificantChange(suite, metric, test, n, before, after, low, high, p, q, alpha,
+                              better_up)
+            for (metric, test, n, before, after, low, high, p, better_up), q
+            in zip(found, adjusted, strict=True)]
