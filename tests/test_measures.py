@@ -315,8 +315,8 @@ def test_a_router_suite_reports_its_classification_everywhere(
     result.stdout.fnmatch_lines([
         "    accuracy             0.800            0.600     [[]0.231, 0.882[]]  -0.2  below",
         "    recall.legal         1.000            0.500     [[]0.095, 0.905[]]  -0.5  below",
-        "    precision.smalltalk  0.500            -         -               -     nothing measured "
-        "in this run",
+        "    precision.smalltalk  0.500            -         -               -     nothing "
+        "measured in this run",
         "    classification (5 cases, 4 labels): accuracy 0.600, macro F1 0.367, weighted F1 "
         "0.587",
         "      recall: billing 1.000, legal 0.500, smalltalk 0.000, (no label) —",
