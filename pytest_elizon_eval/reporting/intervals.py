@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .. import stats
-from ..decide.outcomes import ERROR, FAILED, PASSED, TIMEOUT, CaseResult
+from ..decide.outcomes import ERROR, FAILED, INCONCLUSIVE, PASSED, TIMEOUT, CaseResult
 
 __all__ = ["DetectableDrop", "MetricInterval", "baseline_test", "comparison_text",
            "detectable_drop", "interval_cell", "suite_intervals", "summary_sentences",
@@ -127,6 +127,9 @@ def suite_intervals(results: Sequence[CaseResult], confidence: float
                                n, confidence)
     found["timeout_rate"] = _rate("timeout_rate", sum(r.outcome == TIMEOUT for r in results), n,
                                   confidence)
+    inconclusive = sum(r.outcome == INCONCLUSIVE for r in results)
+    if inconclusive:  # its table row is shown only then (aggregate._SHOWN_WHEN_SET)
+        found["inconclusive_rate"] = _rate("inconclusive_rate", inconclusive, n, confidence)
     means = {
         # a repeated case's runs are its cluster; a single run is a cluster of one
         "mean_latency_ms": [[run.latency_ms for run in r.runs if run.latency_ms is not None]
