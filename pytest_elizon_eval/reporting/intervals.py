@@ -58,19 +58,29 @@ class MetricInterval:
         """What the interval is, for a legend: ``95 % Wilson, 20 cases``."""
         level = f"{self.confidence * 100:g}%"
         if self.method == WILSON:
-            return f"{level} Wilson, {self.cases} cases"
+            return f"{level} Wilson, {_cases(self.cases)}"
         if self.method == CLUSTERED_RATE:
             return (f"{level} clustered by case, share of {self.observations} runs of "
-                    f"{self.cases} cases")
+                    f"{_cases(self.cases)}")
         if self.method == CLUSTERED_MEAN:
-            return f"{level} clustered by case, {self.observations} runs of {self.cases} cases"
-        return f"{level} normal, {self.cases} cases"
+            return f"{level} clustered by case, {self.observations} runs of {_cases(self.cases)}"
+        return f"{level} normal, {_cases(self.cases)}"
+
+
+def _cases(n: int) -> str:
+    return f"{n} case{'s' if n != 1 else ''}"
 
 
 def interval_cell(interval: MetricInterval | None,
                   show: Callable[[float, str], str]) -> str:
-    """A table cell: ``[low, high]``, or empty where the metric has no interval."""
-    return "" if interval is None else interval.text(show)
+    """A table cell: ``[low, high]``, or empty where the metric has no interval. A pass
+    rate of repeated cases says what it is about — the share of runs, which the row's
+    share of cases is not (``0.000`` beside ``[0.133, 0.990]`` reads as a bug)."""
+    if interval is None:
+        return ""
+    if interval.method == CLUSTERED_RATE:
+        return f"{show(interval.estimate, interval.metric)} over runs {interval.text(show)}"
+    return interval.text(show)
 
 
 def comparison_text(comparison: str, noise: str) -> str:
