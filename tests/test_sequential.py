@@ -213,8 +213,10 @@ def test_elizon_inconclusive_pass_lets_the_gate_pass(packages: Packages,
             expect: {contains: ["yes"]}
         """, app=APP)
     pytester.makeini("[pytest]\nelizon_inconclusive = pass\n")
-    result = pytester.runpytest(*REPORTS)
+    result = pytester.runpytest(*REPORTS, "--elizon-annotations=on")
     assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["::warning file=pkg/eval/suite.yaml,line=*,title=undecided%3A "
+                                 "inconclusive (passes by elizon_inconclusive = pass)::*"])
     # the must-pass gate passes, and every report says PASS, not advisory
     result.stdout.fnmatch_lines(["*[[]pkg, must-pass[]]: 0 passed, 0 failed, 0 timeout, "
                                  "1 inconclusive — PASS", "*1 inconclusive*"])
