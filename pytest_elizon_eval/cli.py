@@ -28,7 +28,15 @@ from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
 from . import __version__
-from .decide.outcomes import ERROR, FAILED, PASSED, TIMEOUT, blocks, display_reason
+from .decide.outcomes import (
+    ERROR,
+    FAILED,
+    INCONCLUSIVE,
+    PASSED,
+    TIMEOUT,
+    blocks,
+    display_reason,
+)
 from .errors import ELIZON_RESULTS_INVALID as ELIZON_RESULTS_INVALID
 from .errors import ELIZON_RESULTS_SIGNATURE_INVALID as ELIZON_RESULTS_SIGNATURE_INVALID
 from .errors import EVALUATION_GATE_FAILED as EVALUATION_GATE_FAILED
@@ -172,9 +180,10 @@ def _provenance_lines(document: Document) -> list[str]:
 
 
 def _failed_lines(document: Document) -> list[tuple[str, dict[str, bool]]]:
-    """The cases that fail the run and are not timeouts (the terminal section lists those)."""
+    """The cases that fail the run and are neither timeouts nor inconclusive (the terminal
+    section lists those apart)."""
     failing = [r for s in document.aggregate.suites() for r in s.not_passed
-               if blocks(r) and r.outcome != TIMEOUT]
+               if blocks(r) and r.outcome not in (TIMEOUT, INCONCLUSIVE)]
     if not failing:
         return []
     return [("failed:", {"red": True}),

@@ -68,8 +68,11 @@ def test_the_noisy_model_shows_intervals_flaky_and_inconclusive_the_same_every_r
     import json  # deferred: only this test reads a results file
 
     seen = []
-    for _ in range(2):  # the same outcome counts and rates on every run
-        result = pytester.runpytest("example_suites/noisy-model", "--elizon-results=r.json")
+    # the same outcome counts and rates on every run; the second compares itself with the
+    # first, pair by pair, and nothing it finds is a significant regression
+    for extra in ([], ["--elizon-baseline=r.json", "--elizon-fail-on-regression"]):
+        result = pytester.runpytest("example_suites/noisy-model", "--elizon-results=r.json",
+                                    *extra)
         assert result.ret == pytest.ExitCode.OK
         assert result.parseoutcomes() == {"passed": 3, "advisory_inconclusive": 1}
         data = json.loads((pytester.path / "r.json").read_text(encoding="utf-8"))
@@ -82,6 +85,9 @@ def test_the_noisy_model_shows_intervals_flaky_and_inconclusive_the_same_every_r
     assert "return-window passed: 4/5 passed (80%, 95% CI 38%–96%) — flaky, within noise" in text
     assert "warranty-summary inconclusive: 8/10 passed (80%, 95% CI 49%–94%) — flaky, " \
            "inconclusive" in text
+    assert "  within noise: example_suites/noisy-model/eval/repeats.yaml pass_rate " \
+           "0.933 -> 0.933 (+0 [+0, +0], paired t, p=1, Holm p=1)" in text
+    assert data["regression"]["fails_run"] is False
 
 
 def test_legal_practice_shows_its_routers_classification(examples: Path,
@@ -89,6 +95,9 @@ def test_legal_practice_shows_its_routers_classification(examples: Path,
     result = pytester.runpytest("example_suites/legal-practice/eval")
     result.stdout.fnmatch_lines([
         "*publish-gate-core.yaml ?legal-practice-v1, must-pass?: 9 passed*",
+        # the author's pass rate against this run's: an exact binomial test
+        "    pass_rate  * 1.000 * 1.000 * [[]0.701, 1.000[]] * +0 * at, within noise (exact "
+        "binomial p=1)",
         "    accuracy  * 1.000 * 1.000 * [[]*[]] * +0 * at",  # widths follow the latency's Δ
         "    recall.refuse.security  1.000 * 1.000 * [[]*[]] * +0 * at",
         "    classification (5 cases, 5 labels): accuracy 1.000, macro F1 1.000, weighted F1 1.000",

@@ -92,7 +92,8 @@ def _cases(pytester: pytest.Pytester) -> dict[str, Any]:
 
 
 def test_the_sequential_rule_decides_and_every_report_shows_it(
-        packages: Packages, pytester: pytest.Pytester) -> None:
+        packages: Packages, pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
     packages.package(suite=SUITE, app=APP)
     result = pytester.runpytest("-v", *REPORTS, "--junitxml=out/pytest.xml")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
@@ -150,21 +151,41 @@ def test_the_sequential_rule_decides_and_every_report_shows_it(
             "confidence; elizon_inconclusive = fail)") in text
     assert "decided above minPassRate 0.8 at run 12 of max 20" in text
     assert "[pkg, must-pass]: 4 passed, 3 failed, 0 timeout, 1 inconclusive — FAIL" in text
+    # listed apart with its reason, like the timed-out cases
+    assert "inconclusive:\n  pkg/eval/suite.yaml::undecided — inconclusive after 20 of max " \
+           "20 runs: 16/20 runs passed" in text
+    # the results' suite counts it as they count timeouts: a rate with its interval
+    suite = json.loads((pytester.path / "out/r.json").read_text(encoding="utf-8"))["suites"][0]
+    assert suite["metrics"]["inconclusive_rate"] == 1 / 8
+    assert suite["intervals"]["inconclusive_rate"]["low"] == \
+        pytest.approx(wilson_interval(1, 8)[0])
+    from pytest_elizon_eval import cli
+
+    # elizon-eval show lists it apart too, not under "failed:"
+    assert cli.main(["show", str(pytester.path / "out/r.json")]) == 0
+    shown = capsys.readouterr().out
+    failed = shown.split("\nfailed:\n", 1)[1].split("\nverdict:", 1)[0]
+    assert "::coin" in failed
+    assert "::undecided" not in failed
+    assert "\ninconclusive:\n  pkg/eval/suite.yaml::undecided — inconclusive after" in shown
     # markdown: counts and the repeated cases table
     md = (pytester.path / "out/s.md").read_text(encoding="utf-8")
     assert "4 passed · 3 failed · 0 timeout · 1 inconclusive" in md
     assert "| `fixed-flaky` | passed | 4/5 passed (80%, 95% CI 38%–96%) | flaky, within " \
            "noise |" in md
     assert "| `undecided` | inconclusive |" in md
+    assert "| inconclusive_rate | — | 0.125 |" in md
     # JUnit: the inconclusive case is an error of its own type; every rate is a property
     root = ET.parse(pytester.path / "out/j.xml").getroot()
     props = {p.get("name"): p.get("value") for p in root.iter("property")}
+    assert props["metric.inconclusive_rate"] == "0.125"
     assert props["case.fixed-flaky.flaky"] == "true"
     assert props["case.fixed-flaky.pass_rate_low"] == f"{wilson_interval(4, 5)[0]:.6g}"
     assert props["case.undecided.decision"] == "inconclusive"
     errors = {c.get("name"): c.find("error") for c in root.iter("testcase")}
     assert errors["undecided"] is not None
     assert errors["undecided"].get("type") == "inconclusive"
+    assert errors["undecided"].get("message").startswith("inconclusive after 20 of max 20")
     # pytest's own --junitxml: each repeated case's rate as user properties
     own = ET.parse(pytester.path / "out/pytest.xml").getroot()
     fixed_props = {p.get("name"): p.get("value") for c in own.iter("testcase")
@@ -192,14 +213,32 @@ def test_elizon_inconclusive_pass_lets_the_gate_pass(packages: Packages,
             expect: {contains: ["yes"]}
         """, app=APP)
     pytester.makeini("[pytest]\nelizon_inconclusive = pass\n")
-    result = pytester.runpytest("--elizon-results=out/r.json")
+    result = pytester.runpytest(*REPORTS, "--elizon-annotations=on")
     assert result.ret == pytest.ExitCode.OK
-    result.stdout.fnmatch_lines(["*1 inconclusive*"])
+    result.stdout.fnmatch_lines(["::warning file=pkg/eval/suite.yaml,line=*,title=undecided%3A "
+                                 "inconclusive (passes by elizon_inconclusive = pass)::*"])
+    # the must-pass gate passes, and every report says PASS, not advisory
+    result.stdout.fnmatch_lines(["*[[]pkg, must-pass[]]: 0 passed, 0 failed, 0 timeout, "
+                                 "1 inconclusive — PASS", "*1 inconclusive*"])
     case = _cases(pytester)["undecided"]
     assert case["outcome"] == "inconclusive"
     assert case["repeat"]["inconclusive_passes"]
     data = json.loads((pytester.path / "out/r.json").read_text(encoding="utf-8"))
     assert data["verdict"]["pass"] is True
+    assert data["suites"][0]["verdict"] == "pass"
+    assert data["verdict"]["paragraph"].endswith(
+        "passed 0 of 1 (1 inconclusive), which passes by elizon_inconclusive = pass.")
+    md = (pytester.path / "out/s.md").read_text(encoding="utf-8")
+    assert "## ✅ pkg/eval/suite.yaml" in md
+    assert "gate **must-pass**: 0 passed · 0 failed · 0 timeout · 1 inconclusive" in md
+    root = ET.parse(pytester.path / "out/j.xml").getroot()
+    skipped = next(root.iter("skipped"))
+    assert skipped.get("message").startswith("inconclusive, passes by elizon_inconclusive")
+    page = (pytester.path / "out/r.html").read_text(encoding="utf-8")
+    assert "of 1 package: 0 passed, 1 inconclusive</p>" in page
+    assert "<h2>Inconclusive: 1 case pass by elizon_inconclusive = pass</h2>" in page
+    assert "advisory, not passed" not in page
+    assert "PASS · pkg/eval/suite.yaml" in page
 
 
 def test_a_bad_elizon_inconclusive_is_a_usage_error(pytester: pytest.Pytester) -> None:

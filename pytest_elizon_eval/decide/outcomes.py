@@ -76,6 +76,7 @@ __all__ = [
     "encodable",
     "escaped",
     "failure_message",
+    "inconclusive_passes",
     "reason",
     "repeat_properties",
     "setup_error",
@@ -286,9 +287,13 @@ def blocks(result: CaseResult) -> bool:
     """Whether the case fails the run: anything but a pass in a must-pass suite; in an
     advisory suite only an error (the case could not run at all: a binding or a crash),
     as pytest's exit status says too."""
-    if result.outcome == PASSED:
+    if result.outcome == PASSED or inconclusive_passes(result):
         return False
-    if result.outcome == INCONCLUSIVE and result.repeat is not None \
-            and result.repeat.inconclusive_passes:
-        return False  # ini elizon_inconclusive = pass
     return not result.suite.advisory or result.outcome == ERROR
+
+
+def inconclusive_passes(result: CaseResult) -> bool:
+    """An inconclusive case that passes its gate by ini ``elizon_inconclusive = pass``
+    (docs/contract.md#repeat-runs): still counted as inconclusive, never as a failure."""
+    return result.outcome == INCONCLUSIVE and result.repeat is not None \
+        and bool(result.repeat.inconclusive_passes)

@@ -23,6 +23,7 @@ from ..decide.outcomes import (
     CaseResult,
     SuiteInfo,
     blocks,
+    inconclusive_passes,
 )
 from ..measures import suite as task_measures
 from .intervals import (
@@ -37,7 +38,8 @@ from .intervals import (
 __all__ = ["COST_METRICS", "METRICS", "Aggregate", "BaselineRow", "SuiteSummary", "format_metric"]
 
 #: The metric names, in the order reports show them.
-METRICS = ("cases", "pass_rate", "fail_rate", "timeout_rate", "mean_latency_ms",
+METRICS = ("cases", "pass_rate", "fail_rate", "timeout_rate", "inconclusive_rate",
+           "mean_latency_ms",
            "p50_latency_ms", "p95_latency_ms", "max_latency_ms", "judge_score",
            "total_cost_usd", "mean_cost_usd", "total_tokens", "mean_tokens", "retries",
            "rate_limited_cases")
@@ -45,8 +47,10 @@ METRICS = ("cases", "pass_rate", "fail_rate", "timeout_rate", "mean_latency_ms",
 COST_METRICS = ("total_cost_usd", "mean_cost_usd", "total_tokens", "mean_tokens")
 
 Number = float | int
-#: Metrics of retries (docs/contract.md#retries).
-_RETRY_METRICS = ("retries", "rate_limited_cases")
+#: Metrics shown in a table only when not 0 (or named by the author): retries
+#: (docs/contract.md#retries), and inconclusive cases, which only `repeat: {until: decided}`
+#: can produce (every other suite would show a row of 0).
+_SHOWN_WHEN_SET = ("inconclusive_rate", "retries", "rate_limited_cases")
 
 
 def format_metric(value: float | int | None, metric: str, missing: str = "-") -> str:
@@ -129,8 +133,10 @@ class SuiteSummary:
     @property
     def verdict(self) -> str:
         """``pass``, ``fail`` (a case fails the run: see :func:`~.outcomes.blocks`) or
-        ``advisory`` (an advisory suite with failures or timeouts, which do not)."""
-        if self.passed:
+        ``advisory`` (an advisory suite with failures or timeouts, which do not). A suite
+        whose only cases not passed are inconclusive under ``elizon_inconclusive = pass``
+        passes: the ini says so for every gate (docs/contract.md#repeat-runs)."""
+        if all(r.outcome == PASSED or inconclusive_passes(r) for r in self.results):
             return "pass"
         return "fail" if any(blocks(r) for r in self.results) else "advisory"
 
@@ -149,6 +155,7 @@ class SuiteSummary:
             "pass_rate": self.count(PASSED) / n if n else None,
             "fail_rate": (self.count(FAILED) + self.count(ERROR)) / n if n else None,
             "timeout_rate": self.count(TIMEOUT) / n if n else None,
+            "inconclusive_rate": self.count(INCONCLUSIVE) / n if n else None,
             "mean_latency_ms": sum(latencies) / len(latencies) if latencies else None,
             "p50_latency_ms": _percentile(latencies, 0.50) if latencies else None,
             "p95_latency_ms": _percentile(latencies, 0.95) if latencies else None,
@@ -175,7 +182,7 @@ class SuiteSummary:
         metrics = self.metrics()
         # a run that retried nothing does not list the retry counts (0) in every table
         names = [m for m in METRICS if m in self.info.baseline or metrics[m]
-                 or (metrics[m] is not None and m not in _RETRY_METRICS)]
+                 or (metrics[m] is not None and m not in _SHOWN_WHEN_SET)]
         names += [m for m in self.measures().headline if m not in names]
         names += [m for m in self.info.baseline if m not in names]
         rows = []
@@ -276,7 +283,8 @@ class Aggregate:
                 continue
             detail = ", ".join(f"{s.count(o)} {o}" for o in (FAILED, TIMEOUT, ERROR, INCONCLUSIVE)
                                if s.count(o))
-            tail = ", which does not block" if s.verdict == "advisory" else ""
+            tail = {"advisory": ", which does not block",
+                    "pass": ", which passes by elizon_inconclusive = pass"}.get(s.verdict, "")
             parts.append(f"{s.info.path} ({gate}) passed {s.count(PASSED)} of {n} "
                          f"({detail}){tail}.")
         return " ".join([head, *parts])

@@ -20,7 +20,15 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass
 
-from ..decide.outcomes import ERROR, FAILED, TIMEOUT, CaseResult, blocks, failure_message
+from ..decide.outcomes import (
+    ERROR,
+    FAILED,
+    TIMEOUT,
+    CaseResult,
+    blocks,
+    failure_message,
+    inconclusive_passes,
+)
 from .aggregate import Aggregate
 
 __all__ = ["MAX_PER_TYPE", "MESSAGE_LIMIT", "Guard", "annotation_lines", "escape_data",
@@ -73,7 +81,10 @@ class Guard:
 
 
 def _line(kind: str, result: CaseResult) -> str:
-    title = f"{result.case_id}: {result.outcome}" + (" (advisory)" if kind == "warning" else "")
+    why = " (advisory)" if kind == "warning" else ""
+    if inconclusive_passes(result) and not result.suite.advisory:  # a must-pass case
+        why = " (passes by elizon_inconclusive = pass)"
+    title = f"{result.case_id}: {result.outcome}{why}"
     if result.security and result.security.probe:  # at the manifest line with the pack
         probe = result.security.probe
         title = f"{result.case_id}: compromised ({probe.category}, {probe.severity})"

@@ -24,6 +24,7 @@ from ..decide.outcomes import (
     TIMEOUT,
     CaseResult,
     blocks,
+    inconclusive_passes,
     reason,
 )
 from ..decide.results_data import ToolCallRecord, TurnRecord
@@ -54,6 +55,13 @@ def is_probe_suite(summary: SuiteSummary) -> bool:
         r.security is not None and r.security.probe is not None for r in summary.results)
 
 
+def _passes_by_ini(result: CaseResult) -> bool:
+    """An inconclusive case of a must-pass suite that passes its gate by ini
+    ``elizon_inconclusive = pass``: counted as inconclusive, not as advisory (as
+    :func:`.html.category` shows it)."""
+    return inconclusive_passes(result) and not result.suite.advisory
+
+
 def headline(aggregate: Aggregate) -> str:
     """The run in one line: cases, suites, packages and the counts that matter."""
     suites = aggregate.suites()
@@ -61,8 +69,10 @@ def headline(aggregate: Aggregate) -> str:
     packages = {s.info.package for s in suites}
     counts = [(PASSED, sum(r.outcome == PASSED for r in results))]
     counts += [(o, n) for o in (FAILED, TIMEOUT, ERROR, INCONCLUSIVE)
-               if (n := sum(r.outcome == o and blocks(r) for r in results))]
-    advisory = sum(r.outcome != PASSED and not blocks(r) for r in results)
+               if (n := sum(r.outcome == o and (blocks(r) or _passes_by_ini(r))
+                            for r in results))]
+    advisory = sum(r.outcome != PASSED and not blocks(r) and not _passes_by_ini(r)
+                   for r in results)
     if advisory:  # not passed, but they do not fail the run: said apart from what does
         counts.append(("advisory, not passed", advisory))
     said = ", ".join(f"{n} {o}" for o, n in counts)
@@ -93,7 +103,9 @@ def attention(aggregate: Aggregate, rows: Mapping[str, int], esc: Esc,
     results = [r for s in aggregate.suites() for r in s.results if r.outcome != PASSED]
     order = {FAILED: 0, TIMEOUT: 1, ERROR: 2, INCONCLUSIVE: 3}
     blocking = sorted((r for r in results if blocks(r)), key=lambda r: order[r.outcome])
-    advisory = sorted((r for r in results if not blocks(r)), key=lambda r: order[r.outcome])
+    passing = [r for r in results if _passes_by_ini(r)]
+    advisory = sorted((r for r in results if not blocks(r) and not _passes_by_ini(r)),
+                      key=lambda r: order[r.outcome])
     if not results:
         return ('<section class="attention" id="attention"><p class="ok">Nothing needs '
                 "attention: every case passed.</p></section>")
@@ -102,6 +114,11 @@ def attention(aggregate: Aggregate, rows: Mapping[str, int], esc: Esc,
         parts.append(f"<h2>Needs attention: {len(blocking):,} case"
                      f"{'s' if len(blocking) != 1 else ''} fail the run</h2>")
         parts.append(_items(blocking, rows, esc, category))
+    if passing:
+        parts.append(f"<h2>Inconclusive: {len(passing):,} case"
+                     f"{'s' if len(passing) != 1 else ''} pass by elizon_inconclusive = pass"
+                     "</h2>")
+        parts.append(_items(passing, rows, esc, category))
     if advisory:
         parts.append(f"<h2>Advisory: {len(advisory):,} case"
                      f"{'s' if len(advisory) != 1 else ''} did not pass (the run does not "

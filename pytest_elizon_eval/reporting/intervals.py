@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .. import stats
-from ..decide.outcomes import ERROR, FAILED, PASSED, TIMEOUT, CaseResult
+from ..decide.outcomes import ERROR, FAILED, INCONCLUSIVE, PASSED, TIMEOUT, CaseResult
 
 __all__ = ["DetectableDrop", "MetricInterval", "baseline_test", "comparison_text",
            "detectable_drop", "interval_cell", "suite_intervals", "summary_sentences",
@@ -58,19 +58,29 @@ class MetricInterval:
         """What the interval is, for a legend: ``95 % Wilson, 20 cases``."""
         level = f"{self.confidence * 100:g}%"
         if self.method == WILSON:
-            return f"{level} Wilson, {self.cases} cases"
+            return f"{level} Wilson, {_cases(self.cases)}"
         if self.method == CLUSTERED_RATE:
             return (f"{level} clustered by case, share of {self.observations} runs of "
-                    f"{self.cases} cases")
+                    f"{_cases(self.cases)}")
         if self.method == CLUSTERED_MEAN:
-            return f"{level} clustered by case, {self.observations} runs of {self.cases} cases"
-        return f"{level} normal, {self.cases} cases"
+            return f"{level} clustered by case, {self.observations} runs of {_cases(self.cases)}"
+        return f"{level} normal, {_cases(self.cases)}"
+
+
+def _cases(n: int) -> str:
+    return f"{n} case{'s' if n != 1 else ''}"
 
 
 def interval_cell(interval: MetricInterval | None,
                   show: Callable[[float, str], str]) -> str:
-    """A table cell: ``[low, high]``, or empty where the metric has no interval."""
-    return "" if interval is None else interval.text(show)
+    """A table cell: ``[low, high]``, or empty where the metric has no interval. A pass
+    rate of repeated cases says what it is about — the share of runs, which the row's
+    share of cases is not (``0.000`` beside ``[0.133, 0.990]`` reads as a bug)."""
+    if interval is None:
+        return ""
+    if interval.method == CLUSTERED_RATE:
+        return f"{show(interval.estimate, interval.metric)} over runs {interval.text(show)}"
+    return interval.text(show)
 
 
 def comparison_text(comparison: str, noise: str) -> str:
@@ -127,6 +137,9 @@ def suite_intervals(results: Sequence[CaseResult], confidence: float
                                n, confidence)
     found["timeout_rate"] = _rate("timeout_rate", sum(r.outcome == TIMEOUT for r in results), n,
                                   confidence)
+    inconclusive = sum(r.outcome == INCONCLUSIVE for r in results)
+    if inconclusive:  # its table row is shown only then (aggregate._SHOWN_WHEN_SET)
+        found["inconclusive_rate"] = _rate("inconclusive_rate", inconclusive, n, confidence)
     means = {
         # a repeated case's runs are its cluster; a single run is a cluster of one
         "mean_latency_ms": [[run.latency_ms for run in r.runs if run.latency_ms is not None]

@@ -110,7 +110,7 @@ def _case(summary: SuiteSummary, result: CaseResult) -> TestCase:
         case.add_error_info(message=message, output=_safe(detail, OUTPUT_CAP),
                             error_type="error")
     elif result.outcome == INCONCLUSIVE:  # undecided is not an assertion failure
-        case.add_error_info(message=f"inconclusive: {message}",
+        case.add_error_info(message=message,  # reason() begins "inconclusive after N runs"
                             output=_safe(detail, OUTPUT_CAP), error_type="inconclusive")
     return case
 

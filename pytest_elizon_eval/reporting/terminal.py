@@ -28,7 +28,7 @@ Line = tuple[str, dict[str, bool]]
 
 
 def _verdict(summary: SuiteSummary) -> Line:
-    if summary.passed:
+    if summary.verdict == "pass":  # inconclusive cases under elizon_inconclusive = pass too
         return "PASS", {"green": True}
     if summary.verdict == "advisory":
         return "ADVISORY: not passed (does not fail the run)", {"yellow": True}
@@ -101,6 +101,11 @@ def render(aggregate: Aggregate, regression: Regression | None = None) -> list[L
     if timeouts:
         lines.append(("timed out:", {"yellow": True}))
         lines.extend((f"  {r.nodeid} — {reason(r)}", {}) for r in timeouts)
+    # apart like the timeouts: pytest's FAILURES section does not list them either
+    undecided = [r for s in suites for r in s.results if r.outcome == INCONCLUSIVE]
+    if undecided:
+        lines.append(("inconclusive:", {"yellow": True}))
+        lines.extend((f"  {r.nodeid} — {reason(r)}", {}) for r in undecided)
     advisory = [r for s in suites for r in s.not_passed if not blocks(r)
                 if r.outcome not in (TIMEOUT, INCONCLUSIVE)]
     if advisory:
