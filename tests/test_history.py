@@ -82,7 +82,8 @@ def test_an_older_store_is_upgraded_in_place_and_a_newer_one_refused(tmp_path: P
         Store.open(str(path))
 
 
-def test_a_stored_case_is_resumed_only_when_suite_entry_and_case_are_unchanged() -> None:
+def test_a_stored_case_is_resumed_only_when_its_entry_and_effective_content_are_unchanged(
+        ) -> None:
     suite = SuiteInfo("s.yaml", "p", "must-pass", False, sha256="S")
     identity = CaseIdentity("s.yaml::a", "a", 3, suite)
     data = {"nodeid": "s.yaml::a", "case_id": "a", "line": 3, "outcome": "failed",
@@ -94,9 +95,13 @@ def test_a_stored_case_is_resumed_only_when_suite_entry_and_case_are_unchanged()
     assert (found.resumed, found.outcome) == (True, "failed")
     assert resume.stored_result(finished, identity, "C2", "app:answer") is None
     assert resume.stored_result(finished, identity, "C", "other:entry") is None
-    changed = CaseIdentity("s.yaml::a", "a", 3, SuiteInfo("s.yaml", "p", "must-pass", False,
-                                                          sha256="S2"))
-    assert resume.stored_result(finished, changed, "C", "app:answer") is None
+    # another case of the suite file changed (its hash too), this one moved down: taken,
+    # as this session's suite file says it
+    moved = CaseIdentity("s.yaml::a", "a", 9, SuiteInfo("s.yaml", "p", "must-pass", False,
+                                                        sha256="S2"))
+    found = resume.stored_result(finished, moved, "C", "app:answer")
+    assert found is not None
+    assert (found.line, found.suite.sha256) == (9, "S2")
 
 
 # -- sessions --------------------------------------------------------------------------------
@@ -391,18 +396,34 @@ def answer(text=None):
     assert flaky == ["flips"]
 
 
-def test_a_session_stopped_by_x_is_unfinished_and_resumed_in_process(
+def test_a_session_stopped_by_x_is_resumed_in_process_re_running_only_what_changed(
         packages: Packages, pytester: pytest.Pytester, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    packages.package(app=LOGGING_APP, suite=SIX)
+    manifest = ("name: pkg\nentry: app:answer\nevaluation:\n  suites:\n"
+                "    - suite: ./base.yaml\n{b_defaults}    - suite: ./six.yaml\n")
+    packages.write("pkg/elizon.yaml", manifest.format(b_defaults=""))
+    packages.write("pkg/app.py", LOGGING_APP)
+    packages.write("pkg/base.yaml", "cases:\n  - id: b1\n    input: b1\n")
+    suite = packages.write("pkg/six.yaml", SIX)
     calls = tmp_path / "calls.log"
     monkeypatch.setenv("CALLS_LOG", str(calls))
-    pytester.runpytest("-x").assert_outcomes(passed=1, failed=1)  # c2 fails: -x stops there
+    pytester.runpytest("-x").assert_outcomes(passed=2, failed=1)  # c2 fails: -x stops there
     store = pytester.path / ".elizon" / "history.sqlite"
     assert _runs(store) == [(1, "interrupted")]
     calls.unlink()
-    resumed = pytester.runpytest("--elizon-resume", "--elizon-markdown=m.md")
-    resumed.assert_outcomes(passed=5, failed=1)
-    assert calls.read_text().split() == ["c3", "c4", "c5", "c6"]
-    assert "2 cases resumed from the history store" in (pytester.path / "m.md").read_text()
+    # Edits between the two sessions: a case added above the others (every line moves), c1's
+    # own content, and base.yaml's suite default (repeat, from the manifest: its file is
+    # untouched). c2 is unchanged, as its effective content: it alone is taken.
+    suite.write_text(SIX.replace("cases:\n", "cases:\n  - id: c0\n    input: c0\n")
+                     .replace("input: c1\n", "input: c1\n    expect: {contains: [c]}\n"))
+    packages.write("pkg/elizon.yaml", manifest.format(b_defaults="      repeat: 2\n"))
+    resumed = pytester.runpytest("--elizon-resume", "--elizon-markdown=m.md",
+                                 "--elizon-results=r.json")
+    resumed.assert_outcomes(passed=7, failed=1)
+    assert calls.read_text().split() == ["b1", "b1", "c0", "c1", "c3", "c4", "c5", "c6"]
+    assert "1 case resumed from the history store" in (pytester.path / "m.md").read_text()
+    cases = {c["id"]: c for s in json.loads((pytester.path / "r.json").read_text())["suites"]
+             for c in s["cases"]}
+    assert [i for i, c in cases.items() if c.get("resumed")] == ["c2"]
+    assert (cases["c2"]["outcome"], cases["c2"]["line"]) == ("failed", 7)  # where it is now
     assert _runs(store) == [(1, "finished")]

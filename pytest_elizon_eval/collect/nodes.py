@@ -299,10 +299,14 @@ class CaseItem(compat.FixtureItem):
 
     def history_key(self) -> tuple[str, str]:
         """(the case content's SHA-256, the entry point's identity) as the history keeps
-        them: what must be unchanged for ``--elizon-resume`` to take a finished case."""
-        entry = self.plan.entry_description if self.plan is not None else ""
+        them: what must be unchanged for ``--elizon-resume`` to take a finished case. The
+        content is the effective one: the case with what its plan resolved for it (the
+        suite's defaults, the time limit, the judge…)."""
+        plan = self.plan
+        entry = plan.entry_description if plan is not None else ""
         if self._case_sha is None:  # asked at the run and again for its report
-            self._case_sha = planning.case_sha256(self.case)
+            self._case_sha = planning.case_sha256(
+                self.case, planning.effective(plan) if plan is not None else None)
         return self._case_sha, entry
 
     def result_for(self, when: str, excinfo: pytest.ExceptionInfo[BaseException] | None

@@ -9,9 +9,9 @@ ini ``elizon_history_strict`` makes it an error (docs/contract.md#history).
 ``--elizon-resume`` (docs/contract.md#resume): the owning process finds the last session
 of the same packages; if it did not finish (and is not running now) this session takes
 it over, and every process — each xdist worker too, told the run through
-``workerinput`` — reads the cases it finished. A case whose suite content, entry point
-identity and case content are unchanged is then reported from the store
-(:func:`.resume.stored_result`) instead of being run.
+``workerinput`` — reads the cases it finished. A case whose entry point identity and
+effective content (the case with its suite's defaults and settings) are unchanged is then
+reported from the store (:func:`.resume.stored_result`) instead of being run.
 """
 
 from __future__ import annotations
