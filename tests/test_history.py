@@ -296,8 +296,12 @@ def test_history_shows_trends_cases_that_started_failing_and_flaky_ones(
     diff = capsys.readouterr().out
     assert "run 2 -> run 4: 1 regressed, 0 improved, 0 new, 0 removed, 3 unchanged" in diff
     assert "regressed  p/s.yaml::broke  passed  failed" in diff
+    assert main(["history", "diff", "-3", "latest"]) == 0  # counted from the latest: 2, 4
+    assert capsys.readouterr().out == diff
     assert main(["history", "diff", "2", "7"]) == 2
     assert "elizon-eval history: no run 7 in " in capsys.readouterr().err
+    assert main(["history", "diff", "-5", "-1"]) == 2
+    assert re.search(r"no run -5 in \S+ \(it holds 4 runs\)\n", capsys.readouterr().err)
     monkeypatch.chdir(tmp_path.parent)
     assert main(["history", "nowhere.sqlite"]) == 2
     assert "no history store at nowhere.sqlite" in capsys.readouterr().err
