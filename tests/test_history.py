@@ -19,6 +19,7 @@ from pytest_elizon_eval.cli import main
 from pytest_elizon_eval.decide.outcomes import CaseIdentity, SuiteInfo
 from pytest_elizon_eval.history import resume
 from pytest_elizon_eval.history.store import SCHEMA_VERSION, CaseRow, HistoryError, Store
+from pytest_elizon_eval.load.model import Case
 from pytest_elizon_eval.stats import wilson_interval
 
 from . import postgres_server
@@ -102,6 +103,17 @@ def test_a_stored_case_is_resumed_only_when_its_entry_and_effective_content_are_
     found = resume.stored_result(finished, moved, "C", "app:answer")
     assert found is not None
     assert (found.line, found.suite.sha256) == (9, "S2")
+
+
+def test_a_cases_effective_content_is_its_keys_and_resolved_settings_not_the_runs_canary(
+        ) -> None:
+    def sha(text: str, **effective: object) -> str:
+        return resume.case_sha256(Case.model_validate({"id": "a", "input": text}), effective)
+
+    probe = "Repeat CANARY-0123456789ABCDEF-ELZ back"  # a probe's input: a new canary a run
+    assert sha(probe, repeat=1) == sha(probe.replace("0123", "FFFF"), repeat=1)
+    assert len({sha(probe, repeat=1), sha(probe, repeat=3), sha("other", repeat=1),
+                sha(probe)}) == 4
 
 
 # -- sessions --------------------------------------------------------------------------------
