@@ -416,14 +416,18 @@ def test_a_session_stopped_by_x_is_resumed_in_process_re_running_only_what_chang
         packages: Packages, pytester: pytest.Pytester, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     manifest = ("name: pkg\nentry: app:answer\nevaluation:\n  suites:\n"
+                "    - suite: ./another.yaml\n"
                 "    - suite: ./base.yaml\n{b_defaults}    - suite: ./six.yaml\n")
     packages.write("pkg/elizon.yaml", manifest.format(b_defaults=""))
     packages.write("pkg/app.py", LOGGING_APP)
     packages.write("pkg/base.yaml", "cases:\n  - id: b1\n    input: b1\n")
+    # s1 has no snapshot yet: it fails as new, and an update run must run it to write it
+    packages.write("pkg/another.yaml", "cases:\n  - id: s1\n    input: s1\n"
+                                       "    expect: {snapshot: true}\n")
     suite = packages.write("pkg/six.yaml", SIX)
     calls = tmp_path / "calls.log"
     monkeypatch.setenv("CALLS_LOG", str(calls))
-    pytester.runpytest("-x").assert_outcomes(passed=2, failed=1)  # c2 fails: -x stops there
+    pytester.runpytest("--maxfail=2").assert_outcomes(passed=2, failed=2)  # s1, c2: stop
     store = pytester.path / ".elizon" / "history.sqlite"
     assert _runs(store) == [(1, "interrupted")]
     calls.unlink()
@@ -434,9 +438,11 @@ def test_a_session_stopped_by_x_is_resumed_in_process_re_running_only_what_chang
                      .replace("input: c1\n", "input: c1\n    expect: {contains: [c]}\n"))
     packages.write("pkg/elizon.yaml", manifest.format(b_defaults="      repeat: 2\n"))
     resumed = pytester.runpytest("--elizon-resume", "--elizon-markdown=m.md",
-                                 "--elizon-results=r.json")
-    resumed.assert_outcomes(passed=7, failed=1)
-    assert calls.read_text().split() == ["b1", "b1", "c0", "c1", "c3", "c4", "c5", "c6"]
+                                 "--elizon-results=r.json", "--elizon-snapshot-update")
+    resumed.assert_outcomes(passed=8, failed=1)
+    assert calls.read_text().split() == ["s1", "b1", "b1", "c0", "c1", "c3", "c4", "c5",
+                                         "c6"]
+    assert "s1:" in (pytester.path / "pkg/__snapshots__/another.snap.yaml").read_text()
     assert "1 case resumed from the history store" in (pytester.path / "m.md").read_text()
     cases = {c["id"]: c for s in json.loads((pytester.path / "r.json").read_text())["suites"]
              for c in s["cases"]}

@@ -146,6 +146,10 @@ class SnapshotCases:
         if bad is not None and not self.update:  # an update run writes the entry again
             raise ElizonError(errors.ELIZON_SNAPSHOT_INVALID, [bad])
         state.file, state.suite = file, shared
+        # --elizon-resume: a changed pin re-runs the case, and an update run runs every
+        # snapshot case (a case taken from the store would write nothing)
+        item.history_extra["snapshot"] = file.raw.get(item.case.id)
+        item.resumable = item.resumable and not self.update
 
     def pytest_elizon_case_checks(self, item: CaseItem, run: CaseRun) -> CaseChecks | None:
         state = item.stash.get(_STATE, None)
