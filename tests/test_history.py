@@ -167,6 +167,40 @@ def test_a_store_that_cannot_be_used_is_one_warning_unless_strict(
     assert (pytester.path / "m.md").is_file()
 
 
+#: Another writer takes the store at input b and keeps it until input d.
+LOCKING_APP = """
+import os, sqlite3
+
+held = []
+
+def answer(text=None):
+    if text == "b":
+        db = sqlite3.connect(os.environ["STORE"], isolation_level=None, check_same_thread=False)
+        db.execute("BEGIN EXCLUSIVE")
+        held.append(db)
+    if text == "d":
+        held.pop().execute("ROLLBACK")
+    return text
+"""
+
+
+def test_a_store_locked_past_its_timeout_costs_one_wait_and_the_rest_land_at_the_end(
+        packages: Packages, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    packages.package(app=LOCKING_APP, suite="cases:\n" + "".join(
+        f"  - id: {n}\n    input: {n}\n" for n in "abcd"))
+    store = pytester.path / "locked.sqlite"
+    monkeypatch.setenv("STORE", str(store))
+    monkeypatch.setattr("pytest_elizon_eval.history.store.BUSY_TIMEOUT_S", 0.05)
+    result = pytester.runpytest(f"--elizon-history={store}")
+    assert result.ret == 0
+    # b's write timed out: b and c wait for the end instead of each waiting out the lock,
+    # and land with d once it is released — no case lost, so no warning
+    assert "elizon history" not in result.stdout.str()
+    assert [c[1:3] for c in _cases(store)] == [("a", "passed"), ("b", "passed"),
+                                               ("c", "passed"), ("d", "passed")]
+    assert _runs(store) == [(1, "finished")]
+
+
 def test_two_sessions_writing_one_store_at_once_both_land_whole(
         packages: Packages, pytester: pytest.Pytester, tmp_path: Path) -> None:
     # Each session's first case waits until the other session has started its own: the
