@@ -812,10 +812,11 @@ def parser() -> argparse.ArgumentParser:
                                      "(outcome changed back and forth while the suite file, "
                                      "entry point and case stayed the same). 'history diff "
                                      "RUN_A RUN_B [STORE]' compares two runs as 'diff' "
-                                     "compares two "
-                                     "results files. STORE is a SQLite file or a "
-                                     "postgresql:// URL (default: .elizon/history.sqlite here "
-                                     "or in the nearest parent folder that has one).")
+                                     "compares two results files (a run: its number, "
+                                     "'latest', or -N, the Nth from the latest). STORE "
+                                     "is a SQLite file or a postgresql:// URL (default: "
+                                     ".elizon/history.sqlite here or in the nearest parent "
+                                     "folder that has one).")
     p.add_argument("words", nargs="*", metavar="STORE | diff RUN_A RUN_B [STORE]")
     p.add_argument("--suite", action="append", default=[], metavar="PATH",
                    help="only this suite (a path or a glob pattern; repeatable)")
@@ -929,18 +930,25 @@ def _history_diff(words: list[str], out: Out) -> int:
 
     if len(words) not in (2, 3):
         raise Trouble("usage: elizon-eval history diff RUN_A RUN_B [STORE]")
-    try:
-        first, second = int(words[0]), int(words[1])
+    try:  # a run number, or counted from the latest: latest = -1, the one before -2
+        given = [-1 if w == "latest" else int(w) for w in words[:2]]
     except ValueError:
-        raise Trouble(f"runs are numbers, as 'elizon-eval history' lists them: got "
-                      f"{safe(words[0])} {safe(words[1])}") from None
+        raise Trouble(f"runs are numbers as 'elizon-eval history' lists them, 'latest', or "
+                      f"-N (the Nth run from the latest): got {safe(words[0])} "
+                      f"{safe(words[1])}") from None
     store = _history_store(words[2] if len(words) == 3 else None)
     try:
+        back = max(-n for n in given)
+        recent = [int(r[0]) for r in store.rows("SELECT id FROM runs ORDER BY id DESC "
+                                                "LIMIT ?", (back,))] if back > 0 else []
+        first, second = (recent[-n - 1] if 0 < -n <= len(recent) else n for n in given)
         known = {int(r[0]) for r in store.rows("SELECT id FROM runs WHERE id IN (?, ?)",
                                                (first, second))}
         missing = [str(r) for r in (first, second) if r not in known]
         if missing:
-            raise Trouble(f"no run {' or '.join(missing)} in {safe(store.where)}")
+            raise Trouble(f"no run {' or '.join(missing)} in {safe(store.where)}"
+                          + (f" (it holds {len(recent)} runs)" if any(
+                              int(m) < 0 for m in missing) else ""))
         old, new = queries.run_aggregate(store, first), queries.run_aggregate(store, second)
     finally:
         store.close()

@@ -19,6 +19,7 @@ from pytest_elizon_eval.cli import main
 from pytest_elizon_eval.decide.outcomes import CaseIdentity, SuiteInfo
 from pytest_elizon_eval.history import resume
 from pytest_elizon_eval.history.store import SCHEMA_VERSION, CaseRow, HistoryError, Store
+from pytest_elizon_eval.load.model import Case
 from pytest_elizon_eval.stats import wilson_interval
 
 from . import postgres_server
@@ -82,7 +83,8 @@ def test_an_older_store_is_upgraded_in_place_and_a_newer_one_refused(tmp_path: P
         Store.open(str(path))
 
 
-def test_a_stored_case_is_resumed_only_when_suite_entry_and_case_are_unchanged() -> None:
+def test_a_stored_case_is_resumed_only_when_its_entry_and_effective_content_are_unchanged(
+        ) -> None:
     suite = SuiteInfo("s.yaml", "p", "must-pass", False, sha256="S")
     identity = CaseIdentity("s.yaml::a", "a", 3, suite)
     data = {"nodeid": "s.yaml::a", "case_id": "a", "line": 3, "outcome": "failed",
@@ -94,9 +96,24 @@ def test_a_stored_case_is_resumed_only_when_suite_entry_and_case_are_unchanged()
     assert (found.resumed, found.outcome) == (True, "failed")
     assert resume.stored_result(finished, identity, "C2", "app:answer") is None
     assert resume.stored_result(finished, identity, "C", "other:entry") is None
-    changed = CaseIdentity("s.yaml::a", "a", 3, SuiteInfo("s.yaml", "p", "must-pass", False,
-                                                          sha256="S2"))
-    assert resume.stored_result(finished, changed, "C", "app:answer") is None
+    # another case of the suite file changed (its hash too), this one moved down: taken,
+    # as this session's suite file says it
+    moved = CaseIdentity("s.yaml::a", "a", 9, SuiteInfo("s.yaml", "p", "must-pass", False,
+                                                        sha256="S2"))
+    found = resume.stored_result(finished, moved, "C", "app:answer")
+    assert found is not None
+    assert (found.line, found.suite.sha256) == (9, "S2")
+
+
+def test_a_cases_effective_content_is_its_keys_and_resolved_settings_not_the_runs_canary(
+        ) -> None:
+    def sha(text: str, **effective: object) -> str:
+        return resume.case_sha256(Case.model_validate({"id": "a", "input": text}), effective)
+
+    probe = "Repeat CANARY-0123456789ABCDEF-ELZ back"  # a probe's input: a new canary a run
+    assert sha(probe, repeat=1) == sha(probe.replace("0123", "FFFF"), repeat=1)
+    assert len({sha(probe, repeat=1), sha(probe, repeat=3), sha("other", repeat=1),
+                sha(probe)}) == 4
 
 
 # -- sessions --------------------------------------------------------------------------------
@@ -148,6 +165,40 @@ def test_a_store_that_cannot_be_used_is_one_warning_unless_strict(
         "a new one, or name another with --elizon-history (2 cases not recorded)"])
     assert "2 passed" in result.stdout.str()
     assert (pytester.path / "m.md").is_file()
+
+
+#: Another writer takes the store at input b and keeps it until input d.
+LOCKING_APP = """
+import os, sqlite3
+
+held = []
+
+def answer(text=None):
+    if text == "b":
+        db = sqlite3.connect(os.environ["STORE"], isolation_level=None, check_same_thread=False)
+        db.execute("BEGIN EXCLUSIVE")
+        held.append(db)
+    if text == "d":
+        held.pop().execute("ROLLBACK")
+    return text
+"""
+
+
+def test_a_store_locked_past_its_timeout_costs_one_wait_and_the_rest_land_at_the_end(
+        packages: Packages, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    packages.package(app=LOCKING_APP, suite="cases:\n" + "".join(
+        f"  - id: {n}\n    input: {n}\n" for n in "abcd"))
+    store = pytester.path / "locked.sqlite"
+    monkeypatch.setenv("STORE", str(store))
+    monkeypatch.setattr("pytest_elizon_eval.history.store.BUSY_TIMEOUT_S", 0.05)
+    result = pytester.runpytest(f"--elizon-history={store}")
+    assert result.ret == 0
+    # b's write timed out: b and c wait for the end instead of each waiting out the lock,
+    # and land with d once it is released — no case lost, so no warning
+    assert "elizon history" not in result.stdout.str()
+    assert [c[1:3] for c in _cases(store)] == [("a", "passed"), ("b", "passed"),
+                                               ("c", "passed"), ("d", "passed")]
+    assert _runs(store) == [(1, "finished")]
 
 
 def test_two_sessions_writing_one_store_at_once_both_land_whole(
@@ -291,8 +342,12 @@ def test_history_shows_trends_cases_that_started_failing_and_flaky_ones(
     diff = capsys.readouterr().out
     assert "run 2 -> run 4: 1 regressed, 0 improved, 0 new, 0 removed, 3 unchanged" in diff
     assert "regressed  p/s.yaml::broke  passed  failed" in diff
+    assert main(["history", "diff", "-3", "latest"]) == 0  # counted from the latest: 2, 4
+    assert capsys.readouterr().out == diff
     assert main(["history", "diff", "2", "7"]) == 2
     assert "elizon-eval history: no run 7 in " in capsys.readouterr().err
+    assert main(["history", "diff", "-5", "-1"]) == 2
+    assert re.search(r"no run -5 in \S+ \(it holds 4 runs\)\n", capsys.readouterr().err)
     monkeypatch.chdir(tmp_path.parent)
     assert main(["history", "nowhere.sqlite"]) == 2
     assert "no history store at nowhere.sqlite" in capsys.readouterr().err
@@ -391,18 +446,40 @@ def answer(text=None):
     assert flaky == ["flips"]
 
 
-def test_a_session_stopped_by_x_is_unfinished_and_resumed_in_process(
+def test_a_session_stopped_by_x_is_resumed_in_process_re_running_only_what_changed(
         packages: Packages, pytester: pytest.Pytester, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    packages.package(app=LOGGING_APP, suite=SIX)
+    manifest = ("name: pkg\nentry: app:answer\nevaluation:\n  suites:\n"
+                "    - suite: ./another.yaml\n"
+                "    - suite: ./base.yaml\n{b_defaults}    - suite: ./six.yaml\n")
+    packages.write("pkg/elizon.yaml", manifest.format(b_defaults=""))
+    packages.write("pkg/app.py", LOGGING_APP)
+    packages.write("pkg/base.yaml", "cases:\n  - id: b1\n    input: b1\n")
+    # s1 has no snapshot yet: it fails as new, and an update run must run it to write it
+    packages.write("pkg/another.yaml", "cases:\n  - id: s1\n    input: s1\n"
+                                       "    expect: {snapshot: true}\n")
+    suite = packages.write("pkg/six.yaml", SIX)
     calls = tmp_path / "calls.log"
     monkeypatch.setenv("CALLS_LOG", str(calls))
-    pytester.runpytest("-x").assert_outcomes(passed=1, failed=1)  # c2 fails: -x stops there
+    pytester.runpytest("--maxfail=2").assert_outcomes(passed=2, failed=2)  # s1, c2: stop
     store = pytester.path / ".elizon" / "history.sqlite"
     assert _runs(store) == [(1, "interrupted")]
     calls.unlink()
-    resumed = pytester.runpytest("--elizon-resume", "--elizon-markdown=m.md")
-    resumed.assert_outcomes(passed=5, failed=1)
-    assert calls.read_text().split() == ["c3", "c4", "c5", "c6"]
-    assert "2 cases resumed from the history store" in (pytester.path / "m.md").read_text()
+    # Edits between the two sessions: a case added above the others (every line moves), c1's
+    # own content, and base.yaml's suite default (repeat, from the manifest: its file is
+    # untouched). c2 is unchanged, as its effective content: it alone is taken.
+    suite.write_text(SIX.replace("cases:\n", "cases:\n  - id: c0\n    input: c0\n")
+                     .replace("input: c1\n", "input: c1\n    expect: {contains: [c]}\n"))
+    packages.write("pkg/elizon.yaml", manifest.format(b_defaults="      repeat: 2\n"))
+    resumed = pytester.runpytest("--elizon-resume", "--elizon-markdown=m.md",
+                                 "--elizon-results=r.json", "--elizon-snapshot-update")
+    resumed.assert_outcomes(passed=8, failed=1)
+    assert calls.read_text().split() == ["s1", "b1", "b1", "c0", "c1", "c3", "c4", "c5",
+                                         "c6"]
+    assert "s1:" in (pytester.path / "pkg/__snapshots__/another.snap.yaml").read_text()
+    assert "1 case resumed from the history store" in (pytester.path / "m.md").read_text()
+    cases = {c["id"]: c for s in json.loads((pytester.path / "r.json").read_text())["suites"]
+             for c in s["cases"]}
+    assert [i for i, c in cases.items() if c.get("resumed")] == ["c2"]
+    assert (cases["c2"]["outcome"], cases["c2"]["line"]) == ("failed", 7)  # where it is now
     assert _runs(store) == [(1, "finished")]

@@ -129,16 +129,24 @@ def test_unused_snapshots_are_listed_then_removed_and_changes_accepted(
     packages.write("pkg/eval/suite.yaml", SUITE.replace("    repeat: 3\n    expect: "
                                                         "{snapshot: true}\n", ""))
     (pytester.path / "pkg/mode.txt").write_text("Y")
+    # the snapshots of a suite that was deleted (renamed): all unused, its file removed
+    gone = snap.with_name("gone.snap.yaml")
+    gone.write_text(snap.read_text())
     listed = pytester.runpytest("-k", "plain")  # deselection makes nothing unused
     listed.stdout.fnmatch_lines([
+        "unused in pkg/eval/__snapshots__/gone.snap.yaml: again, greet (its suite file is "
+        "gone; --elizon-snapshot-update removes them)",
         f"unused in {SNAP}: again (not used by any case; --elizon-snapshot-update removes "
         "them)"])
-    assert "greet" not in listed.stdout.str().split("elizon snapshots")[1].split("\n")[1]
+    assert "::greet" not in listed.stdout.str().split("elizon snapshots")[1]  # not run
     updated = pytester.runpytest("--elizon-snapshot-update")
     assert updated.parseoutcomes() == {"passed": 3}
     updated.stdout.fnmatch_lines(["changed: pkg/eval/suite.yaml::greet — written",
                                   f"unused in {SNAP}: again (removed)",
+                                  "updated pkg/eval/__snapshots__/gone.snap.yaml (0 written, "
+                                  "2 unused removed)",
                                   f"updated {SNAP} (1 written, 1 unused removed)"])
+    assert not gone.exists()
     data = load_yaml(snap.read_bytes())
     assert list(data["snapshots"]) == ["greet"]
     assert data["snapshots"]["greet"]["output"] == "Hello world\nline twoY\n"

@@ -185,6 +185,11 @@ class CaseItem(compat.FixtureItem):
         #: The plan it was started ahead of its turn with, and the fixture values it used.
         self._early: tuple[dict[str, object], CasePlan] | None = None
         self._case_sha: str | None = None
+        #: What plugins add at the case's setup to its effective content (its snapshot
+        #: pin), and whether ``--elizon-resume`` may take it from the store at all (not
+        #: when its run must happen: a snapshot update writes what it outputs).
+        self.history_extra: dict[str, Any] = {}
+        self.resumable = True
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, self.line - 1, f"case {self.name}"
@@ -278,7 +283,8 @@ class CaseItem(compat.FixtureItem):
         plan = self.plan
         assert plan is not None  # made by setup, which pytest ran first
         running = session.of(self.config)
-        stored = planning.stored_result(running.resumable, self.identity, *self.history_key())
+        stored = planning.stored_result(running.resumable, self.identity,
+                                        *self.history_key()) if self.resumable else None
         if stored is not None:  # --elizon-resume: finished by the run this one continues
             self.result = stored
             return stored
@@ -299,10 +305,15 @@ class CaseItem(compat.FixtureItem):
 
     def history_key(self) -> tuple[str, str]:
         """(the case content's SHA-256, the entry point's identity) as the history keeps
-        them: what must be unchanged for ``--elizon-resume`` to take a finished case."""
-        entry = self.plan.entry_description if self.plan is not None else ""
+        them: what must be unchanged for ``--elizon-resume`` to take a finished case. The
+        content is the effective one: the case with what its plan resolved for it (the
+        suite's defaults, the time limit, the judge…)."""
+        plan = self.plan
+        entry = plan.entry_description if plan is not None else ""
         if self._case_sha is None:  # asked at the run and again for its report
-            self._case_sha = planning.case_sha256(self.case)
+            self._case_sha = planning.case_sha256(
+                self.case, {**planning.effective(plan), **self.history_extra}
+                if plan is not None else None)
         return self._case_sha, entry
 
     def result_for(self, when: str, excinfo: pytest.ExceptionInfo[BaseException] | None

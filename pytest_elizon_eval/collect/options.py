@@ -170,8 +170,8 @@ OPTIONS: tuple[Option, ...] = (
                 "one warning."),
     Option(cli="--elizon-resume", action="store_true", default=False, unset="false",
            help="Continue the last unfinished session of the same packages: cases it "
-                "finished (same suite, entry point and case) are taken from the history "
-                "store and reported as resumed; only the rest run."),
+                "finished (same entry point, and same case with its suite's defaults) are "
+                "taken from the history store and reported as resumed; only the rest run."),
     Option(ini="elizon_confidence", ini_default="0.95", unset="0.95",
            help="Confidence level of every interval in the reports, above 0 and below 1 "
                 "(default 0.95)."),

@@ -4,7 +4,9 @@
 snapshot file (once per file; a bad file or a bad entry of the case is the case's
 ``ELIZON_SNAPSHOT_INVALID``), after its run it compares every run's output with the pin
 (:func:`~.snapshots.compare`), and it puts on the case's report what an update run writes
-and which snapshots of the suite no case uses. :class:`SnapshotWriter` runs only in the
+and which snapshots of the suite no case uses — and, on the first case's report, the
+snapshot files collection found whose suite file is gone (all of theirs unused).
+:class:`SnapshotWriter` runs only in the
 session's owning process (the xdist controller, or the one process): it gathers that
 from the reports, writes each snapshot file once at the end of an update run (workers
 never touch the files, so they cannot race), and prints the ``elizon snapshots`` section.
@@ -35,6 +37,8 @@ __all__ = ["REPORT_KEY", "SnapshotCases", "SnapshotWriter", "update_requested"]
 LISTED = 20
 #: The key of a case's report data that carries its suite's snapshot file to the owner.
 REPORT_KEY = "snapshot_file"
+#: The key of a case's report data that carries the snapshot files without a suite.
+ORPHANS_KEY = "snapshot_orphans"
 
 
 @dataclass
@@ -76,10 +80,34 @@ class SnapshotCases:
         #: Per suite file: its snapshot file (or why it cannot be read) and the ids of the
         #: snapshots no case with ``expect.snapshot`` uses.
         self._suites: dict[Path, tuple[snapshots.SnapshotFile | ElizonError, list[str]]] = {}
+        #: Snapshot files seen at collection whose suite file is gone; told the owner once.
+        self._orphans: list[Path] | None = []
 
     def pytest_ignore_collect(self, collection_path: Path) -> bool | None:
         # a snapshot file is data, never a suite, whatever elizon_suite_files matches
-        return True if snapshots.is_snapshot_file(collection_path) else None
+        if not snapshots.is_snapshot_file(collection_path):
+            return None
+        if self._orphans is not None and snapshots.suite_gone(collection_path):
+            self._orphans.append(collection_path)
+        return True
+
+    def _orphan_data(self) -> list[dict[str, Any]]:
+        """The snapshot files without a suite, for the owner (once per process: under xdist
+        every worker collects them, and the owner keeps one of each)."""
+        found, self._orphans = self._orphans or [], None
+        index = session.of(self.config).index
+        told = []
+        for path in found:
+            display = index.display(path)
+            try:
+                file = snapshots.load(path, display)
+            except ElizonError:
+                continue  # not readable as snapshots: not ours to list or remove
+            if file.raw:
+                told.append({"path": str(path), "display": display,
+                             "suite": path.name.removesuffix(snapshots.SUFFIX),
+                             "unused": sorted(file.raw)})
+        return told
 
     def _suite(self, suite: SuiteFile) -> tuple[snapshots.SnapshotFile | ElizonError, list[str]]:
         found = self._suites.get(suite.path)
@@ -118,6 +146,10 @@ class SnapshotCases:
         if bad is not None and not self.update:  # an update run writes the entry again
             raise ElizonError(errors.ELIZON_SNAPSHOT_INVALID, [bad])
         state.file, state.suite = file, shared
+        # --elizon-resume: a changed pin re-runs the case, and an update run runs every
+        # snapshot case (a case taken from the store would write nothing)
+        item.history_extra["snapshot"] = file.raw.get(item.case.id)
+        item.resumable = item.resumable and not self.update
 
     def pytest_elizon_case_checks(self, item: CaseItem, run: CaseRun) -> CaseChecks | None:
         state = item.stash.get(_STATE, None)
@@ -136,11 +168,16 @@ class SnapshotCases:
         report = yield
         # outermost wrapper: the case's data is on the report by now
         data = getattr(report, outcomes.REPORT_ATTR, None)
+        if call.when != "call" or not isinstance(data, dict):
+            return report
         state = item.stash.get(_STATE, None)
-        if call.when == "call" and isinstance(data, dict) and state is not None \
-                and state.suite is not None:
+        if state is not None and state.suite is not None:
             data[REPORT_KEY] = outcomes.encodable({
                 **state.suite, "case": item.name, "write": state.write})
+        if self._orphans is not None:
+            orphans = self._orphan_data()
+            if orphans:
+                data[ORPHANS_KEY] = orphans
         return report
 
 
@@ -168,6 +205,10 @@ class SnapshotWriter:
             if record["status"] != snapshots.MATCH or record.get("updated"):
                 self.notable.append((data["nodeid"], record["status"],
                                      bool(record.get("updated"))))
+        for orphan in data.get(ORPHANS_KEY) or ():
+            self.files.setdefault(orphan["path"], {
+                "display": orphan["display"], "suite": orphan["suite"],
+                "unused": set(orphan["unused"]), "writes": {}, "gone": True})
         shared = data.get(REPORT_KEY)
         if isinstance(shared, dict):
             state = self.files.setdefault(shared["path"], {
@@ -211,7 +252,7 @@ class SnapshotWriter:
         return True
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
-        unused = [(state["display"], sorted(state["unused"]))
+        unused = [(state["display"], sorted(state["unused"]), state.get("gone", False))
                   for _, state in sorted(self.files.items()) if state["unused"]]
         if not self.statuses and not unused and not self.problems:
             return
@@ -234,9 +275,9 @@ class SnapshotWriter:
         if len(shown) < len(self.notable):
             terminalreporter.write_line(f"… and {len(self.notable) - len(shown)} more (-v "
                                         "lists every one)")
-        for display, ids in unused:
-            what = "removed" if self.update else \
-                "not used by any case; --elizon-snapshot-update removes them"
+        for display, ids, gone in unused:
+            why = "its suite file is gone" if gone else "not used by any case"
+            what = "removed" if self.update else f"{why}; --elizon-snapshot-update removes them"
             terminalreporter.write_line(f"unused in {display}: {', '.join(ids)} ({what})",
                                         yellow=True)
         for line in self.written:

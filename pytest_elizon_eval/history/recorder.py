@@ -9,9 +9,9 @@ ini ``elizon_history_strict`` makes it an error (docs/contract.md#history).
 ``--elizon-resume`` (docs/contract.md#resume): the owning process finds the last session
 of the same packages; if it did not finish (and is not running now) this session takes
 it over, and every process — each xdist worker too, told the run through
-``workerinput`` — reads the cases it finished. A case whose suite content, entry point
-identity and case content are unchanged is then reported from the store
-(:func:`.resume.stored_result`) instead of being run.
+``workerinput`` — reads the cases it finished. A case whose entry point identity and
+effective content (the case with its suite's defaults and settings) are unchanged is then
+reported from the store (:func:`.resume.stored_result`) instead of being run.
 """
 
 from __future__ import annotations
@@ -87,6 +87,11 @@ class HistoryRecorder:
         self.started = provenance.now()
         self.problem: str | None = None
         self.failed_writes = 0
+        #: Once a case's write failed (a lock held past the busy timeout, a full disk),
+        #: the cases left to record, tried once more in one transaction at the end: a
+        #: store that stays locked then costs one wait, not one per case.
+        self.deferred: list[tuple[CaseRow, str]] | None = None
+        self._deferred_problem: str | None = None
         #: Every case's report data, by node id: the results document is made of them.
         self.reported: dict[str, dict[str, Any]] = {}
         self.resumed = 0
@@ -177,11 +182,16 @@ class HistoryRecorder:
         if run_id is None or store is None:
             self.failed_writes += 1
             return
-        try:  # written as it finishes: a session killed later keeps it
-            store.record_case(run_id, CaseRow.of(data, case_sha, entry), provenance.now())
+        try:
+            row = (CaseRow.of(data, case_sha, entry), provenance.now())
+            if self.deferred is not None:
+                self.deferred.append(row)
+                return
+            store.record_case(run_id, *row)  # as it finishes: a session killed later keeps it
         except HistoryError as exc:
+            self._deferred_problem = str(exc)
             self.problem = self.problem or str(exc)
-            self.failed_writes += 1
+            self.deferred = [row]
         except Exception as exc:  # a value no writer foresaw costs that row, not the run
             self.problem = self.problem or (f"cannot record {data.get('nodeid')} in the history "
                                             f"store {store.where}: {type(exc).__name__}: {exc}")
@@ -203,6 +213,15 @@ class HistoryRecorder:
         from ..reporting import results  # deferred: the document is built at the end only
 
         try:
+            if self.deferred:
+                rows, self.deferred = self.deferred, None
+                try:
+                    store.record_cases(run_id, rows)
+                except HistoryError:
+                    self.failed_writes += len(rows)
+                    raise
+                if self.problem == self._deferred_problem:  # it passed: every case landed
+                    self.problem = None
             document = results.build(aggregate, provenance=made, reported=self.reported)
             store.finish_run(run_id, finished=provenance.now(),
                              status="interrupted" if interrupted else "finished",

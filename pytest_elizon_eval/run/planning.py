@@ -28,10 +28,11 @@ from . import alignment, checks
 from .assertions import AssertionResult
 from .calls import ErrorInfo
 from .cassette import CassetteMiss, recording
+from .grade_cache import judge_identity
 from .running import CasePlan, CaseRun
 
 __all__ = ["CHECKS_FIXTURE", "ENTRY_FIXTURE", "JUDGE_FIXTURE", "CaseChecks", "SuiteContext",
-           "case_sha256", "decided", "plan_case", "recorded_input", "recording_of",
+           "case_sha256", "decided", "effective", "plan_case", "recorded_input", "recording_of",
            "setup_failed", "sources", "stored_result", "suite_checks", "uses_checks_fixture"]
 
 #: The fixtures that give a case its entry point and its judge.
@@ -166,6 +167,24 @@ def plan_case(case: Case, context: SuiteContext, settings: Settings, binder: Bin
         prices={**settings.prices, **package.prices}, checks=functions,
         sequential=rule, run_width=settings.concurrency, confidence=settings.confidence,
         inconclusive_passes=settings.inconclusive_passes)
+
+
+def effective(plan: CasePlan) -> dict[str, Any]:
+    """What the plan adds to the case as its suite file says it — the suite's defaults and
+    the session's settings as resolved for this case — that can change its result: part
+    of the case's effective content, which ``--elizon-resume`` compares
+    (docs/contract.md#resume). The entry point is compared apart, by its identity."""
+    rule = plan.sequential
+    return {
+        "repeat": plan.repeat, "min_pass_rate": plan.min_pass_rate,
+        "until_decided": None if rule is None else [rule.min_pass_rate, rule.indifference,
+                                                     rule.confidence],
+        "timeout_s": plan.timeout_s, "confidence": plan.confidence,
+        "inconclusive_passes": plan.inconclusive_passes, "route_key": plan.route_key,
+        "judge": None if plan.judge is None else judge_identity(plan.judge),
+        "judge_advisory": plan.judge_advisory,
+        "prices": sorted(plan.prices.items()), "checks": sorted(plan.checks),
+    }
 
 
 def repeat_rule(repeat: int | RepeatUntil | None, min_pass_rate: float, confidence: float

@@ -28,8 +28,8 @@ from .assertions import AssertionResult
 from .cassette import input_sha256  # one canonical input hash: a cassette's and a snapshot's
 
 __all__ = ["DIRECTORY", "FORMAT", "SUFFIX", "Comparison", "Pin", "SnapshotFile", "compare",
-           "input_sha256", "is_snapshot_file", "load", "snapshot_path", "text_sha256",
-           "updated_text"]
+           "input_sha256", "is_snapshot_file", "load", "snapshot_path", "suite_gone",
+           "text_sha256", "updated_text"]
 
 FORMAT = "pytest-elizon-eval/snapshots/v1"
 DIRECTORY = "__snapshots__"
@@ -55,6 +55,15 @@ def snapshot_path(suite: Path) -> Path:
 
 def is_snapshot_file(path: Path) -> bool:
     return path.parent.name == DIRECTORY and path.name.endswith(SUFFIX)
+
+
+def suite_gone(path: Path) -> bool:
+    """Whether the snapshot file ``path`` has no suite file beside its folder any more (the
+    suite was deleted or renamed): every snapshot in it is then unused. The inverse of
+    :func:`snapshot_path`: ``suite.snap.yaml`` belongs to ``suite.yaml``, or to ``suite``
+    when that name is kept whole (``cases.jsonl.snap.yaml``)."""
+    name = path.name.removesuffix(SUFFIX)
+    return not any((path.parent.parent / n).is_file() for n in (f"{name}.yaml", name))
 
 
 def text_sha256(text: str) -> str:
