@@ -454,7 +454,15 @@ def test_rag_scores_gate_cases_and_reach_every_report(
                                  "Answer(contexts=*"])
     result.stdout.fnmatch_lines(["    rag (3 cases): faithfulness 0.900, answer relevancy "
                                  "0.600, context precision 0.500, context recall 0.500"])
+    # the RAG grades are judge calls of the run, and go through the grade cache
+    result.stdout.fnmatch_lines(["judge: 2 calls, 0 grades reused from the cache"])
     suite = _results(pytester)["suites"][0]
+    assert [(j["name"], j["score"], j["calls"]) for j in suite["cases"][0]["judges"]] == [
+        ("rag.faithfulness", 0.9, 1), ("rag.answerRelevancy", 0.6, 1)]
+    again = pytester.runpytest("--elizon-results=again.json")
+    again.stdout.fnmatch_lines(["judge: 0 calls, 2 grades reused from the cache"])
+    assert _results(pytester, "again.json")["suites"][0]["cases"][0]["rag"] == \
+        suite["cases"][0]["rag"]
     assert [c["rag"] for c in suite["cases"]] == [
         {"faithfulness": 0.9, "answer_relevancy": 0.6, "context_precision": 1.0,
          "context_recall": 1.0, "contexts": 2, "relevant": 1},
