@@ -15,6 +15,7 @@ import random
 import threading
 import warnings
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -35,7 +36,7 @@ from pytest_elizon_eval.load.model import Expect
 from pytest_elizon_eval.measures import rag
 from pytest_elizon_eval.measures.agents import agent_metrics
 from pytest_elizon_eval.measures.classification import NO_LABEL, report
-from pytest_elizon_eval.measures.hooks import predicted_label
+from pytest_elizon_eval.measures.hooks import _label, predicted_label
 from pytest_elizon_eval.measures.rendering import html_section, markdown_lines, terminal_lines
 from pytest_elizon_eval.measures.suite import SuiteMeasures, direction, measure
 from pytest_elizon_eval.reporting import results, significance
@@ -229,6 +230,17 @@ def test_the_predicted_label_or_why_there_is_none(expect: dict[str, Any], value:
     assert predicted_label(Expect.model_validate(expect), _call(value), "route") == found
 
 
+def test_a_repeated_case_is_labelled_by_its_first_run_and_checked_on_all() -> None:
+    """docs/contract.md#classification: one label per case (its first run's), so accuracy
+    counts cases, as McNemar pairs them; the label assertion weighs every run."""
+    plan = SimpleNamespace(route_key="route", min_pass_rate=0.5)
+    runs = [_call(x) for x in ("spam", "ham", "spam")]
+    record, (check,) = _label(plan, Expect.model_validate({"label": "ham"}), runs)  # type: ignore[arg-type]
+    assert record == LabelRecord("ham", "spam")
+    assert check.passed is False
+    assert check.found == "1 of 3 runs gave it; the first: label 'spam'"
+
+
 @pytest.mark.parametrize(("contexts", "message"), [
     ("one passage", "Answer.contexts is a str; expected a list of the passages"),
     (["ok", 3], r"Answer.contexts\[1\] is an int, not a string"),
@@ -258,6 +270,8 @@ MANIFEST = "name: pkg\nentry: app:answer\nevaluation:\n  suite: ./eval/suite.yam
     ("label: 3", "cases[0].expect.label: expected a string, found the number 3"),
     ("label: ' spam'", "cases[0].expect.label: label ' spam' must be a word or phrase on one*"),
     (f"label: {'x' * 201}", "cases[0].expect.label: * at most 200 characters"),
+    (f"route: {'x' * 201}", "cases[0].expect.route: * at most 200 characters"),
+    ("route: ''", "cases[0].expect.route: must not be empty"),
     ("rag: {contextRecall: 0.5}", "cases[0].expect.rag: contextPrecision and contextRecall "
                                   "are measured against the passages*add 'relevant:'*"),
     ("rag: {faithfulness: 2}", "cases[0].expect.rag.faithfulness: must be at most 1.0, found 2"),
