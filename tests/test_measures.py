@@ -23,6 +23,7 @@ import pytest
 from sklearn.metrics import accuracy_score, confusion_matrix, precision_recall_fscore_support
 
 from pytest_elizon_eval import Answer
+from pytest_elizon_eval.bind.judging import CallableJudge
 from pytest_elizon_eval.decide.results_data import (
     CaseResult,
     LabelRecord,
@@ -32,11 +33,11 @@ from pytest_elizon_eval.decide.results_data import (
     TurnRecord,
 )
 from pytest_elizon_eval.load.datafiles import load_rows
-from pytest_elizon_eval.load.model import Expect
+from pytest_elizon_eval.load.model import Expect, RagExpect
 from pytest_elizon_eval.measures import rag
 from pytest_elizon_eval.measures.agents import agent_metrics
 from pytest_elizon_eval.measures.classification import NO_LABEL, report
-from pytest_elizon_eval.measures.hooks import _label, predicted_label
+from pytest_elizon_eval.measures.hooks import _label, _rag, predicted_label
 from pytest_elizon_eval.measures.rendering import html_section, markdown_lines, terminal_lines
 from pytest_elizon_eval.measures.suite import SuiteMeasures, direction, measure
 from pytest_elizon_eval.reporting import results, significance
@@ -239,6 +240,23 @@ def test_a_repeated_case_is_labelled_by_its_first_run_and_checked_on_all() -> No
     assert record == LabelRecord("ham", "spam")
     assert check.passed is False
     assert check.found == "1 of 3 runs gave it; the first: label 'spam'"
+
+
+def test_a_failing_rag_grade_of_a_judge_not_aligned_is_advisory() -> None:
+    """docs/contract.md#judge-alignment: the RAG grades obey the judge's alignment as a
+    rubric's do; the context metrics, which need no judge, still count."""
+    judge = CallableJudge(lambda rubric, case_input, output: 0.2, "app:judge")
+    why = "judge not aligned: κ 0.41 < 0.60"
+    plan = SimpleNamespace(judge=judge, grade_cache=None, prices={}, timeout_s=5.0,
+                           judge_advisory=why)
+    spec = RagExpect.model_validate({"faithfulness": 0.5, "contextRecall": 1,
+                                     "relevant": ["missing"]})
+    call = EntryCall(value="x", text="x", contexts=("p",))
+    _, checks, graded, _ = _rag(plan, spec, "q?", call)  # type: ignore[arg-type]
+    assert [(c.name, c.passed) for c in checks] == [("rag.faithfulness", None),
+                                                    ("rag.contextRecall", False)]
+    assert checks[0].found.endswith(f"counted as advisory: {why}")
+    assert [(g.name, g.calls, g.advisory) for g in graded] == [("rag.faithfulness", 1, why)]
 
 
 @pytest.mark.parametrize(("contexts", "message"), [

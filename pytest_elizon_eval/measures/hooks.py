@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -167,6 +168,16 @@ def _rag(plan: CasePlan, spec: RagExpect, question: object, call: EntryCall
                 "Answer(contexts=[...]) or a 'contexts' list (docs/contract.md#rag)"))
         else:
             checks.append(AssertionResult(f"rag.{name}", False, wanted, found.get(key, "")))
+    # a judge that is not aligned (docs/contract.md#judge-alignment) decides no RAG grade,
+    # as it decides no rubric: a failing grade of it is reported and counted as advisory
+    advisory = plan.judge_advisory
+    graded_names = {g.name for g in graded}
+    if advisory:
+        checks = [AssertionResult(c.name, None, c.expected, f"{c.found} — counted as advisory: "
+                                  f"{advisory}")
+                  if c.passed is False and c.name in graded_names else c for c in checks]
+        failed = {c.name for c in checks if c.passed is None and c.name in graded_names}
+        graded = [replace(g, advisory=advisory) if g.name in failed else g for g in graded]
     return record, tuple(checks), tuple(graded), sum(spent[1:], spent[0]) if spent else None
 
 
