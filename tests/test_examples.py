@@ -98,8 +98,9 @@ def test_legal_practice_shows_its_routers_classification(examples: Path,
         # the author's pass rate against this run's: an exact binomial test
         "    pass_rate  * 1.000 * 1.000 * [[]0.701, 1.000[]] * +0 * at, within noise (exact "
         "binomial p=1)",
-        "    accuracy  * 1.000 * 1.000 * [[]*[]] * +0 * at",  # widths follow the latency's Δ
-        "    recall.refuse.security  1.000 * 1.000 * [[]*[]] * +0 * at",
+        # widths follow the latency's Δ
+        "    accuracy  * 1.000 * 1.000 * [[]*[]] * +0 * at, within noise (exact binomial p=1)",
+        "    recall.refuse.security  1.000 * 1.000 * [[]*[]] * +0 * at, within noise*",
         "    classification (5 cases, 5 labels): accuracy 1.000, macro F1 1.000, weighted F1 1.000",
         "      recall: answer.summarize 1.000, calendar.schedule 1.000, records.query 1.000, "
         "refuse.advice 1.000, refuse.security 1.000"])
@@ -118,7 +119,8 @@ def test_the_rag_example_catches_a_retriever_that_finds_the_wrong_passages(
     result = pytester.runpytest("example_suites/handbook-rag", "--elizon-results=r.json")
     assert result.parseoutcomes() == {"failed": 9}
     result.stdout.fnmatch_lines([
-        "    accuracy  1.000            0.000     [[]0.000, 0.434[]]  -1  below",
+        "    accuracy  1.000            0.000     [[]0.000, 0.434[]]  -1  below, significant "
+        "(exact binomial p=0 < α 0.05)",
         "    classification (5 cases, 5 labels): accuracy 0.000, macro F1 0.000, weighted F1 0.000",
         "      recall: equipment 0.000, facilities 0.000, money 0.000, other —, time-off 0.000"])
     result.stdout.fnmatch_lines([
@@ -132,8 +134,8 @@ def test_the_support_agent_reports_its_agent_metrics(examples: Path,
     result = pytester.runpytest("example_suites/support-agent", "--elizon-results=r.json",
                                 "--elizon-markdown=s.md", "--elizon-html=r.html")
     result.stdout.fnmatch_lines([
-        "    tool_success_rate  0.800 * 0.857 * [[]*[]] * +0.0571 * above",
-        "    first_tool_rate    1.000 * 1.000 * [[]*[]] * +0 * at",
+        "    tool_success_rate  0.800 * 0.857 * [[]*[]] * +0.0571 * above, within noise*",
+        "    first_tool_rate    1.000 * 1.000 * [[]*[]] * +0 * at, within noise*",
         "    agents: 7 tool calls, success 0.857, 1.400 per case, 0.875 per turn, 2.500 turns "
         "per conversation, expected first tool first 1.000",
         "      tools: add_to_cart 3× (errors 0.333), process_payment 2× (errors 0.000), "

@@ -13,7 +13,9 @@ from typing import Any
 
 from pytest_elizon_eval.decide.outcomes import CaseResult, SuiteInfo
 from pytest_elizon_eval.decide.results_data import (
+    LabelRecord,
     ProbeRecord,
+    RagRecord,
     SecurityRecord,
     ToolCallRecord,
     TurnRecord,
@@ -34,6 +36,7 @@ TONE = SuiteInfo("triage/eval/tone.yaml", "triage", "advisory", True, {})
 PROBES = SuiteInfo("support-agent/elizon.yaml::redteam:injection", "support-agent",
                    "advisory", True, {})
 _LINES = itertools.count(2)
+LABELS = (*(f"queue-{n}" for n in range(11)), "refunds.and.chargebacks." * 8)
 SLOW_LIMIT = AssertionResult("maxLatencyMs", True, "at most 60000 ms", "took 40.0 ms")
 NEAR_LIMIT = AssertionResult("maxLatencyMs", True, "at most 45 ms", "took 40.0 ms")
 MISSING = AssertionResult("contains", False, "every one of: 'refund'", "missing: 'refund'")
@@ -68,10 +71,15 @@ def realistic() -> Aggregate:
         case(AGENT, "refund-flow", "failed", assertions=(MISSING,), turns=TURNS, failed_turn=2,
              turn_count=2, usage=Usage(200, 22, 0.00018, "gpt-4o-mini"), latency_ms=60.0),
         case(AGENT, "unpriced", usage=Usage(90, 10, None, "local-model"), latency_ms=35.0),
-        *[case(TRIAGE, f"route-{n}", assertions=(NEAR_LIMIT,), latency_ms=20.0 + n)
+        # a router's classification of 13 labels, one as long as a label may be and
+        # unbroken: its table and its heatmap (wider than a card at 700 px) must fit the card
+        *[case(TRIAGE, f"route-{n}", assertions=(NEAR_LIMIT,), latency_ms=20.0 + n,
+               label=LabelRecord(LABELS[n], LABELS[n + 6]))
           for n in range(6)],
-        case(TRIAGE, "too-slow", "timeout", latency_ms=None, output=None),
-        case(TONE, "friendly", "failed", assertions=(MISSING,)),
+        case(TRIAGE, "too-slow", "timeout", latency_ms=None, output=None,
+             label=LabelRecord(LABELS[-1])),
+        case(TONE, "friendly", "failed", assertions=(MISSING,),
+             rag=RagRecord(0.8, 0.6, 1.0, 0.5, contexts=2, relevant=1)),
         *[probe(f"injection-{n}") for n in range(4)],
         probe("injection-leak", "failed"),
     ]

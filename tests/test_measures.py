@@ -15,6 +15,7 @@ import random
 import threading
 import warnings
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,7 @@ import pytest
 from sklearn.metrics import accuracy_score, confusion_matrix, precision_recall_fscore_support
 
 from pytest_elizon_eval import Answer
+from pytest_elizon_eval.bind.judging import CallableJudge
 from pytest_elizon_eval.decide.results_data import (
     CaseResult,
     LabelRecord,
@@ -31,14 +33,15 @@ from pytest_elizon_eval.decide.results_data import (
     TurnRecord,
 )
 from pytest_elizon_eval.load.datafiles import load_rows
-from pytest_elizon_eval.load.model import Expect
+from pytest_elizon_eval.load.model import Expect, RagExpect
 from pytest_elizon_eval.measures import rag
 from pytest_elizon_eval.measures.agents import agent_metrics
 from pytest_elizon_eval.measures.classification import NO_LABEL, report
-from pytest_elizon_eval.measures.hooks import predicted_label
+from pytest_elizon_eval.measures.hooks import _label, _rag, predicted_label
 from pytest_elizon_eval.measures.rendering import html_section, markdown_lines, terminal_lines
 from pytest_elizon_eval.measures.suite import SuiteMeasures, direction, measure
-from pytest_elizon_eval.reporting import results
+from pytest_elizon_eval.reporting import results, significance
+from pytest_elizon_eval.reporting.regression import Regression
 from pytest_elizon_eval.run.answers import from_reply, from_return
 from pytest_elizon_eval.run.calls import EntryCall, OutputError
 from pytest_elizon_eval.stats import wilson_interval
@@ -228,6 +231,34 @@ def test_the_predicted_label_or_why_there_is_none(expect: dict[str, Any], value:
     assert predicted_label(Expect.model_validate(expect), _call(value), "route") == found
 
 
+def test_a_repeated_case_is_labelled_by_its_first_run_and_checked_on_all() -> None:
+    """docs/contract.md#classification: one label per case (its first run's), so accuracy
+    counts cases, as McNemar pairs them; the label assertion weighs every run."""
+    plan = SimpleNamespace(route_key="route", min_pass_rate=0.5)
+    runs = [_call(x) for x in ("spam", "ham", "spam")]
+    record, (check,) = _label(plan, Expect.model_validate({"label": "ham"}), runs)  # type: ignore[arg-type]
+    assert record == LabelRecord("ham", "spam")
+    assert check.passed is False
+    assert check.found == "1 of 3 runs gave it; the first: label 'spam'"
+
+
+def test_a_failing_rag_grade_of_a_judge_not_aligned_is_advisory() -> None:
+    """docs/contract.md#judge-alignment: the RAG grades obey the judge's alignment as a
+    rubric's do; the context metrics, which need no judge, still count."""
+    judge = CallableJudge(lambda rubric, case_input, output: 0.2, "app:judge")
+    why = "judge not aligned: κ 0.41 < 0.60"
+    plan = SimpleNamespace(judge=judge, grade_cache=None, prices={}, timeout_s=5.0,
+                           judge_advisory=why)
+    spec = RagExpect.model_validate({"faithfulness": 0.5, "contextRecall": 1,
+                                     "relevant": ["missing"]})
+    call = EntryCall(value="x", text="x", contexts=("p",))
+    _, checks, graded, _ = _rag(plan, spec, "q?", call)  # type: ignore[arg-type]
+    assert [(c.name, c.passed) for c in checks] == [("rag.faithfulness", None),
+                                                    ("rag.contextRecall", False)]
+    assert checks[0].found.endswith(f"counted as advisory: {why}")
+    assert [(g.name, g.calls, g.advisory) for g in graded] == [("rag.faithfulness", 1, why)]
+
+
 @pytest.mark.parametrize(("contexts", "message"), [
     ("one passage", "Answer.contexts is a str; expected a list of the passages"),
     (["ok", 3], r"Answer.contexts\[1\] is an int, not a string"),
@@ -257,6 +288,8 @@ MANIFEST = "name: pkg\nentry: app:answer\nevaluation:\n  suite: ./eval/suite.yam
     ("label: 3", "cases[0].expect.label: expected a string, found the number 3"),
     ("label: ' spam'", "cases[0].expect.label: label ' spam' must be a word or phrase on one*"),
     (f"label: {'x' * 201}", "cases[0].expect.label: * at most 200 characters"),
+    (f"route: {'x' * 201}", "cases[0].expect.route: * at most 200 characters"),
+    ("route: ''", "cases[0].expect.route: must not be empty"),
     ("rag: {contextRecall: 0.5}", "cases[0].expect.rag: contextPrecision and contextRecall "
                                   "are measured against the passages*add 'relevant:'*"),
     ("rag: {faithfulness: 2}", "cases[0].expect.rag.faithfulness: must be at most 1.0, found 2"),
@@ -313,8 +346,11 @@ def test_a_router_suite_reports_its_classification_everywhere(
                                 "--elizon-html=r.html")
     result.assert_outcomes(passed=3, failed=2)
     result.stdout.fnmatch_lines([
-        "    accuracy             0.800            0.600     [[]0.231, 0.882[]]  -0.2  below",
-        "    recall.legal         1.000            0.500     [[]0.095, 0.905[]]  -0.5  below",
+        # a task proportion is tested against the author's rate as pass_rate is
+        "    accuracy             0.800            0.600     [[]0.231, 0.882[]]  -0.2  below, "
+        "within noise (exact binomial p=0.263)",
+        "    recall.legal         1.000            0.500     [[]0.095, 0.905[]]  -0.5  below, "
+        "significant (exact binomial p=0 < α 0.05)",
         "    precision.smalltalk  0.500            -         -               -     nothing "
         "measured in this run",
         "    classification (5 cases, 4 labels): accuracy 0.600, macro F1 0.367, weighted F1 "
@@ -340,22 +376,64 @@ def test_a_router_suite_reports_its_classification_everywhere(
     assert "Classification: accuracy 0.600 (5 cases)" in page
 
 
-def test_a_fall_in_accuracy_since_an_earlier_run_is_a_regression(
+def test_a_fall_in_accuracy_since_an_earlier_run_is_tested_for_significance(
         packages: Packages, pytester: pytest.Pytester) -> None:
-    _router(packages, lease="legal")
+    _router(packages, "recall.legal: 1.0", lease="legal")
     pytester.runpytest("--elizon-results=before.json")
     packages.write("pkg/routes.json", json.dumps(ROUTES))
     result = pytester.runpytest("--elizon-baseline=before.json", "--elizon-results=after.json",
                                 "--elizon-markdown=s.md")
-    result.stdout.fnmatch_lines(["  metric regressed: pkg/eval/suite.yaml accuracy 0.800 -> "
-                                 "0.600"])
-    moved = {m["metric"]: m["regressed"] for m in _results(pytester, "after.json")
-             ["regression"]["metrics"]}
-    assert moved["accuracy"] is True
-    assert moved["recall.legal"] is True
-    assert moved["precision.billing"] is True  # billing now takes a legal case
-    assert "❌ metric regressed: `pkg/eval/suite.yaml` accuracy 0.800 → 0.600" in \
-        (pytester.path / "s.md").read_text()
+    # one case flipped: McNemar on per-case correctness says noise, as for pass_rate
+    result.stdout.fnmatch_lines([
+        "  metric regressed (untested): pkg/eval/suite.yaml macro_f1 0.500 -> 0.367",
+        "  metric regressed (untested): pkg/eval/suite.yaml recall.legal 1.000 -> 0.500",
+        "  within noise: pkg/eval/suite.yaml accuracy 0.800 -> 0.600 (-0.2 [[]-0.551, +0.151[]], "
+        "McNemar exact, p=1, Holm p=1)"])
+    assert "micro_f1" not in result.stdout.str()  # it is accuracy: tested as accuracy
+    regression = _results(pytester, "after.json")["regression"]
+    moved = {m["metric"]: m["regressed"] for m in regression["metrics"]}
+    # headline metrics and those the author names; not every per-label one
+    assert moved == {"macro_f1": True, "recall.legal": True}
+    tested = {c["metric"]: (c["test"], c["cases"], c["verdict"])
+              for c in regression["significance"]}
+    assert tested["accuracy"] == ("McNemar exact", 5, "within noise")
+    markdown = (pytester.path / "s.md").read_text()
+    assert "❌ metric regressed (untested): `pkg/eval/suite.yaml` recall.legal 1.000 → 0.500" \
+        in markdown
+    assert "| `pkg/eval/suite.yaml` | accuracy | McNemar exact | 0.800 | 0.600 |" in markdown
+
+
+def test_accuracy_and_rag_means_are_paired_tests_that_gate_a_regression() -> None:
+    """Pure: accuracy by McNemar on per-case correctness, the RAG means by a paired t-test,
+    read from an earlier results file's cases as from this run's; a significant fall of
+    either blocks under --elizon-fail-on-regression, as the pass rate's does."""
+    def case(correct: bool, faithful: float) -> dict[str, Any]:
+        return {"outcome": "passed", "label": {"expected": "a",
+                                               "predicted": "a" if correct else "b"},
+                "rag": {"faithfulness": faithful, "contexts": 2, "relevant": 0}}
+
+    before = [significance.of_file(case(True, 0.9 - i / 100)) for i in range(8)]
+    after = [significance.of_result(dataclasses.replace(
+        _case(i, []), label=LabelRecord("a", "b"), rag=RagRecord(faithfulness=0.5 - i / 50)))
+        for i in range(8)]
+    rows = {c.metric: c for c in significance.suite_changes(
+        "s.yaml", list(zip(before, after, strict=True)), 0.95, 0.05)}
+    # pass_rate did not move; every case's label went wrong: 8 flips one way
+    assert rows["pass_rate"].verdict == "within noise"
+    accuracy = rows["accuracy"]
+    assert (accuracy.test, accuracy.before, accuracy.after) == ("McNemar exact", 1.0, 0.0)
+    assert accuracy.p_value == pytest.approx(2 * 0.5 ** 8)
+    assert accuracy.verdict == "significant regression"
+    faithful = rows["faithfulness"]
+    assert faithful.test == "paired t"
+    assert faithful.regressed
+    assert (faithful.before, faithful.change) == (pytest.approx(0.865), pytest.approx(-0.435))
+    unlabelled = significance.of_file({"outcome": "passed", "label": {"x": 1}, "rag": "junk"})
+    assert unlabelled.correct is None
+    assert unlabelled.values["faithfulness"] is None
+    gated = Regression("before.json", (), (), significance=tuple(rows.values()),
+                       must_pass=("s.yaml",), fail_on_regression=True)
+    assert {c.metric for c in gated.blocking()} == {"accuracy", "faithfulness"}
 
 
 RETRIEVER = """
@@ -408,7 +486,15 @@ def test_rag_scores_gate_cases_and_reach_every_report(
                                  "Answer(contexts=*"])
     result.stdout.fnmatch_lines(["    rag (3 cases): faithfulness 0.900, answer relevancy "
                                  "0.600, context precision 0.500, context recall 0.500"])
+    # the RAG grades are judge calls of the run, and go through the grade cache
+    result.stdout.fnmatch_lines(["judge: 2 calls, 0 grades reused from the cache"])
     suite = _results(pytester)["suites"][0]
+    assert [(j["name"], j["score"], j["calls"]) for j in suite["cases"][0]["judges"]] == [
+        ("rag.faithfulness", 0.9, 1), ("rag.answerRelevancy", 0.6, 1)]
+    again = pytester.runpytest("--elizon-results=again.json")
+    again.stdout.fnmatch_lines(["judge: 0 calls, 2 grades reused from the cache"])
+    assert _results(pytester, "again.json")["suites"][0]["cases"][0]["rag"] == \
+        suite["cases"][0]["rag"]
     assert [c["rag"] for c in suite["cases"]] == [
         {"faithfulness": 0.9, "answer_relevancy": 0.6, "context_precision": 1.0,
          "context_recall": 1.0, "contexts": 2, "relevant": 1},

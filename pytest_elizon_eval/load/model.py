@@ -260,7 +260,10 @@ class Expect(_Strict):
     equals: str | None = None
     max_latency_ms: int | None = Field(None, alias="maxLatencyMs", ge=0)
     matches: list[Annotated[str, AfterValidator(_check_regex)]] | None = None
-    route: str | None = None
+    # a route is a label of the classification report (docs/contract.md#classification):
+    # the same limits, as every report's tables name it
+    route: Annotated[str, Field(min_length=1, max_length=MAX_LABEL),
+                     AfterValidator(_check_label)] | None = None
     #: Any JSON-like value, null included: whether it was given is ``"output" in fields_set``.
     output: Any = None
     error_contains: list[str] | None = Field(None, alias="errorContains")

@@ -13,20 +13,22 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..decide.results_data import LabelRecord, RagRecord
+from ..decide.results_data import JudgeRecord, LabelRecord, RagRecord
 from ..load.model import MAX_LABEL, Expect, RagExpect
 from ..run.answer_parts import PathMissing, json_from_text, select
+from ..run.answers import priced
 from ..run.assertions import AssertionResult
-from ..run.calls import EntryCall
+from ..run.calls import EntryCall, Usage
+from ..run.grade_cache import cache_key, judge_identity
 from ..run.planning import CaseChecks
 from . import rag as rag_metrics
 
 if TYPE_CHECKING:
-    from ..bind.judging import Judge
     from ..collect.nodes import CaseItem
     from ..run.running import CasePlan, CaseRun
 
@@ -89,22 +91,42 @@ def _label(plan: CasePlan, expect: Expect, calls: Sequence[EntryCall]
         f"{right} of {len(calls)} runs gave it; the first: {read[0][1]}"),)
 
 
-def _graded(judge: Judge | None, rubric: str, question: object, call: EntryCall,
-            deadline: float) -> tuple[float | None, str]:
+def _graded(plan: CasePlan, name: str, threshold: float, rubric: str, question: object,
+            call: EntryCall, deadline: float
+            ) -> tuple[float | None, str, JudgeRecord | None, Usage | None]:
+    """A RAG grade, from the grade cache when it has it, and its record: the run's judge
+    calls, cache use and judge usage count it as they count a rubric's."""
+    judge = plan.judge
     if judge is None:
-        return None, "no judge is bound to grade it"
-    grade = judge.grade(rubric, rag_metrics.judge_input(question, call.contexts),
-                        call.text or "", deadline=deadline)
+        return None, "no judge is bound to grade it", None, None
+    identity = judge_identity(judge)
+    judge_input = rag_metrics.judge_input(question, call.contexts)
+    cache = plan.grade_cache
+    key = cache_key(identity, rubric, judge_input, call.text or "", 0) if cache else ""
+    grade = cache.get(key) if cache is not None else None
+    cached = grade is not None
+    if grade is None:
+        grade = judge.grade(rubric, judge_input, call.text or "", deadline=deadline)
+        if cache is not None and grade.score is not None:
+            cache.put(key, grade)
+    record = JudgeRecord(f"rag.{name}", identity, threshold, score=grade.score,
+                         scores=() if grade.score is None else (grade.score,),
+                         cached=int(cached), calls=int(not cached))
+    usage = priced(grade.usage, plan.prices)
     if grade.score is None:
         why = "gave no grade in time" if grade.timed_out else f"failed: {grade.error}"
-        return None, f"judge {judge.description} {why}"
-    return grade.score, f"{grade.score:.3f} ({grade.reasoning[:200]})" if grade.reasoning \
+        return None, f"judge {judge.description} {why}", record, usage
+    found = f"{grade.score:.3f} ({grade.reasoning[:200]})" if grade.reasoning \
         else f"{grade.score:.3f}"
+    return grade.score, found + (" [cached grade]" if cached else ""), record, usage
 
 
 def _rag(plan: CasePlan, spec: RagExpect, question: object, call: EntryCall
-         ) -> tuple[RagRecord, tuple[AssertionResult, ...]]:
+         ) -> tuple[RagRecord, tuple[AssertionResult, ...], tuple[JudgeRecord, ...],
+                    Usage | None]:
     contexts = call.contexts
+    graded: list[JudgeRecord] = []
+    spent: list[Usage] = []
     relevant = spec.relevant or []
     scores: dict[str, float | None] = {}
     found: dict[str, str] = {}
@@ -119,7 +141,11 @@ def _rag(plan: CasePlan, spec: RagExpect, question: object, call: EntryCall
             ("answer_relevancy", spec.answer_relevancy, rag_metrics.ANSWER_RELEVANCY_RUBRIC)):
         if threshold is not None and call.text is not None and not call.timed_out \
                 and (contexts or name == "answer_relevancy"):
-            scores[name], found[name] = _graded(plan.judge, rubric, question, call, deadline)
+            scores[name], found[name], grade, usage = _graded(
+                plan, "faithfulness" if name == "faithfulness" else "answerRelevancy",
+                threshold, rubric, question, call, deadline)
+            graded.extend([grade] if grade is not None else [])
+            spent.extend([usage] if usage is not None else [])
     record = RagRecord(contexts=len(contexts), relevant=len(relevant), **scores)
     checks = []
     for name, key, threshold in (("faithfulness", "faithfulness", spec.faithfulness),
@@ -142,7 +168,17 @@ def _rag(plan: CasePlan, spec: RagExpect, question: object, call: EntryCall
                 "Answer(contexts=[...]) or a 'contexts' list (docs/contract.md#rag)"))
         else:
             checks.append(AssertionResult(f"rag.{name}", False, wanted, found.get(key, "")))
-    return record, tuple(checks)
+    # a judge that is not aligned (docs/contract.md#judge-alignment) decides no RAG grade,
+    # as it decides no rubric: a failing grade of it is reported and counted as advisory
+    advisory = plan.judge_advisory
+    graded_names = {g.name for g in graded}
+    if advisory:
+        checks = [AssertionResult(c.name, None, c.expected, f"{c.found} — counted as advisory: "
+                                  f"{advisory}")
+                  if c.passed is False and c.name in graded_names else c for c in checks]
+        failed = {c.name for c in checks if c.passed is None and c.name in graded_names}
+        graded = [replace(g, advisory=advisory) if g.name in failed else g for g in graded]
+    return record, tuple(checks), tuple(graded), sum(spent[1:], spent[0]) if spent else None
 
 
 def _first_tool(expects: Sequence[Expect | None]) -> str | None:
@@ -162,6 +198,8 @@ def pytest_elizon_case_checks(item: CaseItem, run: CaseRun) -> CaseChecks | None
     expect = case.expect
     measures: dict[str, Any] = {}
     checks: list[AssertionResult] = []
+    graded: tuple[JudgeRecord, ...] = ()
+    usage: Usage | None = None
     first_tool = _first_tool([expect, *(t.expect for t in case.turns or ())])
     if first_tool is not None:
         measures["first_tool"] = first_tool
@@ -170,8 +208,10 @@ def pytest_elizon_case_checks(item: CaseItem, run: CaseRun) -> CaseChecks | None
         checks.extend(found)
     if expect is not None and expect.rag is not None:
         question = case.turns[-1].input if case.turns else case.input
-        measures["rag"], found = _rag(plan, expect.rag, question, run.attempts[0].call)
+        measures["rag"], found, graded, usage = _rag(plan, expect.rag, question,
+                                                     run.attempts[0].call)
         checks.extend(found)
     if not measures:
         return None
-    return CaseChecks(assertions=tuple(checks), measures=measures)
+    return CaseChecks(assertions=tuple(checks), measures=measures, judges=graded,
+                      judge_usage=usage)

@@ -126,20 +126,23 @@ def _heatmap(report: ClassificationReport, esc: Escape) -> str:
     """The confusion matrix as an SVG heatmap (the page's content policy allows no inline
     styles): each cell shaded by its share of the actual label's cases, green on the
     diagonal, red off it; each cell's title says what it counts."""
-    size, left, top = 40, 120, 40
+    # the column labels stand upright: written across, two 40-px columns hold no more
+    # than a few letters each before they run into each other
+    size, left, top = 40, 150, 96
     n = len(report.labels)
     if n > MATRIX_LABELS:
         return f'<p class="note">{_MATRIX_LEFT_OUT.format(n=n)}</p>'
     width, height = left + n * size + 10, top + n * size + 10
     body = []
     for j, label in enumerate(report.labels):
-        body.append(f'<text x="{left + j * size + size / 2:.0f}" y="{top - 6}" '
-                    f'text-anchor="middle" font-size="10">{esc(_short(label, 6))}'
+        x, y = left + j * size + size / 2 + 4, top - 6
+        body.append(f'<text x="{x:.0f}" y="{y}" transform="rotate(-90 {x:.0f} {y})" '
+                    f'font-size="10">{esc(_short(label))}'
                     f"<title>predicted {esc(label)}</title></text>")
     for i, (label, row) in enumerate(zip(report.labels, report.matrix, strict=True)):
         y = top + i * size
         body.append(f'<text x="{left - 6}" y="{y + size / 2 + 4:.0f}" text-anchor="end" '
-                    f'font-size="11">{esc(_short(label))}<title>actual {esc(label)}</title>'
+                    f'font-size="11">{esc(_short(label, 20))}<title>actual {esc(label)}</title>'
                     "</text>")
         total = sum(row)
         for j, count in enumerate(row):

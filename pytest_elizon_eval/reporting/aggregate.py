@@ -31,6 +31,7 @@ from .intervals import (
     MetricInterval,
     baseline_test,
     detectable_drop,
+    proportion_test,
     suite_intervals,
     task_intervals,
 )
@@ -84,7 +85,8 @@ class BaselineRow:
     comparison: str
     #: This run's interval of the metric at elizon_confidence, where it has one.
     interval: MetricInterval | None = None
-    #: pass_rate against the author's: the exact binomial test's p-value and its words
+    #: pass_rate (or a task proportion: accuracy, recall.<label>…) against the author's:
+    #: the exact binomial test's p-value and its words
     #: ("within noise …" / "significant …"); else None and "".
     p_value: float | None = None
     noise: str = ""
@@ -187,6 +189,7 @@ class SuiteSummary:
         names += [m for m in self.info.baseline if m not in names]
         rows = []
         intervals = self.intervals()
+        counted = self.measures().proportions
         for name in names:
             baseline = self.info.baseline.get(name)
             run = metrics.get(name)
@@ -200,8 +203,11 @@ class SuiteSummary:
                 comparison = "at"
             else:
                 comparison = "above" if run > baseline else "below"
-            tested = baseline_test(self.results, baseline, self.alpha) \
-                if name == "pass_rate" and baseline is not None else None
+            tested = None
+            if baseline is not None and name == "pass_rate":
+                tested = baseline_test(self.results, baseline, self.alpha)
+            elif baseline is not None and name in counted:  # accuracy, recall.<label>…
+                tested = proportion_test(*counted[name], baseline, self.alpha)
             rows.append(BaselineRow(name, baseline, run, comparison, intervals.get(name),
                                     *(tested or (None, ""))))
         return rows

@@ -16,8 +16,8 @@ from .. import stats
 from ..decide.outcomes import ERROR, FAILED, INCONCLUSIVE, PASSED, TIMEOUT, CaseResult
 
 __all__ = ["DetectableDrop", "MetricInterval", "baseline_test", "comparison_text",
-           "detectable_drop", "interval_cell", "suite_intervals", "summary_sentences",
-           "task_intervals"]
+           "detectable_drop", "interval_cell", "proportion_test", "suite_intervals",
+           "summary_sentences", "task_intervals"]
 
 WILSON = "wilson"
 CLUSTERED_RATE = "clustered wilson"
@@ -181,11 +181,18 @@ def baseline_test(results: Sequence[CaseResult], baseline_rate: float, alpha: fl
                   ) -> tuple[float, str] | None:
     """Whether the suite's pass rate is within noise of the author's ``pass_rate``: the exact
     two-sided binomial test of its passed cases against that rate. (p-value, words)."""
-    n = len(results)
+    return proportion_test(sum(r.outcome == PASSED for r in results), len(results),
+                           baseline_rate, alpha)
+
+
+def proportion_test(hits: int, n: int, baseline_rate: float, alpha: float
+                    ) -> tuple[float, str] | None:
+    """Whether ``hits`` of ``n`` is within noise of the author's rate: the exact two-sided
+    binomial test, for the pass rate and every task metric that is a proportion
+    (``accuracy``, ``recall.<label>``…: docs/contract.md#within-noise-of-the-authors-baseline)."""
     if not n or not 0.0 <= baseline_rate <= 1.0:
         return None
-    passed = sum(r.outcome == PASSED for r in results)
-    p = stats.binomial_test(passed, n, baseline_rate)
+    p = stats.binomial_test(hits, n, baseline_rate)
     if p >= alpha:
         return p, f"within noise (exact binomial p={p:.3g})"
     return p, f"significant (exact binomial p={p:.3g} < α {alpha:g})"

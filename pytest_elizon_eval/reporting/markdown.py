@@ -161,7 +161,7 @@ def render(aggregate: Aggregate, regression: Regression | None = None,
         for path in regression.changed_suites:
             doc.add(f"- The suite file `{cell(path)}` changed since that run.")
         for m in regression.metric_changes:
-            verdict = f"❌ {m.kind} regressed" if m.regressed else f"✅ {m.kind} improved"
+            verdict = f"{'❌' if m.regressed else '✅'} {m.words}"
             doc.add(f"- {verdict}: `{cell(m.suite)}` {cell(m.metric)} "
                     f"{cell(format_metric(m.before, m.metric))} → "
                     f"{cell(format_metric(m.after, m.metric))}")

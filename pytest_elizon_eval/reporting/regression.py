@@ -9,14 +9,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..decide.outcomes import PASSED
-from ..measures.suite import direction
+from ..measures.suite import RAG_METRICS, direction
 from .aggregate import COST_METRICS, Aggregate
 from .significance import SignificantChange, of_file, of_result, suite_changes
 
 __all__ = ["CHANGES", "CaseChange", "MetricChange", "Regression", "compare", "verdict"]
 
-#: The metrics --elizon-fail-on-regression gates on.
-GATED = ("pass_rate", "judge_score")
+#: The metrics --elizon-fail-on-regression gates on: the answers' quality.
+GATED = ("pass_rate", "judge_score", "accuracy", *RAG_METRICS)
+#: The micro averages of a classification: each equals its accuracy.
+_MICRO = ("micro_precision", "micro_recall", "micro_f1")
 #: The kinds of change, most important first.
 CHANGES = ("regressed", "improved", "new", "removed", "unchanged")
 
@@ -51,6 +53,14 @@ class MetricChange:
         """``cost`` for a cost metric, else ``metric`` (the words reports use)."""
         return "metric" if direction(self.metric) else "cost"
 
+    @property
+    def words(self) -> str:
+        """``cost regressed``, ``metric improved``…: a task metric here is one no test covers
+        (per-label, averaged and agent ones; accuracy and the RAG means are in the
+        significance table), so its fall is said to be untested, not taken as real."""
+        said = f"{self.kind} {'regressed' if self.regressed else 'improved'}"
+        return f"{said} (untested)" if self.kind == "metric" else said
+
 
 @dataclass(frozen=True)
 class Regression:
@@ -84,7 +94,8 @@ class Regression:
                 f"{self.baseline_file}: {named}.")
 
     def blocking(self) -> list[SignificantChange]:
-        """Significant regressions of must-pass suites' quality (pass rate, judge score):
+        """Significant regressions of must-pass suites' quality (pass rate, judge score,
+        accuracy, the RAG means):
         what --elizon-fail-on-regression fails the run on. Latency, cost and tokens are
         reported, never gated: they move with the machine and the provider, not the answers."""
         return [c for c in self.significance if c.regressed and c.suite in self.must_pass
@@ -138,6 +149,15 @@ def compare(previous: Mapping[str, Any], aggregate: Aggregate, source: str, *,
     before = {c["nodeid"]: c["outcome"] for s in previous["suites"] for c in s["cases"]}
     old_hashes = {s["path"]: s["sha256"] for s in previous["suites"]}
     old_metrics = {s["path"]: s.get("metrics") or {} for s in previous["suites"]}
+    earlier = {c["nodeid"]: c for s in previous["suites"] for c in s["cases"]}
+    significance = [row for summary in aggregate.suites() for row in suite_changes(
+        summary.info.path, [(of_file(earlier[r.nodeid]), of_result(r)) for r in summary.results
+                            if r.nodeid in earlier], aggregate.confidence, aggregate.alpha)]
+    # a task metric the significance table tests (accuracy, the RAG means) is shown there,
+    # with its verdict, not again as a bare fall: one metric, one say; the micro averages
+    # are accuracy (one label per case), so its verdict is theirs
+    tested = {(c.suite, m) for c in significance
+              for m in ((c.metric, *_MICRO) if c.metric == "accuracy" else (c.metric,))}
     metric_changes: list[MetricChange] = []
     after: dict[str, str] = {}
     changed: list[str] = []
@@ -147,8 +167,12 @@ def compare(previous: Mapping[str, Any], aggregate: Aggregate, source: str, *,
             changed.append(summary.info.path)
         after.update({r.nodeid: r.outcome for r in summary.results})
         now = summary.metrics()
-        # cost metrics, and the task metrics that have a better direction
-        compared = [*COST_METRICS, *(m for m in now if direction(m))]
+        # cost metrics, and the task metrics that have a better direction and no test: the
+        # headline ones and those the author names (per-label and per-tool ones would swamp
+        # the report, as in the baseline table)
+        listed = {*summary.measures().headline, *summary.info.baseline}
+        compared = [*COST_METRICS, *(m for m in now if direction(m) and m in listed
+                                     and (summary.info.path, m) not in tested)]
         for metric in compared:
             was, is_now = old_metrics.get(summary.info.path, {}).get(metric), now.get(metric)
             if isinstance(was, (int, float)) and is_now is not None and was != is_now:
@@ -157,10 +181,6 @@ def compare(previous: Mapping[str, Any], aggregate: Aggregate, source: str, *,
     changes = [CaseChange(n, _change(before.get(n), after.get(n)), before.get(n), after.get(n))
                for n in sorted(set(before) | set(after))]
     changes.sort(key=lambda c: (CHANGES.index(c.change), c.nodeid))
-    earlier = {c["nodeid"]: c for s in previous["suites"] for c in s["cases"]}
-    significance = [row for summary in aggregate.suites() for row in suite_changes(
-        summary.info.path, [(of_file(earlier[r.nodeid]), of_result(r)) for r in summary.results
-                            if r.nodeid in earlier], aggregate.confidence, aggregate.alpha)]
     must_pass = tuple(s.info.path for s in aggregate.suites() if not s.info.advisory)
     return Regression(source, tuple(changes), tuple(changed), tuple(metric_changes),
                       tuple(significance), must_pass, fail_on_regression)

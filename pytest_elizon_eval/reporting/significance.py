@@ -3,8 +3,10 @@ docs/contract.md#significant-regressions).
 
 Cases are paired by node id; a case in one run only is new or removed, never paired.
 Per suite and metric: the pass rate by McNemar's exact test when every paired case ran
-once on both sides, else by a paired t-test on per-case pass rates; the judge score and
-the mean latency, cost and tokens by a paired t-test on per-case differences. Holm's
+once on both sides, else by a paired t-test on per-case pass rates; a classification's
+accuracy by McNemar's exact test on per-case correctness (one label per case: its first
+run's); the judge score, the RAG means and the mean latency, cost and tokens by a paired
+t-test on per-case differences. Holm's
 correction across a suite's metrics keeps the chance of any false alarm in a suite at
 ``elizon_alpha``. Pure functions; the statistics are :mod:`pytest_elizon_eval.stats`.
 """
@@ -25,9 +27,11 @@ __all__ = ["MCNEMAR", "PAIRED_T", "Paired", "SignificantChange", "of_file", "of_
 MCNEMAR = "McNemar exact"
 PAIRED_T = "paired t"
 
+#: The RAG means (docs/contract.md#rag): one score per case, compared like the judge score.
+_RAG = ("faithfulness", "answer_relevancy", "context_precision", "context_recall")
 #: Metrics compared per case, with whether a rise is better.
-_PER_CASE = (("judge_score", True), ("mean_latency_ms", False), ("mean_cost_usd", False),
-             ("mean_tokens", False))
+_PER_CASE = (("judge_score", True), *((m, True) for m in _RAG), ("mean_latency_ms", False),
+             ("mean_cost_usd", False), ("mean_tokens", False))
 
 
 @dataclass(frozen=True)
@@ -36,15 +40,20 @@ class Paired:
 
     runs: tuple[bool, ...]
     values: Mapping[str, float | None]
+    #: A labelled case (docs/contract.md#classification): whether its label was right.
+    correct: bool | None = None
 
 
 def of_result(result: CaseResult) -> Paired:
     usage = result.usage
     runs = tuple(r.outcome == PASSED for r in result.runs) or (result.outcome == PASSED,)
+    label = result.label
     return Paired(runs, {
         "judge_score": result.judge_score, "mean_latency_ms": result.latency_ms,
         "mean_cost_usd": usage.cost_usd if usage else None,
-        "mean_tokens": None if usage is None or usage.tokens is None else float(usage.tokens)})
+        "mean_tokens": None if usage is None or usage.tokens is None else float(usage.tokens),
+        **{m: None if result.rag is None else getattr(result.rag, m) for m in _RAG}},
+        None if label is None else label.predicted == label.expected)
 
 
 def _number(value: Any) -> float | None:
@@ -60,11 +69,17 @@ def of_file(case: Mapping[str, Any]) -> Paired:
     known = [t for t in tokens if isinstance(t, int)]
     runs = tuple(r.get("outcome") == PASSED for r in case.get("runs") or ()
                  if isinstance(r, Mapping)) or (case.get("outcome") == PASSED,)
+    found = case.get("rag")
+    rag: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+    label = case.get("label")
+    correct = (label.get("predicted") == label.get("expected")
+               if isinstance(label, Mapping) and isinstance(label.get("expected"), str) else None)
     return Paired(runs, {
         "judge_score": _number(case.get("judge_score")),
         "mean_latency_ms": _number(case.get("latency_ms")),
         "mean_cost_usd": _number(usage.get("cost_usd")),
-        "mean_tokens": float(sum(known)) if known else None})
+        "mean_tokens": float(sum(known)) if known else None,
+        **{m: _number(rag.get(m)) for m in _RAG}}, correct)
 
 
 @dataclass(frozen=True)
@@ -125,6 +140,21 @@ class SignificantChange:
                    dict(_PER_CASE).get(data["metric"], True))
 
 
+def _mcnemar(pairs: Sequence[tuple[bool, bool]], confidence: float
+             ) -> tuple[str, float, float, float, float, float]:
+    """(test, before, after, low, high, p) of a share of paired yes/no cases."""
+    n = len(pairs)
+    down = sum(1 for b, a in pairs if b and not a)
+    up = sum(1 for b, a in pairs if a and not b)
+    was = sum(b for b, _ in pairs) / n
+    change = (up - down) / n
+    # the paired-proportions (Wald) interval of the change: the flips' own spread
+    half = stats.normal_quantile(confidence) * math.sqrt(
+        max(0.0, up + down - (up - down) ** 2 / n)) / n
+    return MCNEMAR, was, was + change, change - half, change + half, \
+        stats.mcnemar_exact(down, up)
+
+
 def _pass_rate(pairs: Sequence[tuple[Paired, Paired]], confidence: float
                ) -> tuple[str, float, float, float, float, float] | None:
     """(test, before, after, low, high, p) of the pass rate over the paired cases."""
@@ -132,15 +162,7 @@ def _pass_rate(pairs: Sequence[tuple[Paired, Paired]], confidence: float
     after = [a.runs for _, a in pairs]
     n = len(pairs)
     if all(len(b) == 1 and len(a) == 1 for b, a in zip(before, after, strict=True)):
-        down = sum(1 for b, a in zip(before, after, strict=True) if b[0] and not a[0])
-        up = sum(1 for b, a in zip(before, after, strict=True) if a[0] and not b[0])
-        was = sum(b[0] for b in before) / n
-        change = (up - down) / n
-        # the paired-proportions (Wald) interval of the change: the flips' own spread
-        half = stats.normal_quantile(confidence) * math.sqrt(
-            max(0.0, up + down - (up - down) ** 2 / n)) / n
-        return MCNEMAR, was, was + change, change - half, change + half, \
-            stats.mcnemar_exact(down, up)
+        return _mcnemar([(b[0], a[0]) for b, a in zip(before, after, strict=True)], confidence)
     if n < 2:
         return None
     rates = [(sum(b) / len(b), sum(a) / len(a)) for b, a in zip(before, after, strict=True)]
@@ -158,6 +180,12 @@ def suite_changes(suite: str, pairs: Sequence[tuple[Paired, Paired]],
         if rate is not None:
             test, before, after, low, high, p = rate
             found.append(("pass_rate", test, len(pairs), before, after, low, high, p, True))
+    # accuracy over the cases labelled in both runs: each case is right or wrong once
+    labelled = [(b.correct, a.correct) for b, a in pairs
+                if isinstance(b.correct, bool) and isinstance(a.correct, bool)]
+    if labelled:
+        test, before, after, low, high, p = _mcnemar(labelled, confidence)
+        found.append(("accuracy", test, len(labelled), before, after, low, high, p, True))
     for metric, better_up in _PER_CASE:
         paired = [(b, a) for b, a in ((b.values.get(metric), a.values.get(metric))
                                       for b, a in pairs) if b is not None and a is not None]

@@ -67,7 +67,7 @@ def _regression(regression: Regression) -> list[Line]:
     lines.extend((f"  {c.change}: {c.nodeid} ({c.before or '-'} -> {c.after or '-'})",
                   {"red": c.change == "regressed", "green": c.change == "improved"})
                  for c in regression.changes if c.change in ("regressed", "improved"))
-    lines.extend((f"  {m.kind} {'regressed' if m.regressed else 'improved'}: {m.suite} "
+    lines.extend((f"  {m.words}: {m.suite} "
                   f"{m.metric} {format_metric(m.before, m.metric)} -> "
                   f"{format_metric(m.after, m.metric)}",
                   {"red": m.regressed, "green": not m.regressed})

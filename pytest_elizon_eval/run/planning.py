@@ -17,6 +17,7 @@ from ..bind.binding import ENTRY, JUDGE, Binder, Kind, Source, precedence
 from ..collect.options import Settings
 from ..decide import outcomes
 from ..decide.outcomes import CaseIdentity, CaseResult
+from ..decide.results_data import JudgeRecord
 from ..errors import EVALUATION_SUITE_INVALID, ElizonError
 from ..history.resume import case_sha256 as case_sha256
 from ..history.resume import stored_result as stored_result
@@ -26,7 +27,7 @@ from ..redteam import pack as redteam
 from ..sequential import DEFAULT_INDIFFERENCE, Sprt
 from . import alignment, checks
 from .assertions import AssertionResult
-from .calls import ErrorInfo
+from .calls import ErrorInfo, Usage
 from .cassette import CassetteMiss, recording
 from .grade_cache import judge_identity
 from .running import CasePlan, CaseRun
@@ -75,6 +76,10 @@ class CaseChecks:
     #: :class:`~.results_data.CaseResult` field that keeps them (``label``, ``rag``,
     #: ``first_tool``); suite metrics are made of them.
     measures: dict[str, Any] | None = None
+    #: Grades the implementation asked the bound judge for (``expect.rag``'s), and what
+    #: they cost: added to the case's own, so the run's judge calls and usage count them.
+    judges: tuple[JudgeRecord, ...] = ()
+    judge_usage: Usage | None = None
 
 
 def sources(kind: Kind, context: SuiteContext, settings: Settings, fixture_value: object,
@@ -218,6 +223,11 @@ def decided(identity: CaseIdentity, plan: CasePlan, run: CaseRun,
     measured = {k: v for found in added for k, v in (found.measures or {}).items()}
     if measured:
         result = replace(result, **measured)
+    graded = tuple(j for found in added for j in found.judges)
+    if graded:
+        spent = [u for u in (result.judge_usage, *(f.judge_usage for f in added)) if u]
+        result = replace(result, judges=(*result.judges, *graded),
+                         judge_usage=sum(spent[1:], spent[0]) if spent else None)
     return redteam.redact(result, [v for found in added for v in found.redact])
 
 
