@@ -13,6 +13,7 @@ the ``esc`` it passes (visible, HTML-escaped). No pytest import here.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -31,8 +32,9 @@ from ..text import cap
 from .aggregate import Aggregate, SuiteSummary
 from .usage_text import dollars, usage_line
 
-__all__ = ["ATTENTION_SHOWN", "attention", "conversation", "headline", "is_probe_suite",
-           "latency_chart", "package_groups", "security_card", "tool_calls", "usage_cell"]
+__all__ = ["ATTENTION_SHOWN", "attention", "breakable", "conversation", "headline",
+           "is_probe_suite", "latency_chart", "package_groups", "security_card", "tool_calls",
+           "usage_cell"]
 
 Esc = Callable[[str], str]
 #: Cases listed under each heading of the attention list before "and N more".
@@ -46,6 +48,17 @@ _SHORT = 300
 def _cut(text: str, limit: int = _SHORT) -> str:
     shown, cut = cap(text, limit)
     return shown + (f" … [{len(text) - limit:,} more characters]" if cut else "")
+
+
+#: A name's pieces a table cell may wrap between: up to a separator, or 16 characters.
+_PIECE = re.compile(r"[^_.:/-]{1,16}[_.:/-]?|[_.:/-]")
+
+
+def breakable(name: str, esc: Esc) -> str:
+    """``name`` escaped, with a line-break opportunity after each ``_ . : / -`` and every 16
+    characters: a narrow card's table wraps ``mean_latency_ms`` between its words, never
+    inside one (a cell that may break anywhere is squeezed to a few letters a line)."""
+    return "<wbr>".join(esc(piece) for piece in _PIECE.findall(name))
 
 
 def is_probe_suite(summary: SuiteSummary) -> bool:
