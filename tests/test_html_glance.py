@@ -124,6 +124,11 @@ def test_suites_are_grouped_by_package_and_probes_fold_into_one_security_card() 
     triage = suites[suites.index('package triage'):]
     assert triage.count('<div class="card ') == 2  # triage.yaml and tone.yaml together
     assert "redteam:injection" not in suites.replace("redteam:injection</", "")
+    for chart in ("chart-outcomes", "chart-cost"):  # the charts fold the pack alike
+        shown = text[text.index(f'class="{chart}"'):]
+        shown = shown[:shown.index("</figure>")]
+        assert "security probes (1 suite)</text>" in shown
+        assert "redteam" not in shown
 
 
 def test_case_rows_carry_tokens_and_cost_and_conversations_read_as_turns() -> None:

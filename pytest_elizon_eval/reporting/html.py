@@ -433,14 +433,15 @@ def _short(path: str, limit: int = 30) -> str:
 def _outcome_chart(suites: Sequence[SuiteSummary]) -> str:
     """One stacked bar per suite, a segment per category with cases."""
     width, left, bar = 560, 200, 18
-    height = 24 + len(suites) * (bar + 10)
+    rows = glance.chart_rows(suites)
+    height = 24 + len(rows) * (bar + 10)
     body = []
-    for i, s in enumerate(suites):
+    for i, (label, results, s) in enumerate(rows):
         y = 10 + i * (bar + 10)
         body.append(f'<g class="suite-bar"><text x="{left - 6}" y="{y + 13}" '
-                    f'text-anchor="end">{_esc(_short(s.info.path))}</text>')
-        counts = {c: sum(1 for r in s.results if category(r) == c) for c in CATEGORIES}
-        total = max(1, len(s.results))
+                    f'text-anchor="end">{_esc(_short(label))}</text>')
+        counts = {c: sum(1 for r in results if category(r) == c) for c in CATEGORIES}
+        total = max(1, len(results))
         x = float(left)
         counted = []  # drawn after the interval's whisker, each on a halo of its bar's colour
         for cat in CATEGORIES:
@@ -455,7 +456,7 @@ def _outcome_chart(suites: Sequence[SuiteSummary]) -> str:
                                f'text-anchor="middle" stroke="{_COLOR[cat]}" stroke-width="4" '
                                f'paint-order="stroke">{counts[cat]}</text>')
             x += w
-        found = s.intervals().get("pass_rate")
+        found = s.intervals().get("pass_rate") if s is not None else None
         if found is not None:  # the pass rate's interval, on the bar's own 0..1 scale
             span = width - left - 10
             lo, hi = left + span * found.low, left + span * found.high
@@ -567,18 +568,19 @@ def _cost(result: CaseResult) -> float | None:
 
 def _cost_chart(suites: Sequence[SuiteSummary]) -> str | None:
     """Cost per suite, when cases carry usage with a cost (agents' answers)."""
-    totals = [(s, [c for c in map(_cost, s.results) if c is not None]) for s in suites]
+    totals = [(label, [c for c in map(_cost, results) if c is not None])
+              for label, results, _ in glance.chart_rows(suites)]
     if not any(costs for _, costs in totals):
         return None
     width, left, bar = 560, 200, 16
-    height = 8 + len(suites) * (bar + 6)
+    height = 8 + len(totals) * (bar + 6)
     peak = max(sum(c) for _, c in totals) or 1.0
     body = []
-    for i, (s, costs) in enumerate(totals):
+    for i, (label, costs) in enumerate(totals):
         y = 4 + i * (bar + 6)
         w = (width - left - 80) * sum(costs) / peak
         body.append(f'<text x="{left - 6}" y="{y + 12}" text-anchor="end">'
-                    f'{_esc(_short(s.info.path))}</text><rect class="cost" x="{left}" y="{y}" '
+                    f'{_esc(_short(label))}</text><rect class="cost" x="{left}" y="{y}" '
                     f'width="{w:.1f}" height="{bar}" fill="#6d4c41"/>'
                     f'<text x="{left + w + 4:.1f}" y="{y + 12}">'
                     f'{dollars(sum(costs) if costs else None)}</text>')

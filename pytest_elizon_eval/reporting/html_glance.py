@@ -32,7 +32,8 @@ from ..text import cap
 from .aggregate import Aggregate, SuiteSummary
 from .usage_text import dollars, usage_line
 
-__all__ = ["ATTENTION_SHOWN", "attention", "breakable", "conversation", "headline",
+__all__ = ["ATTENTION_SHOWN", "attention", "breakable", "chart_rows", "conversation",
+           "headline",
            "is_probe_suite", "latency_chart", "package_groups", "security_card", "tool_calls",
            "usage_cell"]
 
@@ -135,6 +136,23 @@ def package_groups(suites: Sequence[SuiteSummary]
         else:
             groups.setdefault(s.info.package, []).append(s)
     return list(groups.items()), probes
+
+
+def chart_rows(suites: Sequence[SuiteSummary]
+               ) -> list[tuple[str, list[CaseResult], SuiteSummary | None]]:
+    """The rows of the per-suite charts: (label, results, the suite) per suite, with the probe
+    pack's suites folded into one row where the first of them was (no suite: its interval
+    is not one suite's), as the Security card folds them."""
+    probes = [s for s in suites if is_probe_suite(s)]
+    rows: list[tuple[str, list[CaseResult], SuiteSummary | None]] = []
+    folded = {id(s) for s in probes}
+    for s in suites:
+        if id(s) not in folded:
+            rows.append((s.info.path, list(s.results), s))
+        elif s is probes[0]:
+            rows.append((f"security probes ({len(probes)} suite{'s' if len(probes) != 1 else ''})",
+                         [r for p in probes for r in p.results], None))
+    return rows
 
 
 def security_card(probes: Sequence[SuiteSummary], rows: Mapping[str, int], esc: Esc) -> str:
