@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from pytest_elizon_eval import Answer, ToolCall, Usage
+from pytest_elizon_eval.decide.wording import usage_text
 from pytest_elizon_eval.load.model import Expect
 from pytest_elizon_eval.run.answers import conversation, from_reply, from_return, priced
 from pytest_elizon_eval.run.assertions import check
@@ -150,6 +151,12 @@ def test_tokens_and_cost_limits_fail_when_usage_is_unknown() -> None:
         (False, "cost unknown: no cost reported and no price for model 'm'")]
     within = check(expect, EntryCall(text="x", usage=Usage(50, 10, 0.004)))
     assert [a.passed for a in within] == [True, True]
+    # a cost under a millionth of a dollar in significant digits, never "$0.000000"
+    tiny = check(Expect.model_validate({"maxCostUsd": 1e-7}),
+                 EntryCall(text="x", usage=Usage(5, 1, 4.89e-07, "m")))
+    assert [(a.passed, a.found) for a in tiny] == [(False, "$0.000000489")]
+    assert usage_text(Usage(5, 1, 4.89e-07, "m")) == \
+        "6 tokens (5 in, 1 out), $0.000000489, model m"
 
 
 # -- behaviour, each entry kind --------------------------------------------------------------
@@ -257,8 +264,8 @@ def test_a_python_agent_with_tool_calls_conversations_and_cost(
     comparison = {c["metric"]: c for c in suite["comparison"]}
     assert comparison["mean_cost_usd"]["baseline"] == 0.002
     assert comparison["mean_cost_usd"]["comparison"] == "above"
-    result.stdout.fnmatch_lines(["*mean_cost_usd*$0.002000*$0.003000*above*"])
-    assert "| mean_cost_usd | $0.002000 | $0.003000 |" in \
+    result.stdout.fnmatch_lines(["*mean_cost_usd*$0.00200*$0.00300*above*"])
+    assert "| mean_cost_usd | $0.00200 | $0.00300 |" in \
         (pytester.path / "summary.md").read_text()
 
 
@@ -459,7 +466,7 @@ def test_cost_regressions_against_an_earlier_run(packages: Packages,
     result = pytester.runpytest("--elizon-baseline=before.json", "--elizon-markdown=s.md",
                                 "--elizon-results=results.json")
     result.stdout.fnmatch_lines(["*cost regressed: pkg/eval/suite.yaml mean_cost_usd "
-                                 "$0.003000 -> $0.016500*"])
+                                 "$0.00300 -> $0.0165*"])
     assert "❌ cost regressed: `pkg/eval/suite.yaml` mean_cost_usd" in \
         (pytester.path / "s.md").read_text()
     changes = results_of(pytester)["regression"]["metrics"]

@@ -86,6 +86,11 @@ cases:
         expect: {contains: [21 C, call_srv_1]}
       - input: Thanks!
         expect: {contains: [welcome]}
+  - id: misspelt
+    turns:
+      - input: weather in Paris?
+      - input: So?
+        toolResults: {get_wether: {temp_c: 21}}
 """
 
 
@@ -107,9 +112,12 @@ def test_a_model_server_gets_tools_system_and_body_and_tool_ids_round_trip(
         packages.write("pkg/eval/suite.yaml", WEATHER_SUITE)
         result = pytester.runpytest("--elizon-results=results.json")
         requests = server.requests
-    result.assert_outcomes(passed=1)
-    assert len(requests) == 3
-    first, second, third = requests
+    result.assert_outcomes(passed=1, failed=1)
+    # a key that names no call of the previous answer fails the turn, saying what was called
+    result.stdout.fnmatch_lines(["*✗ toolResults: * no call 'get_wether'; the previous answer "
+                                 "called get_weather (id call_srv_1)"])
+    assert len(requests) == 4  # the misspelt turn is not sent
+    first, second, third = requests[:3]
     assert first["model"] == "weather-agent"
     assert (first["temperature"], first["max_tokens"]) == (0, 50)
     assert first["tools"][0]["function"]["name"] == "get_weather"
@@ -154,3 +162,7 @@ def test_tool_results_on_the_first_turn_are_refused() -> None:
     with pytest.raises(ValueError, match="the first turn has toolResults, but no earlier "
                                          "answer"):
         Case.model_validate({"id": "a", "turns": [{"input": "hi", "toolResults": {"f": 1}}]})
+    with pytest.raises(ValueError, match="toolResults is null; give a mapping of tool name or "
+                                         "call id to its result"):
+        Case.model_validate({"id": "a", "turns": [{"input": "hi"},
+                                                  {"input": "so?", "toolResults": None}]})

@@ -122,8 +122,8 @@ def test_overview_cards_counts_and_baseline_side_by_side() -> None:
     for badge in ("2 passed", "2 failed", "1 timeout", "1 error", "0 advisory"):
         assert badge in body
     assert "pass rate <b>33.3%</b>" in body
-    assert "<td>pass_rate</td><td class=n>1.000</td><td class=n>0.333</td>" in body
-    assert "<td>made_up</td><td class=n>2.000</td><td class=n>—</td>" in body
+    assert "<td>pass_<wbr>rate</td><td class=n>1.000</td><td class=n>0.333</td>" in body
+    assert "<td>made_<wbr>up</td><td class=n>2.000</td><td class=n>—</td>" in body
     assert "not measured by this run" in body
     assert '<div class="card advisory" data-path="pkg/eval/extra.yaml">' in text
     assert "1 advisory</span>" in text
@@ -510,6 +510,7 @@ def test_browser_nothing_overflows_a_card_and_no_chart_label_overlaps(
     assert chromium.execute_script("return document.querySelectorAll('.card').length") == 4
     assert chromium.execute_script(glance.OVERFLOWING) == []
     assert chromium.execute_script(glance.COLLIDING) == []
+    assert chromium.execute_script(glance.BROKEN) == []
     assert chromium.execute_script(
         "return document.documentElement.scrollWidth <= window.innerWidth")
 

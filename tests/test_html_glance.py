@@ -32,7 +32,9 @@ AGENT = SuiteInfo("support-agent/eval/agent-suite.yaml", "support-agent", "must-
                    "mean_tokens": 125.0, "p95_latency_ms": 50.0})
 TRIAGE = SuiteInfo("triage/eval/triage.yaml", "triage", "must-pass", False,
                    {"pass_rate": 0.9})
-TONE = SuiteInfo("triage/eval/tone.yaml", "triage", "advisory", True, {})
+# a long path of wide letters: its chart label must still fit the label column
+TONE = SuiteInfo("triage/eval/noisy-model/mood/undecided.yaml", "triage", "advisory", True,
+                 {})
 PROBES = SuiteInfo("support-agent/elizon.yaml::redteam:injection", "support-agent",
                    "advisory", True, {})
 _LINES = itertools.count(2)
@@ -69,7 +71,8 @@ def realistic() -> Aggregate:
              tool_calls=(ToolCallRecord("search_invoices", {"status": "overdue"},
                                         [{"id": "INV-1"}], id="call_abc"),)),
         case(AGENT, "refund-flow", "failed", assertions=(MISSING,), turns=TURNS, failed_turn=2,
-             turn_count=2, usage=Usage(200, 22, 0.00018, "gpt-4o-mini"), latency_ms=60.0),
+             turn_count=2, usage=Usage(20000, 2200, 0.00018, "gpt-4o-mini"),
+             latency_ms=60.0),  # the widest tokens · cost of a row: 22200 · $0.000180
         case(AGENT, "unpriced", usage=Usage(90, 10, None, "local-model"), latency_ms=35.0),
         # a router's classification of 13 labels, one as long as a label may be and
         # unbroken: its table and its heatmap (wider than a card at 700 px) must fit the card
@@ -129,6 +132,11 @@ def test_suites_are_grouped_by_package_and_probes_fold_into_one_security_card() 
     triage = suites[suites.index('package triage'):]
     assert triage.count('<div class="card ') == 2  # triage.yaml and tone.yaml together
     assert "redteam:injection" not in suites.replace("redteam:injection</", "")
+    for chart in ("chart-outcomes", "chart-cost"):  # the charts fold the pack alike
+        shown = text[text.index(f'class="{chart}"'):]
+        shown = shown[:shown.index("</figure>")]
+        assert "security probes (1 suite)</text>" in shown
+        assert "redteam" not in shown
 
 
 def test_case_rows_carry_tokens_and_cost_and_conversations_read_as_turns() -> None:
@@ -201,13 +209,48 @@ document.querySelectorAll('.card').forEach(function (card) {
 return out;
 """
 
-#: Every pair of text labels in one chart whose boxes overlap, and labels outside the chart.
+#: Every word of a card's table that the browser broke across lines (a number, a metric name
+#: between the breaks :func:`html_glance.breakable` allows), and every case row's cell cut
+#: short (an ellipsis hides the end of "22200 · $0.000180").
+BROKEN = """
+var out = [];
+document.querySelectorAll('.card td').forEach(function (td) {
+  var walk = document.createTreeWalker(td, NodeFilter.SHOW_TEXT), node;
+  while ((node = walk.nextNode())) {
+    var words = /\\S+/g, m;
+    while ((m = words.exec(node.data))) {
+      var range = document.createRange();
+      range.setStart(node, m.index);
+      range.setEnd(node, m.index + m[0].length);
+      if (range.getClientRects().length > 1) { out.push('broken: ' + m[0]); }
+    }
+  }
+});
+document.querySelectorAll('summary.row > span.u').forEach(function (cell) {
+  if (cell.offsetParent !== null && cell.scrollWidth > cell.clientWidth) {
+    out.push('cut short: ' + cell.textContent);
+  }
+});
+return out;
+"""
+
+#: Every pair of text labels in one chart whose boxes overlap, labels outside the chart, and
+#: labels an interval's whisker crosses (a count on its bar is drawn over it, on a halo).
 COLLIDING = """
 var out = [];
 document.querySelectorAll('figure svg').forEach(function (svg) {
   var box = svg.getBoundingClientRect();
   var texts = Array.from(svg.querySelectorAll('text')).map(function (t) {
     return [t.textContent, t.getBoundingClientRect()];
+  });
+  svg.querySelectorAll('g.errorbar line').forEach(function (line) {
+    var l = line.getBoundingClientRect();
+    svg.querySelectorAll('text:not(.cnt)').forEach(function (t) {
+      var r = t.getBoundingClientRect();
+      if (r.left < l.right && l.left < r.right && r.top < l.bottom && l.top < r.bottom) {
+        out.push('whisker across: ' + t.textContent);
+      }
+    });
   });
   texts.forEach(function (a, i) {
     var r = a[1];

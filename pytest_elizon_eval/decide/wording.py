@@ -11,6 +11,7 @@ import json
 import math
 from collections.abc import Sequence
 
+from ..reporting.usage_text import dollars
 from ..run.assertions import calls_text
 from ..run.calls import Usage
 from ..text import cap, defuse, visible
@@ -99,7 +100,7 @@ def usage_text(usage: Usage) -> str:
         parts.append(f"{(tokens_in or 0) + (tokens_out or 0):,} tokens ({tokens_in or 0:,} in, "
                      f"{tokens_out or 0:,} out)")
     cost = usage.cost_usd
-    parts.append(f"${cost:.6f}" if cost is not None else "cost unknown")
+    parts.append(dollars(cost, "cost unknown"))  # as the -v line: never "$0.000000"
     if usage.model:
         parts.append(f"model {usage.model}")
     return visible(", ".join(parts), keep_newlines=False)

@@ -367,6 +367,14 @@ class Turn(_Strict):
 
     _input_shape = field_validator("input", mode="before")(_check_input)
 
+    @field_validator("tool_results", mode="before")
+    @classmethod
+    def _tool_results_given(cls, value: object) -> object:
+        if value is None:  # only a written null reaches a before-validator
+            raise ValueError("toolResults is null; give a mapping of tool name or call id to "
+                             "its result, e.g. {get_weather: {temp_c: 21}}")
+        return value
+
     @model_validator(mode="after")
     def _whole_case_only(self) -> Turn:
         if self.expect is not None and self.expect.across_runs:

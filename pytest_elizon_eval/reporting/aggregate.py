@@ -35,6 +35,7 @@ from .intervals import (
     suite_intervals,
     task_intervals,
 )
+from .usage_text import dollars
 
 __all__ = ["COST_METRICS", "METRICS", "Aggregate", "BaselineRow", "SuiteSummary", "format_metric"]
 
@@ -55,14 +56,15 @@ _SHOWN_WHEN_SET = ("inconclusive_rate", "retries", "rate_limited_cases")
 
 
 def format_metric(value: float | int | None, metric: str, missing: str = "-") -> str:
-    """A metric as reports show it: counts whole, latencies in ms to 0.1, rates to 0.001."""
+    """A metric as reports show it: counts whole, latencies in ms to 0.1, rates to 0.001,
+    dollars to three significant digits (``$0.0000400``, never ``$0.000000``)."""
     if value is None:
         return missing
     if metric in ("cases", "total_tokens", "retries", "rate_limited_cases") \
             or task_measures.is_count(metric):
         return f"{int(value):,}"
-    if metric.endswith("_usd"):
-        return f"${value:.6f}"
+    if metric.endswith("_usd"):  # three significant digits, as every cost (usage_text)
+        return dollars(value)
     if metric == "mean_tokens":
         return f"{value:,.1f}"
     return f"{value:.1f}" if metric.endswith("_ms") else f"{value:.3f}"

@@ -130,6 +130,10 @@ ol.conv{padding-left:20px;margin:0}ol.conv li.turn{margin-bottom:8px}
 .msg.user{background:#eef3fb}.msg.assistant{background:#f4f4f4}
 ul.calls{margin:2px 0;padding-left:18px}ul.calls li{overflow-wrap:anywhere}
 .card table.baseline td,.card table.baseline th{font-size:12px}
+/* a number never breaks; a metric wraps only where breakable() let it; an interval
+   at its comma */
+.card table.baseline td{overflow-wrap:normal}.card table.baseline td.n{white-space:nowrap}
+.card table.baseline td.iv{white-space:normal}
 table{border-collapse:collapse;width:100%}
 td,th{border-bottom:1px solid var(--ln);padding:2px 6px;text-align:left;font-size:13px}
 td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
@@ -138,14 +142,14 @@ figure{margin:0;background:#fff;border:1px solid var(--ln);border-radius:6px;pad
 min-width:0}
 figcaption{font-weight:600;margin-bottom:4px;overflow-wrap:anywhere}
 svg{max-width:100%;height:auto;font:11px system-ui,sans-serif}
-svg text{fill:#333}
+svg text{fill:#333}svg text.cnt{fill:#fff}
 .filters{position:sticky;top:0;background:var(--bg);padding:8px 0;display:flex;
 flex-wrap:wrap;gap:10px;align-items:center;z-index:1;border-bottom:1px solid var(--ln)}
 .filters input[type=search]{flex:1;min-width:200px;padding:4px 8px}
 #status{color:var(--mu);overflow-wrap:anywhere}
 .suite{margin-top:14px}
 .head,summary.row{display:grid;
-grid-template-columns:minmax(0,2.2fr) 110px 90px 120px minmax(0,3fr) 56px;
+grid-template-columns:minmax(0,2.2fr) 110px 90px 150px minmax(0,3fr) 56px;
 gap:8px;padding:3px 6px;align-items:center}
 @media (max-width:760px){.head,summary.row{
 grid-template-columns:minmax(0,2fr) 96px 76px minmax(0,2fr) 48px}
@@ -421,22 +425,25 @@ def _svg(width: int, height: int, label: str, body: Sequence[str]) -> str:
             + "".join(body) + "</svg>")
 
 
-def _short(path: str, limit: int = 32) -> str:
+def _short(path: str, limit: int = 30) -> str:
+    # 30 characters of 11 px text fit the charts' 194-unit label column, wide letters too
     return path if len(path) <= limit else "…" + path[-(limit - 1):]
 
 
 def _outcome_chart(suites: Sequence[SuiteSummary]) -> str:
     """One stacked bar per suite, a segment per category with cases."""
     width, left, bar = 560, 200, 18
-    height = 24 + len(suites) * (bar + 10)
+    rows = glance.chart_rows(suites)
+    height = 24 + len(rows) * (bar + 10)
     body = []
-    for i, s in enumerate(suites):
+    for i, (label, results, s) in enumerate(rows):
         y = 10 + i * (bar + 10)
         body.append(f'<g class="suite-bar"><text x="{left - 6}" y="{y + 13}" '
-                    f'text-anchor="end">{_esc(_short(s.info.path))}</text>')
-        counts = {c: sum(1 for r in s.results if category(r) == c) for c in CATEGORIES}
-        total = max(1, len(s.results))
+                    f'text-anchor="end">{_esc(_short(label))}</text>')
+        counts = {c: sum(1 for r in results if category(r) == c) for c in CATEGORIES}
+        total = max(1, len(results))
         x = float(left)
+        counted = []  # drawn after the interval's whisker, each on a halo of its bar's colour
         for cat in CATEGORIES:
             if not counts[cat]:
                 continue
@@ -445,10 +452,11 @@ def _outcome_chart(suites: Sequence[SuiteSummary]) -> str:
                         f'x="{x:.1f}" y="{y}" width="{w:.1f}" height="{bar}" '
                         f'fill="{_COLOR[cat]}"><title>{counts[cat]} {cat}</title></rect>')
             if w > 24:
-                body.append(f'<text x="{x + w / 2:.1f}" y="{y + 13}" text-anchor="middle" '
-                            f'fill="#fff">{counts[cat]}</text>')
+                counted.append(f'<text class="cnt" x="{x + w / 2:.1f}" y="{y + 13}" '
+                               f'text-anchor="middle" stroke="{_COLOR[cat]}" stroke-width="4" '
+                               f'paint-order="stroke">{counts[cat]}</text>')
             x += w
-        found = s.intervals().get("pass_rate")
+        found = s.intervals().get("pass_rate") if s is not None else None
         if found is not None:  # the pass rate's interval, on the bar's own 0..1 scale
             span = width - left - 10
             lo, hi = left + span * found.low, left + span * found.high
@@ -459,6 +467,7 @@ def _outcome_chart(suites: Sequence[SuiteSummary]) -> str:
                         f'y2="{y + bar / 2}"/><line x1="{lo:.1f}" y1="{y + 3}" x2="{lo:.1f}" '
                         f'y2="{y + bar - 3}"/><line x1="{hi:.1f}" y1="{y + 3}" x2="{hi:.1f}" '
                         f'y2="{y + bar - 3}"/></g>')
+        body.extend(counted)
         body.append("</g>")
     legend = []
     for j, cat in enumerate(CATEGORIES):
@@ -509,13 +518,16 @@ def _metric_chart(summary: SuiteSummary) -> str | None:
                 continue
             w = max(1.0, (width - left - 110) * abs(float(value)) / scale)
             label = "author baseline" if cls == "base" else "this run"
+            span = width - left - 110
+            # the value is written after the bar and after its whisker, never across it
+            end = max(w, span * row.interval.high / scale) if cls == "run" and \
+                row.interval is not None else w
             body.append(f'<rect class="{cls}" data-metric="{_esc(row.metric)}" x="{left}" '
                         f'y="{yy}" width="{w:.1f}" height="{bar}" fill="{color}"><title>'
                         f'{label}: {_metric(value, row.metric)}</title></rect>'
-                        f'<text x="{left + w + 4:.1f}" y="{yy + 10}">'
+                        f'<text x="{left + end + 4:.1f}" y="{yy + 10}">'
                         f'{_metric(value, row.metric)}</text>')
             if cls == "run" and row.interval is not None:
-                span = width - left - 110
                 lo = left + span * max(0.0, row.interval.low) / scale
                 hi = left + span * row.interval.high / scale
                 body.append(f'<g class="errorbar" data-metric="{_esc(row.metric)}" '
@@ -556,18 +568,19 @@ def _cost(result: CaseResult) -> float | None:
 
 def _cost_chart(suites: Sequence[SuiteSummary]) -> str | None:
     """Cost per suite, when cases carry usage with a cost (agents' answers)."""
-    totals = [(s, [c for c in map(_cost, s.results) if c is not None]) for s in suites]
+    totals = [(label, [c for c in map(_cost, results) if c is not None])
+              for label, results, _ in glance.chart_rows(suites)]
     if not any(costs for _, costs in totals):
         return None
     width, left, bar = 560, 200, 16
-    height = 8 + len(suites) * (bar + 6)
+    height = 8 + len(totals) * (bar + 6)
     peak = max(sum(c) for _, c in totals) or 1.0
     body = []
-    for i, (s, costs) in enumerate(totals):
+    for i, (label, costs) in enumerate(totals):
         y = 4 + i * (bar + 6)
         w = (width - left - 80) * sum(costs) / peak
         body.append(f'<text x="{left - 6}" y="{y + 12}" text-anchor="end">'
-                    f'{_esc(_short(s.info.path))}</text><rect class="cost" x="{left}" y="{y}" '
+                    f'{_esc(_short(label))}</text><rect class="cost" x="{left}" y="{y}" '
                     f'width="{w:.1f}" height="{bar}" fill="#6d4c41"/>'
                     f'<text x="{left + w + 4:.1f}" y="{y + 12}">'
                     f'{dollars(sum(costs) if costs else None)}</text>')
@@ -585,8 +598,9 @@ def _baseline_table(rows: Sequence[BaselineRow]) -> str:
     if not rows:
         return ""
     body = "".join(
-        f"<tr><td>{_esc(r.metric)}</td><td class=n>{_metric(r.baseline, r.metric, '—')}"
-        f"</td><td class=n>{_metric(r.run, r.metric, '—')}</td><td class=n>"
+        f"<tr><td>{glance.breakable(r.metric, _esc)}</td><td class=n>"
+        f"{_metric(r.baseline, r.metric, '—')}"
+        f"</td><td class=n>{_metric(r.run, r.metric, '—')}</td><td class=\"n iv\">"
         f"{interval_cell(r.interval, _metric) or '—'}</td><td class=n>"
         f"{'—' if r.delta is None else f'{r.delta:+.3g}'}</td>"
         f"<td>{_esc(comparison_text(r.comparison, r.noise))}</td></tr>"

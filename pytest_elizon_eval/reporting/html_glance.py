@@ -13,6 +13,7 @@ the ``esc`` it passes (visible, HTML-escaped). No pytest import here.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -32,8 +33,10 @@ from ..text import cap
 from .aggregate import Aggregate, SuiteSummary
 from .usage_text import dollars, usage_line
 
-__all__ = ["ATTENTION_SHOWN", "attention", "conversation", "headline", "is_probe_suite",
-           "latency_chart", "package_groups", "security_card", "tool_calls", "usage_cell"]
+__all__ = ["ATTENTION_SHOWN", "attention", "breakable", "chart_rows", "conversation",
+           "headline",
+           "is_probe_suite", "latency_chart", "package_groups", "security_card", "tool_calls",
+           "usage_cell"]
 
 Esc = Callable[[str], str]
 #: Cases listed under each heading of the attention list before "and N more".
@@ -47,6 +50,17 @@ _SHORT = 300
 def _cut(text: str, limit: int = _SHORT) -> str:
     shown, cut = cap(text, limit)
     return shown + (f" … [{len(text) - limit:,} more characters]" if cut else "")
+
+
+#: A name's pieces a table cell may wrap between: up to a separator, or 16 characters.
+_PIECE = re.compile(r"[^_.:/-]{1,16}[_.:/-]?|[_.:/-]")
+
+
+def breakable(name: str, esc: Esc) -> str:
+    """``name`` escaped, with a line-break opportunity after each ``_ . : / -`` and every 16
+    characters: a narrow card's table wraps ``mean_latency_ms`` between its words, never
+    inside one (a cell that may break anywhere is squeezed to a few letters a line)."""
+    return "<wbr>".join(esc(piece) for piece in _PIECE.findall(name))
 
 
 def is_probe_suite(summary: SuiteSummary) -> bool:
@@ -139,6 +153,23 @@ def package_groups(suites: Sequence[SuiteSummary]
         else:
             groups.setdefault(s.info.package, []).append(s)
     return list(groups.items()), probes
+
+
+def chart_rows(suites: Sequence[SuiteSummary]
+               ) -> list[tuple[str, list[CaseResult], SuiteSummary | None]]:
+    """The rows of the per-suite charts: (label, results, the suite) per suite, with the probe
+    pack's suites folded into one row where the first of them was (no suite: its interval
+    is not one suite's), as the Security card folds them."""
+    probes = [s for s in suites if is_probe_suite(s)]
+    rows: list[tuple[str, list[CaseResult], SuiteSummary | None]] = []
+    folded = {id(s) for s in probes}
+    for s in suites:
+        if id(s) not in folded:
+            rows.append((s.info.path, list(s.results), s))
+        elif s is probes[0]:
+            rows.append((f"security probes ({len(probes)} suite{'s' if len(probes) != 1 else ''})",
+                         [r for p in probes for r in p.results], None))
+    return rows
 
 
 def security_card(probes: Sequence[SuiteSummary], rows: Mapping[str, int], esc: Esc) -> str:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from ..reporting.usage_text import dollars
 from . import answer_parts
 from .answer_parts import PathMissing, json_from_text, select
 from .calls import EntryCall, ErrorInfo, ToolCall, Usage
@@ -311,7 +312,7 @@ def _max_cost(limit: float, usage: Usage | None) -> AssertionResult:
                else "no cost reported, and no model named to price the tokens")
         return AssertionResult("maxCostUsd", False, wanted, f"cost unknown: {why}")
     return AssertionResult("maxCostUsd", usage.cost_usd <= limit, wanted,
-                           f"${usage.cost_usd:.6f}")
+                           dollars(usage.cost_usd))
 
 
 _Check = Callable[[Any, EntryCall, str], AssertionResult]

@@ -35,7 +35,7 @@ from ..load.model import Case, Expect, JudgeExpect
 from ..sequential import DEFAULT_CONFIDENCE, Sprt
 from .answers import conversation, priced
 from .assertions import AssertionResult, check
-from .calls import EntryCall, Usage
+from .calls import EntryCall, ToolCall, Usage
 from .checks import CaseCopy, CheckFunction, grade_checks
 from .concurrency import gate_for
 from .grade_cache import GradeCache, cache_key, judge_identity
@@ -298,6 +298,23 @@ def _whole(calls: Sequence[EntryCall]) -> EntryCall:
                    usage=_total([c.usage for c in calls]))
 
 
+def unknown_tool_results(given: Mapping[str, Any] | None, calls: Sequence[ToolCall],
+                         turn: int) -> AssertionResult | None:
+    """A failed ``toolResults`` check when the turn names a tool or call id that the previous
+    answer (turn number ``turn``, from 0) did not call: a misspelt key would otherwise send
+    ``null`` for the call and fail later for a reason nobody wrote. Such a turn is not sent."""
+    ids = [c.id or f"call_{turn}_{index}" for index, c in enumerate(calls)]
+    unknown = [key for key in given or {} if key not in ids
+               and key not in {c.name for c in calls}]
+    if not unknown:
+        return None
+    called = ", ".join(f"{c.name} (id {ident})" for c, ident in zip(calls, ids, strict=True))
+    return AssertionResult(
+        "toolResults", False, "each key the tool name or call id of a call of the previous "
+        "answer", f"no call {', '.join(map(repr, unknown))}; the previous answer called "
+        f"{called or 'no tool'}")
+
+
 def _attempt(plan: CasePlan, recorded: tuple[EntryCall, ...] | None) -> Attempt:
     deadline = time.monotonic() + plan.timeout_s
     case = plan.case
@@ -321,6 +338,11 @@ def _attempt(plan: CasePlan, recorded: tuple[EntryCall, ...] | None) -> Attempt:
             break  # a recorded run stops where its conversation stopped
         added = conversation(previous, turn.input, first=index - len(previous),
                              tool_results=turn.tool_results)
+        unknown = unknown_tool_results(turn.tool_results, previous[-1][1].tool_calls
+                                       if previous else (), index - 1)
+        if unknown is not None:  # the turn fails unasked: its tool messages would be wrong
+            turns.append(TurnResult(turn.input, EntryCall(latency_ms=0.0), (unknown,)))
+            break
         said += added[:-1]
         answer = _call(plan, turn.input, deadline, recorded[index] if recorded else None,
                        [*said, added[-1]])
