@@ -163,11 +163,15 @@ def _heatmap(report: ClassificationReport, esc: Escape) -> str:
             f'aria-label="confusion matrix">{"".join(body)}</svg></figure>')
 
 
-def html_section(measures: SuiteMeasures, esc: Escape) -> str:
+def html_section(measures: SuiteMeasures, esc: Escape, cell: Escape | None = None) -> str:
+    """The suite's task measures as HTML; ``cell`` writes a label or tool name in a table
+    cell (the page passes one that lets a long name wrap between its words), ``esc``
+    everywhere else (the heatmap's SVG text takes no markup)."""
+    cell = cell or esc
     parts = []
     report = measures.classification
     if report is not None:
-        rows = "".join(f"<tr><td>{esc(s.label)}</td><td>{number(s.precision)}</td>"
+        rows = "".join(f"<tr><td>{cell(s.label)}</td><td>{number(s.precision)}</td>"
                        f"<td>{number(s.recall)}</td><td>{number(s.f1)}</td>"
                        f"<td>{s.support}</td></tr>" for s in report.per_label)
         rows += "".join(f"<tr><td><em>{kind} avg</em></td><td>{number(p)}</td>"
@@ -185,7 +189,7 @@ def html_section(measures: SuiteMeasures, esc: Escape) -> str:
         parts.append(f'<div class="measures"><h3>RAG ({measures.rag_cases} cases)</h3>'
                      f"<table>{cells}</table></div>")
     if measures.agents is not None:
-        tools = "".join(f"<tr><td>{esc(name)}</td><td>{count}</td><td>{number(rate)}</td></tr>"
+        tools = "".join(f"<tr><td>{cell(name)}</td><td>{count}</td><td>{number(rate)}</td></tr>"
                         for name, count, rate in _tools(measures.agents))
         parts.append(f'<div class="measures"><h3>Agents</h3><p>'
                      f"{esc(', '.join(_agent_parts(measures.agents)))}</p>"

@@ -134,6 +134,7 @@ ul.calls{margin:2px 0;padding-left:18px}ul.calls li{overflow-wrap:anywhere}
    at its comma */
 .card table.baseline td{overflow-wrap:normal}.card table.baseline td.n{white-space:nowrap}
 .card table.baseline td.iv{white-space:normal}
+.card .measures td+td{white-space:nowrap;overflow-wrap:normal}
 table{border-collapse:collapse;width:100%}
 td,th{border-bottom:1px solid var(--ln);padding:2px 6px;text-align:left;font-size:13px}
 td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
@@ -632,7 +633,8 @@ def _card(summary: SuiteSummary) -> str:
             f'<div class="counts">{badges}</div>'
             + "".join(f'<p class="note interval">{_esc(said)}</p>' for said in summary_sentences(
                 summary.intervals(), summary.detectable_drop(), _metric))
-            + f"{table}{measures_html(summary.measures(), _esc)}</div>")
+            + table + measures_html(summary.measures(), _esc,
+                                    lambda name: glance.breakable(name, _esc)) + "</div>")
 
 
 def _regression_list(regression: Regression) -> str:
