@@ -126,7 +126,9 @@ def _run(packages: Packages, pytester: pytest.Pytester, suite: str, *args: str
 def test_the_section_in_every_report_and_the_framework_named(
         packages: Packages, pytester: pytest.Pytester,
         capsys: pytest.CaptureFixture[str]) -> None:
-    result, data = _run(packages, pytester, PACKAGE_SUITE, "--elizon-compliance=SOC 2")
+    result, data = _run(packages, pytester, PACKAGE_SUITE, "--elizon-compliance=SOC 2",
+                        f"--elizon-junit={pytester.path}/e.xml",
+                        f"--junitxml={pytester.path}/p.xml")
     section = data["compliance"]
     assert section["framework"] == "SOC 2"
     assert section["compliant"] is False
@@ -142,6 +144,13 @@ def test_the_section_in_every_report_and_the_framework_named(
         "  FAILED CC6.1: 1/2 cases passed; failed: pkg/s.yaml::logs-kept",
         "  FAILED CC7.2: 0/1 cases passed; failed: pkg/s.yaml::logs-kept",
         "  unmapped failed: pkg/s.yaml::unmapped-failure"])
+    # JUnit: each case's controls, as a suite property (ours) and a case property (pytest's)
+    ours = (pytester.path / "e.xml").read_text()
+    assert '<property name="case.logs-kept.controls" value="CC6.1,CC7.2"/>' in ours
+    assert "case.unmapped-pass.controls" not in ours
+    pytests = (pytester.path / "p.xml").read_text()
+    assert 'name="elizon_controls" value="CC6.1,CC7.2"' in pytests
+    assert pytests.count('name="elizon_controls"') == 2
     markdown = (pytester.path / "s.md").read_text()
     assert "## ❌ Compliance" in markdown
     assert "| CC7.2 | failed | 0/1 | pkg/s.yaml::logs-kept |" in markdown
