@@ -489,12 +489,22 @@ def _verify(args: argparse.Namespace, out: Out) -> int:
         except signing.SignatureInvalid as exc:
             errors.append(f"{ELIZON_RESULTS_SIGNATURE_INVALID}: {safe(path)}: {safe(exc)}")
     approver = _public_key(Path(args.approver_key)) if args.approver_key else public
+    warnings: list[str] = []
     if args.require_ack:
         try:
             ack = evidence.check_acknowledgement(document)
             signer = override.check_signed(ack, approver, str(evidence.ack_path(path)))
-            good.append(f"acknowledged by {safe(ack['by'])} at {safe(ack['at'])}"
-                        + (f", signed by {safe(signer)}" if signer else ""))
+            if signer is None:  # only a key can demand a signature; never passed unsaid
+                how = ", UNSIGNED"
+                warnings.append(f"warning: {safe(evidence.ack_path(path))} is not signed: "
+                                "anyone who can write beside the results could have made it; "
+                                "sign it ('elizon-eval acknowledge --sign-key') and verify "
+                                "with --approver-key")
+            elif approver is None:  # for its content, but by whoever holds some key
+                how = f", signed by {safe(signer)} (not checked: give --approver-key)"
+            else:
+                how = f", signed by {safe(signer)}"
+            good.append(f"acknowledged by {safe(ack['by'])} at {safe(ack['at'])}{how}")
         except EvidenceError as exc:
             errors.append(f"{EVALUATION_NOT_ACKNOWLEDGED}: {safe(exc)}")
         except signing.SignatureInvalid as exc:
@@ -516,7 +526,7 @@ def _verify(args: argparse.Namespace, out: Out) -> int:
         overridden = _override_line(document, approver)
         if overridden is not None:
             out.line(*overridden)
-    for line in errors:
+    for line in errors + warnings:
         print(line, file=sys.stderr)
     if errors:
         return EXIT_NO

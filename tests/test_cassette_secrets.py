@@ -21,10 +21,32 @@ FIXTURE_SECRET = "FIXTURE-SECRET-99"
 APP = f"""
 from pytest_elizon_eval import Answer, ToolCall
 
+class Message:
+    \"\"\"An Anthropic Message as the SDK returns it (read by its shape): the secret in a
+    tool call's id and as a key of its input.\"\"\"
+    model_fields = {{}}
+
+    def model_dump(self, **options):
+        return {{"id": "msg_1", "type": "message", "role": "assistant", "model": "m",
+                "stop_reason": "tool_use", "stop_sequence": None,
+                "content": [{{"type": "text", "text": "checking"}},
+                            {{"type": "tool_use", "id": "toolu_{FIXTURE_SECRET}",
+                              "name": "vault", "input": {{"{FIXTURE_SECRET}": 1}}}}],
+                "usage": {{"input_tokens": 3, "output_tokens": 2}}}}
+
 def leaky(text, messages=None):
-    # both secrets, one in another case, one in a tool call's arguments
+    if text == "hello":
+        return "hi"
+    if text == "and the code?":
+        return Message()
+    # both secrets: in the text, a tool call's id, arguments (as a key too) and result, and
+    # the passages
     return Answer(text=f"the code is {MANIFEST_SECRET.lower()}",
-                  tool_calls=[ToolCall("lookup", {{"key": "{FIXTURE_SECRET}"}})])
+                  tool_calls=[ToolCall("lookup", {{"key": "{FIXTURE_SECRET}",
+                                                   "{MANIFEST_SECRET}": ["x"]}},
+                                       result={{"found": "{MANIFEST_SECRET}"}},
+                                       id="call_{FIXTURE_SECRET}")],
+                  contexts=["passage: {FIXTURE_SECRET}"])
 """
 COMMAND = f"""
 import sys
@@ -89,14 +111,15 @@ def three(packages: Packages, service: str) -> Packages:
 def test_scrub_and_restore_directly() -> None:
     recording = {"suite": "p:s.yaml", "case": "c", "runs": [
         {"text": "A planted-secret-42 B", "output": {"k": ["PLANTED-SECRET-42x"]}},
-        {"turns": [{"text": "FIXTURE-SECRET-99"}]}]}
+        {"turns": [{"text": "FIXTURE-SECRET-99", "value": {"fixture-secret-99": 1}}]}]}
     secrets = (MANIFEST_SECRET, FIXTURE_SECRET)
     scrubbed = cassette_secrets.scrub(recording, secrets)
     text = json.dumps(scrubbed)
     assert "SECRET-42" not in text.upper()
     assert "SECRET-99" not in text.upper()
     assert scrubbed["runs"][0]["text"] == "A «elizon-secret:1» B"
-    assert scrubbed["runs"][1]["turns"][0]["text"] == "«elizon-secret:2»"
+    assert scrubbed["runs"][1]["turns"][0] == {"text": "«elizon-secret:2»",
+                                               "value": {"«elizon-secret:2»": 1}}
     replay = ((EntryCall.from_data({"text": "x «elizon-secret:2» «elizon-secret:7»"}),),)
     restored = cassette_secrets.restore(replay, secrets)
     assert restored[0][0].text == f"x {FIXTURE_SECRET} «elizon-secret:7»"
@@ -121,13 +144,24 @@ def test_recording_through_every_entry_kind_keeps_no_secret_and_replay_still_cat
         return json.dumps(data["cases"][key], ensure_ascii=False)
 
     assert "«elizon-secret:1»" in entry("command:s.yaml::single")
-    assert "«elizon-secret:2»" in entry("callable:s.yaml::talk")
+    # an SDK answer's tool call, and an Answer's tool call (id, arguments, result) and passages
+    assert json.loads(entry("callable:s.yaml::talk"))["runs"][0]["turns"][1]["tool_calls"] == [
+        {"name": "vault", "arguments": {"«elizon-secret:2»": 1}, "result": None,
+         "error": None, "id": "toolu_«elizon-secret:2»"}]
+    single = json.loads(entry("callable:s.yaml::single"))["runs"][0]
+    assert single["tool_calls"] == [
+        {"name": "lookup", "arguments": {"key": "«elizon-secret:2»", "«elizon-secret:1»": ["x"]},
+         "result": {"found": "«elizon-secret:1»"}, "error": None,
+         "id": "call_«elizon-secret:2»"}]
+    assert single["contexts"] == ["passage: «elizon-secret:2»"]
     assert "«elizon-secret:2»" in entry("http:s.yaml::talk")
     replayed = pytester.runpytest("callable", "command", "http", "-p", "no:cacheprovider",
                                   f"--elizon-replay={cassette}", "-rf")
     assert replayed.parseoutcomes() == {"failed": 6}
-    replayed.stdout.fnmatch_lines(["FAILED command/s.yaml::single - ✗ secrets: leaked: PL…42, "
-                                   "FI…99"])
+    replayed.stdout.fnmatch_lines(["FAILED callable/s.yaml::talk - ✗ secrets: leaked: FI…99 at "
+                                   "turn 2",
+                                   "FAILED command/s.yaml::single - ✗ secrets: leaked: PL…42, "
+                                   "FI…99"], consecutive=False)
     assert "cassette holds" not in replayed.stdout.str()
 
 

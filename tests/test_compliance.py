@@ -20,15 +20,17 @@ from pytest_elizon_eval.trust import signing
 from .conftest import Packages
 
 SUITE = SuiteInfo("pkg/s.yaml", "pkg", "must-pass", False)
+ADVISORY = SuiteInfo("pkg/a.yaml", "pkg", "advisory", True)
 
 
-def _aggregate(*cases: tuple[str, str, tuple[str, ...]], framework: str | None = None
-               ) -> Aggregate:
+def _aggregate(*cases: tuple[str, str, tuple[str, ...]], framework: str | None = None,
+               advisory: tuple[tuple[str, str, tuple[str, ...]], ...] = ()) -> Aggregate:
     found = Aggregate()
     found.framework = framework
-    for index, (name, outcome, controls) in enumerate(cases):
-        found.add(CaseResult(nodeid=f"pkg/s.yaml::{name}", case_id=name, line=index + 2,
-                             suite=SUITE, outcome=outcome, controls=controls).to_data())
+    for suite, chosen in ((SUITE, cases), (ADVISORY, advisory)):
+        for index, (name, outcome, controls) in enumerate(chosen):
+            found.add(CaseResult(nodeid=f"{suite.path}::{name}", case_id=name, line=index + 2,
+                                 suite=suite, outcome=outcome, controls=controls).to_data())
     return found
 
 
@@ -49,6 +51,25 @@ def test_compliant_only_when_every_control_passes_and_no_failure_is_unmapped() -
     assert failed["compliant"] is False
     assert [(c["id"], c["passed"], len(c["cases"])) for c in failed["controls"]] == [
         ("CC6.1", True, 1), ("CC7.2", False, 2)]
+    # the seed rolls up gate violations: an advisory suite's failure is listed with its
+    # control, and fails neither the control nor, unmapped, the run
+    advisory = _aggregate(("a", "passed", ("CC6.1",)),
+                          advisory=(("b", "failed", ("CC6.1",)), ("c", "timeout", ())))
+    rolled = compliance.build(advisory)
+    assert rolled is not None
+    assert rolled["compliant"] is True
+    assert rolled["controls"] == [{"id": "CC6.1", "passed": True, "cases": [
+        {"nodeid": "pkg/a.yaml::b", "outcome": "advisory_failed"},
+        {"nodeid": "pkg/s.yaml::a", "outcome": "passed"}]}]
+    assert rolled["unmapped_failures"] == []
+    assert [line for line, _ in compliance.terminal_lines(advisory)] == [
+        "compliance: compliant — 1 of 1 controls passed",
+        "  passed CC6.1: 1/2 cases passed; failed: pkg/a.yaml::b (advisory_failed, not "
+        "counted)"]
+    # an error in an advisory suite (the case could not run) is a violation
+    broken = compliance.build(_aggregate(advisory=(("b", "error", ("CC6.1",)),)))
+    assert broken is not None
+    assert broken["controls"][0]["passed"] is False
     named = compliance.build(_aggregate(("a", "passed", ()), framework="ISO 27001"))
     assert named == {"framework": "ISO 27001", "compliant": True, "controls": [],
                      "unmapped_failures": []}
@@ -105,7 +126,9 @@ def _run(packages: Packages, pytester: pytest.Pytester, suite: str, *args: str
 def test_the_section_in_every_report_and_the_framework_named(
         packages: Packages, pytester: pytest.Pytester,
         capsys: pytest.CaptureFixture[str]) -> None:
-    result, data = _run(packages, pytester, PACKAGE_SUITE, "--elizon-compliance=SOC 2")
+    result, data = _run(packages, pytester, PACKAGE_SUITE, "--elizon-compliance=SOC 2",
+                        f"--elizon-junit={pytester.path}/e.xml",
+                        f"--junitxml={pytester.path}/p.xml")
     section = data["compliance"]
     assert section["framework"] == "SOC 2"
     assert section["compliant"] is False
@@ -121,6 +144,13 @@ def test_the_section_in_every_report_and_the_framework_named(
         "  FAILED CC6.1: 1/2 cases passed; failed: pkg/s.yaml::logs-kept",
         "  FAILED CC7.2: 0/1 cases passed; failed: pkg/s.yaml::logs-kept",
         "  unmapped failed: pkg/s.yaml::unmapped-failure"])
+    # JUnit: each case's controls, as a suite property (ours) and a case property (pytest's)
+    ours = (pytester.path / "e.xml").read_text()
+    assert '<property name="case.logs-kept.controls" value="CC6.1,CC7.2"/>' in ours
+    assert "case.unmapped-pass.controls" not in ours
+    pytests = (pytester.path / "p.xml").read_text()
+    assert 'name="elizon_controls" value="CC6.1,CC7.2"' in pytests
+    assert pytests.count('name="elizon_controls"') == 2
     markdown = (pytester.path / "s.md").read_text()
     assert "## ❌ Compliance" in markdown
     assert "| CC7.2 | failed | 0/1 | pkg/s.yaml::logs-kept |" in markdown

@@ -41,11 +41,24 @@ def weak(text, messages=None):
 def robust(text, messages=None):
     return reply(messages, True)
 """
-COMMAND = """
-import json, sys
-sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from app import reply
-print(reply(json.loads(sys.stdin.read())["messages"], sys.argv[1] == "robust"))
+# The same behaviour as a command, in awk: a process per turn costs milliseconds, not a
+# Python start-up, so every conversation runs against a command in one cheap run. It reads
+# the request ``{"input", "messages"}`` from stdin.
+REPLY_AWK = r"""
+{ request = request $0 "\n" }
+END {
+    if (mode == "robust") {
+        print "I cannot help with that, but I am happy to help with something else."
+        exit
+    }
+    if (gsub(/"role": "user"/, "&", request) < 3) { print "Happy to chat!"; exit }
+    reply = "Sure!"
+    while (match(request, /CANARY-[0-9A-F]+-ELZ/)) {
+        reply = reply " " substr(request, RSTART, RLENGTH)
+        request = substr(request, RSTART + RLENGTH)
+    }
+    print reply
+}
 """
 
 
@@ -79,11 +92,11 @@ def service() -> Iterator[str]:
 MULTI = [p for p in redteam.catalogue() if p.multi_turn]
 
 
-def _package(packages: Packages, entry: str) -> None:
-    packages.write("pkg/app.py", APP)
-    packages.write("pkg/command.py", COMMAND)
-    packages.write("pkg/elizon.yaml", f"""
-        name: pkg
+def _package(packages: Packages, entry: str, folder: str = "pkg") -> None:
+    packages.write(f"{folder}/app.py", APP)
+    packages.write(f"{folder}/reply.awk", REPLY_AWK)
+    packages.write(f"{folder}/elizon.yaml", f"""
+        name: {folder}
         entry: {entry}
         evaluation:
           suites:
@@ -164,9 +177,10 @@ def test_weak_and_robust_callables_with_messages(packages: Packages,
         assert f"case '{probe.id}' failed at turn {last} of {last}" in out
     assert "security: 8 probes, 8 compromised" in out
     assert "leaked canary CA…LZ at turn 4" in out  # gradual-trust-building
-    _package(packages, "app:robust")
-    result = pytester.runpytest("pkg", "-p", "no:cacheprovider", "-m", "multi-turn")
-    assert result.parseoutcomes()["passed"] == 8
+    _package(packages, "app:robust")  # each selected by its id with -k, as -m selected them
+    result = pytester.runpytest("pkg", "-p", "no:cacheprovider",
+                                "-k", " or ".join(p.id for p in MULTI))
+    assert result.parseoutcomes() == {"passed": 8, "deselected": len(redteam.catalogue()) - 8}
     result.stdout.fnmatch_lines(["security: 8 probes, 0 compromised"])
 
 
@@ -184,13 +198,17 @@ def test_weak_and_robust_http_services(packages: Packages, pytester: pytest.Pyte
 
 
 def test_weak_and_robust_commands(packages: Packages, pytester: pytest.Pytester) -> None:
-    # one conversation (three processes a run): the one that needs the earlier turns
-    _package(packages, "{command: [python, command.py, weak]}")
-    result = pytester.runpytest("pkg", "-p", "no:cacheprovider", "-k", "context-stuffing",
+    # every conversation, weak and robust, in one run: a process per turn
+    for mode in ("weak", "robust"):
+        _package(packages, f"{{command: [awk, -v, mode={mode}, -f, reply.awk]}}", mode)
+    result = pytester.runpytest("weak", "robust", "-p", "no:cacheprovider", "-m", "multi-turn",
                                 f"--elizon-results={pytester.path}/r.json")
-    assert result.parseoutcomes()["failed"] == 1
-    assert _leak_turns(pytester) == {
-        "context-stuffing": [{"kind": "canary", "masked": "CA…LZ", "turn": 3}]}
-    _package(packages, "{command: [python, command.py, robust]}")
-    result = pytester.runpytest("pkg", "-p", "no:cacheprovider", "-k", "context-stuffing")
-    assert result.parseoutcomes()["passed"] == 1
+    assert result.parseoutcomes() == {"failed": 8, "passed": 8,
+                                      "deselected": 2 * (len(redteam.catalogue()) - 8)}
+    data = json.loads((pytester.path / "r.json").read_text())
+    results_module.check(data)
+    compromised = data["security"]["compromised_probes"]
+    assert {p["nodeid"].split("::")[0] for p in compromised} == {"weak/elizon.yaml"}
+    assert {p["nodeid"].rsplit("::", 1)[1]: p["leaked"] for p in compromised} == {
+        p.id: [{"kind": "canary", "masked": "CA…LZ", "turn": len(p.turns)}] for p in MULTI}
+    result.stdout.fnmatch_lines(["security: 16 probes, 8 compromised"])

@@ -156,10 +156,13 @@ def test_the_acknowledgement_is_signed_and_records_the_override(
     status, out, _ = _cli(capsys, *verify)
     assert status == 0
     assert "acknowledged by bob at" in out
+    assert ", signed by sha256:" in out
+    assert "give --approver-key" not in out
     status, out, _ = _cli(capsys, *verify[:3])  # not asked about the gate: still said
     assert status == 0
     assert f"MUST-PASS GATE: failed, overridden by Alice: {REASON}" in out
-    assert ", signed by sha256:" in out
+    assert ", signed by sha256:" in out  # for its content, by a key no one named
+    assert "(not checked: give --approver-key)" in out
     ack["by"] = "mallory"  # changed after signing
     ack_path.write_text(json.dumps(ack))
     status, _, err = _cli(capsys, *verify)
@@ -170,4 +173,11 @@ def test_the_acknowledgement_is_signed_and_records_the_override(
     status, _, err = _cli(capsys, *verify)
     assert status == 1
     assert "r.json.ack.json is not signed" in err
-    assert _cli(capsys, "verify", str(doc), "--require-ack")[0] == 0  # no key: unsigned is ok
+    # no key to demand a signature: it passes, but says plainly that it is unsigned
+    status, out, err = _cli(capsys, "verify", str(doc), "--require-ack")
+    assert status == 0
+    assert "acknowledged by mallory at" in out
+    assert ", UNSIGNED" in out
+    assert "warning: " in err
+    assert "r.json.ack.json is not signed: anyone who can write beside the results could " \
+        "have made it" in err

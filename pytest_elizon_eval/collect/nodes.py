@@ -269,6 +269,8 @@ class CaseItem(compat.FixtureItem):
                 self.user_properties.append(("elizon_cost_usd", result.usage.cost_usd))
         if result.repeat is not None:  # JUnit properties: the pass rate and its interval
             self.user_properties.extend(outcomes.repeat_properties(result.repeat))
+        if self.case.controls:  # the compliance controls it evidences (contract.md#junit-xml)
+            self.user_properties.append(("elizon_controls", ",".join(self.case.controls)))
         if result.outcome != outcomes.PASSED and (outcomes.blocks(result)
                                                   or result.outcome != outcomes.INCONCLUSIVE):
             raise CaseNotPassed(result)

@@ -2,11 +2,14 @@
 the results JSON (so a signature covers it).
 
 What it holds is docs/contract.md#compliance, the seed's ``buildEvalComplianceReport``: the
-run's findings rolled up by the controls cases and probes declare (``controls:``). A control
-passes when every case that declares it passed; the run is ``compliant`` only when every
-control passes and no case that did not pass is unmapped to a control. ``framework`` is
-the name ``--elizon-compliance`` gives the controls (SOC 2, ISO 27001, …). The section is
-there when a case declares a control or a framework is named.
+run's findings rolled up by the controls cases and probes declare (``controls:``). The seed
+rolls up *gate violations*, so a finding is a case that fails the run (``blocks``): a
+control passes when no case that declares it fails the run; the run is ``compliant`` only
+when every control passes and no case that fails the run is unmapped to a control. An
+advisory suite's failure is not a violation (under ``--elizon-strict`` it is): it is listed
+with its control as ``advisory_failed``, and fails nothing. ``framework`` is the name
+``--elizon-compliance`` gives the controls (SOC 2, ISO 27001, …). The section is there when
+a case declares a control or a framework is named.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..decide.outcomes import PASSED, CaseResult
+from ..decide.outcomes import PASSED, CaseResult, blocks
 from .aggregate import Aggregate
 
 __all__ = ["build", "html_part", "markdown_lines", "terminal_lines"]
@@ -22,6 +25,14 @@ __all__ = ["build", "html_part", "markdown_lines", "terminal_lines"]
 
 def _results(aggregate: Aggregate) -> list[CaseResult]:
     return [r for s in aggregate.suites() for r in s.results]
+
+
+def _case(result: CaseResult) -> dict[str, str]:
+    """A case as the section lists it, its outcome as every report words it: an advisory
+    suite's case that did not pass is ``advisory_failed`` (``_timeout``, ``_inconclusive``)."""
+    advisory = result.outcome != PASSED and not blocks(result) and result.suite.advisory
+    return {"nodeid": result.nodeid,
+            "outcome": f"advisory_{result.outcome}" if advisory else result.outcome}
 
 
 def build(aggregate: Aggregate) -> dict[str, Any] | None:
@@ -35,18 +46,24 @@ def build(aggregate: Aggregate) -> dict[str, Any] | None:
     for result in results:
         for control in result.controls:
             by_control.setdefault(control, []).append(result)
-    controls = [{"id": control, "passed": all(r.outcome == PASSED for r in cases),
-                 "cases": [{"nodeid": r.nodeid, "outcome": r.outcome} for r in cases]}
+    controls = [{"id": control, "passed": not any(blocks(r) for r in cases),
+                 "cases": [_case(r) for r in cases]}
                 for control, cases in sorted(by_control.items())]
-    unmapped = [{"nodeid": r.nodeid, "outcome": r.outcome} for r in results
-                if r.outcome != PASSED and not r.controls]
+    unmapped = [_case(r) for r in results if blocks(r) and not r.controls]
     return {"framework": framework,
             "compliant": all(c["passed"] for c in controls) and not unmapped,
             "controls": controls, "unmapped_failures": unmapped}
 
 
-def _failed(control: dict[str, Any]) -> list[str]:
-    return [c["nodeid"] for c in control["cases"] if c["outcome"] != PASSED]
+def _blocking(aggregate: Aggregate) -> set[str]:
+    return {r.nodeid for r in _results(aggregate) if blocks(r)}
+
+
+def _failed(control: dict[str, Any], blocking: set[str]) -> list[str]:
+    """The control's cases that did not pass: those that fail the run by their node id, the
+    others (advisory) with their outcome and that they are not counted."""
+    return [c["nodeid"] if c["nodeid"] in blocking else f"{c['nodeid']} ({c['outcome']}, "
+            "not counted)" for c in control["cases"] if c["outcome"] != PASSED]
 
 
 def _title(data: dict[str, Any]) -> str:
@@ -68,8 +85,9 @@ def terminal_lines(aggregate: Aggregate) -> list[tuple[str, dict[str, bool]]]:
     lines: list[tuple[str, dict[str, bool]]] = [
         (_title(data), {"red": not data["compliant"], "green": data["compliant"],
                         "bold": True})]
+    blocking = _blocking(aggregate)
     for control in data["controls"]:
-        failed = _failed(control)
+        failed = _failed(control, blocking)
         count = len(control["cases"])
         lines.append((f"  {'passed' if control['passed'] else 'FAILED'} {control['id']}: "
                       f"{count - len(failed)}/{count} cases passed"
@@ -88,8 +106,9 @@ def markdown_lines(aggregate: Aggregate, cell: Callable[[str], str]) -> list[str
     mark = "✅" if data["compliant"] else "❌"
     lines = [f"## {mark} Compliance\n", f"{cell(_title(data))}.\n",
              "| control | result | cases passed | failed cases |", "|---|---|---|---|"]
+    blocking = _blocking(aggregate)
     for control in data["controls"]:
-        failed = _failed(control)
+        failed = _failed(control, blocking)
         count = len(control["cases"])
         lines.append(f"| {cell(control['id'])} | {'passed' if control['passed'] else 'failed'} "
                      f"| {count - len(failed)}/{count} | "
@@ -105,9 +124,10 @@ def html_part(aggregate: Aggregate, escape: Callable[[str], str]) -> str:
     data = build(aggregate)
     if data is None:
         return ""
+    blocking = _blocking(aggregate)
     rows = "".join(
         f"<tr><td>{escape(c['id'])}</td><td>{'passed' if c['passed'] else 'failed'}</td>"
-        f"<td>{escape(', '.join(_failed(c))) or '—'}</td></tr>" for c in data["controls"])
+        f"<td>{escape(', '.join(_failed(c, blocking))) or '—'}</td></tr>" for c in data["controls"])
     unmapped = "".join(f"<li>{escape(c['nodeid'])} ({escape(c['outcome'])})</li>"
                        for c in data["unmapped_failures"])
     return (f'<section id="compliance"><h2>Compliance</h2><p>{escape(_title(data))}</p>'

@@ -124,6 +124,9 @@ def _suite(summary: SuiteSummary) -> TestSuite:
     properties.update({f"baseline.{k}": _number(v) for k, v in info.baseline.items()})
     properties.update({f"metric.{k}": _number(v) for k, v in summary.metrics().items()})
     properties.update(repeats.junit_properties(summary))
+    # each case's compliance controls (docs/contract.md#compliance), as a repeated case's rate
+    properties.update({f"case.{r.case_id}.controls": ",".join(r.controls)
+                       for r in summary.results if r.controls})
     # docs/contract.md#intervals: each interval, the baseline test, the detectable drop
     for name, interval in summary.intervals().items():
         properties.update({f"interval.{name}.low": _number(interval.low),

@@ -24,10 +24,13 @@ _PLACEHOLDER = re.compile(r"«elizon-secret:(\d+)»")
 
 
 def _strings(value: Any, change: Any) -> Any:
+    """``value`` with ``change`` applied to every string in it, mapping keys included: a
+    structured answer or a tool call's arguments may hold a secret as a key."""
     if isinstance(value, str):
         return change(value)
     if isinstance(value, dict):
-        return {k: _strings(v, change) for k, v in value.items()}
+        return {change(k) if isinstance(k, str) else k: _strings(v, change)
+                for k, v in value.items()}
     if isinstance(value, list):
         return [_strings(v, change) for v in value]
     return value
