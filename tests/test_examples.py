@@ -144,4 +144,5 @@ def test_the_support_agent_reports_its_agent_metrics(examples: Path,
     assert suite["measures"]["agents"]["tool_error_rate.add_to_cart"] == pytest.approx(1 / 3)
     assert suite["metrics"]["tool_calls.add_to_cart"] == 3
     assert "| add_to_cart | 3 | 0.333 |" in (pytester.path / "s.md").read_text()
-    assert "<td>add_<wbr>to_<wbr>cart</td><td>3</td><td>0.333</td>" in (pytester.path / "r.html").read_text()
+    page = (pytester.path / "r.html").read_text()
+    assert "<td>add_<wbr>to_<wbr>cart</td><td>3</td><td>0.333</td>" in page
