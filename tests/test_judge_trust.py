@@ -197,37 +197,50 @@ cases:
 """
 
 
-@pytest.mark.parametrize(("gate", "min_kappa", "outcome", "counted"), [
-    ("must-pass", 0.9, "passed", "counted as advisory: judge not aligned: κ 0.60 < 0.90"),
-    ("must-pass", 0.5, "failed", None),
-    ("advisory", 0.9, "failed", None),
+@pytest.mark.parametrize(("gate", "min_kappa", "blocks", "counted"), [
+    ("must-pass", 0.9, False, "judge not aligned: κ 0.60 < 0.90"),
+    ("must-pass", 0.5, True, None),
+    ("advisory", 0.9, False, None),
 ])
 def test_alignment_gates_a_must_pass_suite(packages: Packages, pytester: pytest.Pytester,
-                                           gate: str, min_kappa: float, outcome: str,
+                                           gate: str, min_kappa: float, blocks: bool,
                                            counted: str | None) -> None:
     folder = _package(packages, FAILING, gate, extra=f"alignment: {{labels: labels.jsonl, "
                                                        f"minKappa: {min_kappa}}}\n")
     packages.write("pkg/labels.jsonl", LABELS)
     result = pytester.runpytest("--elizon-align", "--elizon-results=r.json",
-                                "--elizon-markdown=r.md")
-    assert result.ret == (1 if (gate, outcome) == ("must-pass", "failed") else 0)
+                                "--elizon-markdown=r.md", "--elizon-junit=r.xml",
+                                "--elizon-html=r.html")
+    assert result.ret == (1 if blocks else 0)
     result.stdout.fnmatch_lines([
         "*judge alignment*",
         "*judges:grade*: κ 0.60 [[]0.1*, 1.00] (moderate), minKappa *, agreement 80%, MAE *, r *, "
         "TP 4 TN 4 FP 1 FN 1 (n=10, pass ≥ 0.5)*"])
     assert _calls(folder) == 10 + 1
     case = _results(pytester.path / "r.json")["no-refund"]
-    assert case["outcome"] == outcome
+    # the judge failed the case: never a pass, whether or not that fails the run
+    assert (case["outcome"], case["assertions"][0]["passed"]) == ("failed", False)
     assert case["alignment"]["cohen_kappa"] == pytest.approx(0.6)
-    assert case["judges"][0]["advisory"] == (counted.split("advisory: ")[1] if counted else None)
-    found = case["assertions"][0]["found"]
-    if counted:
-        assert counted in found
-        assert case["assertions"][0]["passed"] is None
-    assert "Judge alignment" in (pytester.path / "r.md").read_text()
-    if counted:  # kept: the next run without --elizon-align gates alike, measuring nothing
+    assert case["judges"][0]["advisory"] == counted
+    assert case.get("advisory") == counted
+    markdown = (pytester.path / "r.md").read_text()
+    assert "Judge alignment" in markdown
+    if counted:  # an advisory failure of the case, with the reason, in every report
+        why = f"counted as advisory: {counted}"
+        assert why in case["assertions"][0]["found"]
+        result.stdout.fnmatch_lines(["*suite.yaml a *", "advisory, not passed:",
+                                     f"  pkg/eval/suite.yaml::no-refund — ✗ judge: score 0.20 "
+                                     f"— lacks it — {why}", "*= 1 advisory_failed in *"])
+        assert f"| `no-refund` | failed | ✗ judge: score 0.20 — lacks it — " \
+               f"{why.replace('<', '&lt;')} |" in markdown
+        assert f'<skipped type="skipped" message="advisory failed, does not fail the run: ' \
+               f'✗ judge: score 0.20 — lacks it — {why.replace("<", "&lt;")}">' \
+               in (pytester.path / "r.xml").read_text()
+        assert 'data-outcome="advisory" data-id="no-refund"' in \
+               (pytester.path / "r.html").read_text()
+        # kept: the next run without --elizon-align gates alike, measuring nothing
         pytester.runpytest("--elizon-results=again.json")
-        assert _results(pytester.path / "again.json")["no-refund"]["outcome"] == outcome
+        assert _results(pytester.path / "again.json")["no-refund"]["advisory"] == counted
         assert _calls(folder) == 11
 
 
@@ -237,12 +250,30 @@ def test_require_alignment(packages: Packages, pytester: pytest.Pytester) -> Non
     input: anything
     expect:
       judge: {rubric: explode, threshold: 0.5}
+  - id: both
+    input: we cannot help
+    expect:
+      contains: [refund]
+      judge: {rubric: Mentions refund., threshold: 0.5}
+  - id: talk
+    turns:
+      - input: no help
+        expect: {judge: {rubric: Mentions refund., threshold: 0.5}}
+      - input: still nothing
+        expect: {contains: [refund]}
 """, extra="alignment: {labels: labels.jsonl, minKappa: 0.5, rubric: Mentions refund.}\n")
     packages.write("pkg/labels.jsonl", LABELS)
     pytester.makeini("[pytest]\nelizon_require_alignment = true\n")
     result = pytester.runpytest("-rA", "--elizon-results=r.json")
-    result.assert_outcomes(passed=2)
-    down = _results(pytester.path / "r.json")["judge-down"]["judges"][0]
+    # a check besides the judge failed these: that still counts (the conversation went on
+    # past the judge's failure, as the gate does not count it)
+    result.stdout.fnmatch_lines(["*= 2 failed, 2 advisory_failed in *"])
+    cases = _results(pytester.path / "r.json")
+    assert (cases["both"]["outcome"], cases["both"].get("advisory")) == ("failed", None)
+    assert (cases["talk"]["failed_turn"], cases["talk"].get("advisory")) == (2, None)
+    assert [cases[c]["advisory"][:18] for c in ("no-refund", "judge-down")] == \
+        ["judge not aligned:"] * 2
+    down = cases["judge-down"]["judges"][0]
     assert down["advisory"].startswith("judge not aligned: no alignment measured")
     assert down["score"] is None
     result.stdout.fnmatch_lines(["judge failures counted as advisory:",
@@ -250,7 +281,7 @@ def test_require_alignment(packages: Packages, pytester: pytest.Pytester) -> Non
                                  "judge not aligned: no alignment measured for this judge and "
                                  "these labels (run pytest --elizon-align or elizon-eval "
                                  "align)*"])
-    pytester.runpytest("--elizon-align").assert_outcomes(failed=2)  # aligned: they count
+    pytester.runpytest("--elizon-align").assert_outcomes(failed=4)  # aligned: they count
 
 
 def test_hostile_labels_stop_collection(packages: Packages, pytester: pytest.Pytester) -> None:
@@ -297,7 +328,8 @@ def test_elizon_eval_align_keeps_what_pytest_then_gates_on(
     assert '"cached": 10' in shown  # the second measurement graded nothing again
     assert _calls(folder) == 10
     result = pytester.runpytest()  # no --elizon-align: the kept result gates
-    result.assert_outcomes(passed=1)
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*= 1 advisory_failed in *"])
     result.stdout.fnmatch_lines(["*judge: score 0.20 < 0.5: judge not aligned: κ 0.60 < 0.90"])
 
 
