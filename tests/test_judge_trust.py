@@ -347,7 +347,9 @@ def test_elizon_eval_align_errors(packages: Packages, pytester: pytest.Pytester,
                         "alignment: {labels: labels.jsonl}\n")
     packages.write("pkg/labels.jsonl", LABELS)
     assert cli.main(["align", str(pytester.path / "pkg")]) == 2
-    assert "ELIZON_JUDGE_UNBOUND" in capsys.readouterr().err
+    assert "pkg/elizon.yaml: no judge: to measure, and elizon-eval cannot run an elizon_judge " \
+           "fixture (conftest.py); measure that judge with pytest --elizon-align" \
+           in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(("ini", "message"), [
