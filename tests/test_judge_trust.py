@@ -293,6 +293,15 @@ def test_hostile_labels_stop_collection(packages: Packages, pytester: pytest.Pyt
     result.stdout.fnmatch_lines(["*ELIZON_ALIGNMENT_INVALID: pkg/labels.jsonl: every label is "
                                  "pass (at the threshold 0.5): Cohen's κ is undefined with one "
                                  "class only*"])
+    # a row no rubric fits (it names none; the suite has three): the suite's collection
+    # error at the row's line, not a setup error of every judged case
+    packages.write("pkg/labels.jsonl", LABELS)
+    packages.write("pkg/eval/suite.yaml", SUITE)
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*ERROR collecting pkg/eval/suite.yaml*",
+                                 "ELIZON_ALIGNMENT_INVALID: pkg/labels.jsonl:1: the row names no "
+                                 "rubric and the package has 3 rubrics; give the row a 'rubric'*"])
 
 
 def test_labels_path_outside_the_package(packages: Packages, pytester: pytest.Pytester) -> None:
