@@ -17,16 +17,16 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..decide.results_data import LabelRecord, RagRecord
+from ..decide.results_data import JudgeRecord, LabelRecord, RagRecord
 from ..load.model import MAX_LABEL, Expect, RagExpect
 from ..run.answer_parts import PathMissing, json_from_text, select
 from ..run.assertions import AssertionResult
 from ..run.calls import EntryCall
+from ..run.grade_cache import cache_key, judge_identity
 from ..run.planning import CaseChecks
 from . import rag as rag_metrics
 
 if TYPE_CHECKING:
-    from ..bind.judging import Judge
     from ..collect.nodes import CaseItem
     from ..run.running import CasePlan, CaseRun
 
@@ -89,21 +89,36 @@ def _label(plan: CasePlan, expect: Expect, calls: Sequence[EntryCall]
         f"{right} of {len(calls)} runs gave it; the first: {read[0][1]}"),)
 
 
-def _graded(judge: Judge | None, rubric: str, question: object, call: EntryCall,
-            deadline: float) -> tuple[float | None, str]:
+def _graded(plan: CasePlan, name: str, threshold: float, rubric: str, question: object,
+            call: EntryCall, deadline: float) -> tuple[float | None, str, JudgeRecord | None]:
+    """A RAG rubric's grade, through the grade cache as a case rubric's is (a reused grade
+    is marked, and its record counts it: docs/contract.md#grade-cache)."""
+    judge = plan.judge
     if judge is None:
-        return None, "no judge is bound to grade it"
-    grade = judge.grade(rubric, rag_metrics.judge_input(question, call.contexts),
-                        call.text or "", deadline=deadline)
+        return None, "no judge is bound to grade it", None
+    shown, output, cache = rag_metrics.judge_input(question, call.contexts), call.text or "", \
+        plan.grade_cache
+    identity = judge_identity(judge)
+    key = cache_key(identity, rubric, shown, output, 0) if cache is not None else ""
+    grade = cache.get(key) if cache is not None else None
+    reused = grade is not None
+    if grade is None:
+        grade = judge.grade(rubric, shown, output, deadline=deadline)
+        if cache is not None:
+            cache.put(key, grade)
+    record = JudgeRecord(f"rag.{name}", identity, threshold, score=grade.score,
+                         scores=(grade.score,) if grade.score is not None else (),
+                         cached=int(reused), calls=int(not reused))
     if grade.score is None:
         why = "gave no grade in time" if grade.timed_out else f"failed: {grade.error}"
-        return None, f"judge {judge.description} {why}"
-    return grade.score, f"{grade.score:.3f} ({grade.reasoning[:200]})" if grade.reasoning \
+        return None, f"judge {judge.description} {why}", record
+    text = f"{grade.score:.3f} ({grade.reasoning[:200]})" if grade.reasoning \
         else f"{grade.score:.3f}"
+    return grade.score, text + (" [cached grade]" if reused else ""), record
 
 
 def _rag(plan: CasePlan, spec: RagExpect, question: object, call: EntryCall
-         ) -> tuple[RagRecord, tuple[AssertionResult, ...]]:
+         ) -> tuple[RagRecord, tuple[AssertionResult, ...], tuple[JudgeRecord, ...]]:
     contexts = call.contexts
     relevant = spec.relevant or []
     scores: dict[str, float | None] = {}
@@ -114,12 +129,17 @@ def _rag(plan: CasePlan, spec: RagExpect, question: object, call: EntryCall
     # the grades run after the case's answer, which may have used all of its time: they
     # get the case's time limit again, together; one cut off fails its threshold
     deadline = time.monotonic() + plan.timeout_s
-    for name, threshold, rubric in (
-            ("faithfulness", spec.faithfulness, rag_metrics.FAITHFULNESS_RUBRIC),
-            ("answer_relevancy", spec.answer_relevancy, rag_metrics.ANSWER_RELEVANCY_RUBRIC)):
+    judges: list[JudgeRecord] = []
+    for name, shown, threshold, rubric in (
+            ("faithfulness", "faithfulness", spec.faithfulness,
+             rag_metrics.FAITHFULNESS_RUBRIC),
+            ("answer_relevancy", "answerRelevancy", spec.answer_relevancy,
+             rag_metrics.ANSWER_RELEVANCY_RUBRIC)):
         if threshold is not None and call.text is not None and not call.timed_out \
                 and (contexts or name == "answer_relevancy"):
-            scores[name], found[name] = _graded(plan.judge, rubric, question, call, deadline)
+            scores[name], found[name], graded = _graded(plan, shown, threshold, rubric,
+                                                        question, call, deadline)
+            judges.extend([graded] if graded is not None else [])
     record = RagRecord(contexts=len(contexts), relevant=len(relevant), **scores)
     checks = []
     for name, key, threshold in (("faithfulness", "faithfulness", spec.faithfulness),
@@ -142,7 +162,7 @@ def _rag(plan: CasePlan, spec: RagExpect, question: object, call: EntryCall
                 "Answer(contexts=[...]) or a 'contexts' list (docs/contract.md#rag)"))
         else:
             checks.append(AssertionResult(f"rag.{name}", False, wanted, found.get(key, "")))
-    return record, tuple(checks)
+    return record, tuple(checks), tuple(judges)
 
 
 def _first_tool(expects: Sequence[Expect | None]) -> str | None:
@@ -162,6 +182,7 @@ def pytest_elizon_case_checks(item: CaseItem, run: CaseRun) -> CaseChecks | None
     expect = case.expect
     measures: dict[str, Any] = {}
     checks: list[AssertionResult] = []
+    judges: tuple[JudgeRecord, ...] = ()
     first_tool = _first_tool([expect, *(t.expect for t in case.turns or ())])
     if first_tool is not None:
         measures["first_tool"] = first_tool
@@ -170,8 +191,9 @@ def pytest_elizon_case_checks(item: CaseItem, run: CaseRun) -> CaseChecks | None
         checks.extend(found)
     if expect is not None and expect.rag is not None:
         question = case.turns[-1].input if case.turns else case.input
-        measures["rag"], found = _rag(plan, expect.rag, question, run.attempts[0].call)
+        measures["rag"], found, judges = _rag(plan, expect.rag, question,
+                                              run.attempts[0].call)
         checks.extend(found)
     if not measures:
         return None
-    return CaseChecks(assertions=tuple(checks), measures=measures)
+    return CaseChecks(assertions=tuple(checks), measures=measures, judges=judges)

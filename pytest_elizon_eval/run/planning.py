@@ -17,6 +17,7 @@ from ..bind.binding import ENTRY, JUDGE, Binder, Kind, Source, precedence
 from ..collect.options import Settings
 from ..decide import outcomes
 from ..decide.outcomes import CaseIdentity, CaseResult
+from ..decide.results_data import JudgeRecord
 from ..errors import EVALUATION_SUITE_INVALID, ElizonError
 from ..history.resume import case_sha256 as case_sha256
 from ..history.resume import stored_result as stored_result
@@ -74,6 +75,8 @@ class CaseChecks:
     #: :class:`~.results_data.CaseResult` field that keeps them (``label``, ``rag``,
     #: ``first_tool``); suite metrics are made of them.
     measures: dict[str, Any] | None = None
+    #: Grades the checks asked the judge for (RAG rubrics), counted with the case's own.
+    judges: tuple[JudgeRecord, ...] = ()
 
 
 def sources(kind: Kind, context: SuiteContext, settings: Settings, fixture_value: object,
@@ -197,8 +200,9 @@ def decided(identity: CaseIdentity, plan: CasePlan, run: CaseRun,
     result = outcomes.decide(identity, plan, run, also=also, security=security,
                              snapshot=snapshot)
     measured = {k: v for found in added for k, v in (found.measures or {}).items()}
-    if measured:
-        result = replace(result, **measured)
+    judges = tuple(j for found in added for j in found.judges)
+    if measured or judges:
+        result = replace(result, **measured, judges=(*result.judges, *judges))
     return redteam.redact(result, [v for found in added for v in found.redact])
 
 
