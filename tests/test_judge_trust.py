@@ -163,6 +163,14 @@ def test_cache_key_changes_with_every_part(tmp_path: Path) -> None:
     judge = CallableJudge(lambda *_: 1.0, "mod:fn")
     assert judge_identity(judge).startswith("mod:fn [prompt ")
     assert grade_cache.prompt_template_hash() in judge_identity(judge)
+    # a fixture's judge is known as its spec names it: elizon-eval align --judge SPEC and
+    # pytest's fixture keep and find the same grades and alignment result
+    from pytest_elizon_eval.bind.binding import Binder, Source
+
+    spec = "pytest_elizon_eval.run.grade_cache:prompt_template_hash"
+    judges = [Binder(tmp_path).judge([Source(given, "here")], tmp_path)
+              for given in (grade_cache.prompt_template_hash, spec)]
+    assert judges[0].description == judges[1].description == spec
 
 
 def test_cache_is_bounded_and_survives_torn_files(tmp_path: Path) -> None:
