@@ -289,6 +289,8 @@ def test_require_alignment(packages: Packages, pytester: pytest.Pytester) -> Non
                                  "judge not aligned: no alignment measured for this judge and "
                                  "these labels (run pytest --elizon-align or elizon-eval "
                                  "align)*"])
+    result.stdout.fnmatch_lines(["  pkg/eval/suite.yaml::talk (turn 1) — judge: score 0.20 < "
+                                 "0.5: judge not aligned: *"])
     pytester.runpytest("--elizon-align").assert_outcomes(failed=4)  # aligned: they count
 
 
