@@ -29,7 +29,7 @@ import pytest
 
 from ..decide import outcomes
 from ..errors import ElizonError
-from ..run import alignment, planning
+from ..run import planning
 from ..run.running import CaseRun, run_case
 from . import _pytest_compat as compat
 from . import session
@@ -122,11 +122,7 @@ class SuiteFile(_ShowsElizonErrors, pytest.File):
     def collect(self) -> Iterator[CaseItem]:
         index = session.of(self.config).index
         loaded, info = index.suite(self.path, self.package, self.spec)
-        if self.package.alignment is not None and any(
-                e is not None and e.rubrics for c in loaded.cases
-                for e in (c.expect, *(t.expect for t in c.turns or ()))):
-            # a labels row no rubric fits is the file's error at its line, before any case
-            alignment.resolve_rubrics(self.package, self.package.alignment)
+        planning.check_labels(self.package, loaded)
         self.prepare(info, loaded.check_refs)
         registered = set(self.config.getini("markers"))
         for tag in sorted({t for case in loaded.cases for t in case.tags or ()}):
