@@ -131,6 +131,12 @@ def align(package_path: str, judge_text: str | None, cache_dir: str, refresh: bo
         if labels is None:
             raise AgreementTrouble(f"{manifest}: no alignment: {{labels: …}} to measure the "
                                    "judge against")
+        if judge_text is None and package.judge is None:  # bound by a fixture, if at all
+            raise AgreementTrouble(
+                f"{manifest}: no judge: to measure, and elizon-eval cannot run an "
+                "elizon_judge fixture (conftest.py); measure that judge with pytest "
+                "--elizon-align, which keeps the result for later runs, or give one with "
+                "--judge MODULE:FUNCTION or --judge '{url: …, model: …}'")
         given = None
         if judge_text is not None:
             try:

@@ -200,7 +200,7 @@ def annotate(report: Any, result: outcomes.CaseResult, recording: Mapping[str, A
         report.outcome, report.longrepr = "failed", outcomes.failure_message(result)
     setattr(report, outcomes.REPORT_ATTR, data)
     if result.outcome in (outcomes.FAILED, outcomes.TIMEOUT, outcomes.INCONCLUSIVE) \
-            and result.suite.advisory:
+            and (result.suite.advisory or result.advisory is not None):
         report.outcome = "passed"
         report.sections.append(("elizon advisory " + result.outcome,
                                 outcomes.failure_message(result)))
@@ -212,7 +212,8 @@ def teststatus(data: Mapping[str, Any], when: str) -> tuple[str, str, str] | Non
     if when != "call":
         return None
     outcome = data["outcome"]
-    advisory = data["suite"]["advisory"]
+    # an advisory suite's case, or a must-pass one only an unaligned judge failed
+    advisory = data["suite"]["advisory"] or data.get("advisory") is not None
     if outcome == outcomes.TIMEOUT:
         return ("advisory_timeout", "t", "ADVISORY TIMEOUT") if advisory \
             else ("timeout", "T", "TIMEOUT")

@@ -56,13 +56,15 @@ def test_legal_practice_shows_its_judge_alignment_and_grades_once(
     first.stdout.fnmatch_lines([
         "judge: 9 calls, 0 grades reused from the cache",
         "judge alignment:",
-        "  grade [[]prompt *] on example_suites/legal-practice/eval/judge-labels.jsonl: κ 0.74 "
+        "  legal_app.rubric_judge:grade [[]prompt *] on example_suites/legal-practice/eval/"
+        "judge-labels.jsonl: κ 0.74 "
         "[[]0.51, 0.98] (substantial), minKappa 0.60, agreement 88%, MAE 0.32, r 0.79, TP 17 "
         "TN 11 FP 3 FN 1 (n=32, pass ≥ 0.8)"])
     second = pytester.runpytest("example_suites/legal-practice")
     assert second.ret == pytest.ExitCode.OK
     second.stdout.fnmatch_lines(["judge: 0 calls, 9 grades reused from the cache",
-                                 "judge alignment:", "  grade * κ 0.74 *"])
+                                 "judge alignment:",
+                                 "  legal_app.rubric_judge:grade * κ 0.74 *"])
 def test_the_noisy_model_shows_intervals_flaky_and_inconclusive_the_same_every_run(
         examples: Path, pytester: pytest.Pytester) -> None:
     import json  # deferred: only this test reads a results file

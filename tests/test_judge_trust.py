@@ -163,6 +163,14 @@ def test_cache_key_changes_with_every_part(tmp_path: Path) -> None:
     judge = CallableJudge(lambda *_: 1.0, "mod:fn")
     assert judge_identity(judge).startswith("mod:fn [prompt ")
     assert grade_cache.prompt_template_hash() in judge_identity(judge)
+    # a fixture's judge is known as its spec names it: elizon-eval align --judge SPEC and
+    # pytest's fixture keep and find the same grades and alignment result
+    from pytest_elizon_eval.bind.binding import Binder, Source
+
+    spec = "pytest_elizon_eval.run.grade_cache:prompt_template_hash"
+    judges = [Binder(tmp_path).judge([Source(given, "here")], tmp_path)
+              for given in (grade_cache.prompt_template_hash, spec)]
+    assert judges[0].description == judges[1].description == spec
 
 
 def test_cache_is_bounded_and_survives_torn_files(tmp_path: Path) -> None:
@@ -197,37 +205,50 @@ cases:
 """
 
 
-@pytest.mark.parametrize(("gate", "min_kappa", "outcome", "counted"), [
-    ("must-pass", 0.9, "passed", "counted as advisory: judge not aligned: κ 0.60 < 0.90"),
-    ("must-pass", 0.5, "failed", None),
-    ("advisory", 0.9, "failed", None),
+@pytest.mark.parametrize(("gate", "min_kappa", "blocks", "counted"), [
+    ("must-pass", 0.9, False, "judge not aligned: κ 0.60 < 0.90"),
+    ("must-pass", 0.5, True, None),
+    ("advisory", 0.9, False, None),
 ])
 def test_alignment_gates_a_must_pass_suite(packages: Packages, pytester: pytest.Pytester,
-                                           gate: str, min_kappa: float, outcome: str,
+                                           gate: str, min_kappa: float, blocks: bool,
                                            counted: str | None) -> None:
     folder = _package(packages, FAILING, gate, extra=f"alignment: {{labels: labels.jsonl, "
                                                        f"minKappa: {min_kappa}}}\n")
     packages.write("pkg/labels.jsonl", LABELS)
     result = pytester.runpytest("--elizon-align", "--elizon-results=r.json",
-                                "--elizon-markdown=r.md")
-    assert result.ret == (1 if (gate, outcome) == ("must-pass", "failed") else 0)
+                                "--elizon-markdown=r.md", "--elizon-junit=r.xml",
+                                "--elizon-html=r.html")
+    assert result.ret == (1 if blocks else 0)
     result.stdout.fnmatch_lines([
         "*judge alignment*",
         "*judges:grade*: κ 0.60 [[]0.1*, 1.00] (moderate), minKappa *, agreement 80%, MAE *, r *, "
         "TP 4 TN 4 FP 1 FN 1 (n=10, pass ≥ 0.5)*"])
     assert _calls(folder) == 10 + 1
     case = _results(pytester.path / "r.json")["no-refund"]
-    assert case["outcome"] == outcome
+    # the judge failed the case: never a pass, whether or not that fails the run
+    assert (case["outcome"], case["assertions"][0]["passed"]) == ("failed", False)
     assert case["alignment"]["cohen_kappa"] == pytest.approx(0.6)
-    assert case["judges"][0]["advisory"] == (counted.split("advisory: ")[1] if counted else None)
-    found = case["assertions"][0]["found"]
-    if counted:
-        assert counted in found
-        assert case["assertions"][0]["passed"] is None
-    assert "Judge alignment" in (pytester.path / "r.md").read_text()
-    if counted:  # kept: the next run without --elizon-align gates alike, measuring nothing
+    assert case["judges"][0]["advisory"] == counted
+    assert case.get("advisory") == counted
+    markdown = (pytester.path / "r.md").read_text()
+    assert "Judge alignment" in markdown
+    if counted:  # an advisory failure of the case, with the reason, in every report
+        why = f"counted as advisory: {counted}"
+        assert why in case["assertions"][0]["found"]
+        result.stdout.fnmatch_lines(["*suite.yaml a *", "advisory, not passed:",
+                                     f"  pkg/eval/suite.yaml::no-refund — ✗ judge: score 0.20 "
+                                     f"— lacks it — {why}", "*= 1 advisory_failed in *"])
+        assert f"| `no-refund` | failed | ✗ judge: score 0.20 — lacks it — " \
+               f"{why.replace('<', '&lt;')} |" in markdown
+        assert f'<skipped type="skipped" message="advisory failed, does not fail the run: ' \
+               f'✗ judge: score 0.20 — lacks it — {why.replace("<", "&lt;")}">' \
+               in (pytester.path / "r.xml").read_text()
+        assert 'data-outcome="advisory" data-id="no-refund"' in \
+               (pytester.path / "r.html").read_text()
+        # kept: the next run without --elizon-align gates alike, measuring nothing
         pytester.runpytest("--elizon-results=again.json")
-        assert _results(pytester.path / "again.json")["no-refund"]["outcome"] == outcome
+        assert _results(pytester.path / "again.json")["no-refund"]["advisory"] == counted
         assert _calls(folder) == 11
 
 
@@ -237,12 +258,30 @@ def test_require_alignment(packages: Packages, pytester: pytest.Pytester) -> Non
     input: anything
     expect:
       judge: {rubric: explode, threshold: 0.5}
+  - id: both
+    input: we cannot help
+    expect:
+      contains: [refund]
+      judge: {rubric: Mentions refund., threshold: 0.5}
+  - id: talk
+    turns:
+      - input: no help
+        expect: {judge: {rubric: Mentions refund., threshold: 0.5}}
+      - input: still nothing
+        expect: {contains: [refund]}
 """, extra="alignment: {labels: labels.jsonl, minKappa: 0.5, rubric: Mentions refund.}\n")
     packages.write("pkg/labels.jsonl", LABELS)
     pytester.makeini("[pytest]\nelizon_require_alignment = true\n")
     result = pytester.runpytest("-rA", "--elizon-results=r.json")
-    result.assert_outcomes(passed=2)
-    down = _results(pytester.path / "r.json")["judge-down"]["judges"][0]
+    # a check besides the judge failed these: that still counts (the conversation went on
+    # past the judge's failure, as the gate does not count it)
+    result.stdout.fnmatch_lines(["*= 2 failed, 2 advisory_failed in *"])
+    cases = _results(pytester.path / "r.json")
+    assert (cases["both"]["outcome"], cases["both"].get("advisory")) == ("failed", None)
+    assert (cases["talk"]["failed_turn"], cases["talk"].get("advisory")) == (2, None)
+    assert [cases[c]["advisory"][:18] for c in ("no-refund", "judge-down")] == \
+        ["judge not aligned:"] * 2
+    down = cases["judge-down"]["judges"][0]
     assert down["advisory"].startswith("judge not aligned: no alignment measured")
     assert down["score"] is None
     result.stdout.fnmatch_lines(["judge failures counted as advisory:",
@@ -250,7 +289,9 @@ def test_require_alignment(packages: Packages, pytester: pytest.Pytester) -> Non
                                  "judge not aligned: no alignment measured for this judge and "
                                  "these labels (run pytest --elizon-align or elizon-eval "
                                  "align)*"])
-    pytester.runpytest("--elizon-align").assert_outcomes(failed=2)  # aligned: they count
+    result.stdout.fnmatch_lines(["  pkg/eval/suite.yaml::talk (turn 1) — judge: score 0.20 < "
+                                 "0.5: judge not aligned: *"])
+    pytester.runpytest("--elizon-align").assert_outcomes(failed=4)  # aligned: they count
 
 
 def test_hostile_labels_stop_collection(packages: Packages, pytester: pytest.Pytester) -> None:
@@ -262,6 +303,15 @@ def test_hostile_labels_stop_collection(packages: Packages, pytester: pytest.Pyt
     result.stdout.fnmatch_lines(["*ELIZON_ALIGNMENT_INVALID: pkg/labels.jsonl: every label is "
                                  "pass (at the threshold 0.5): Cohen's κ is undefined with one "
                                  "class only*"])
+    # a row no rubric fits (it names none; the suite has three): the suite's collection
+    # error at the row's line, not a setup error of every judged case
+    packages.write("pkg/labels.jsonl", LABELS)
+    packages.write("pkg/eval/suite.yaml", SUITE)
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*ERROR collecting pkg/eval/suite.yaml*",
+                                 "ELIZON_ALIGNMENT_INVALID: pkg/labels.jsonl:1: the row names no "
+                                 "rubric and the package has 3 rubrics; give the row a 'rubric'*"])
 
 
 def test_labels_path_outside_the_package(packages: Packages, pytester: pytest.Pytester) -> None:
@@ -297,7 +347,8 @@ def test_elizon_eval_align_keeps_what_pytest_then_gates_on(
     assert '"cached": 10' in shown  # the second measurement graded nothing again
     assert _calls(folder) == 10
     result = pytester.runpytest()  # no --elizon-align: the kept result gates
-    result.assert_outcomes(passed=1)
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*= 1 advisory_failed in *"])
     result.stdout.fnmatch_lines(["*judge: score 0.20 < 0.5: judge not aligned: κ 0.60 < 0.90"])
 
 
@@ -315,7 +366,9 @@ def test_elizon_eval_align_errors(packages: Packages, pytester: pytest.Pytester,
                         "alignment: {labels: labels.jsonl}\n")
     packages.write("pkg/labels.jsonl", LABELS)
     assert cli.main(["align", str(pytester.path / "pkg")]) == 2
-    assert "ELIZON_JUDGE_UNBOUND" in capsys.readouterr().err
+    assert "pkg/elizon.yaml: no judge: to measure, and elizon-eval cannot run an elizon_judge " \
+           "fixture (conftest.py); measure that judge with pytest --elizon-align" \
+           in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(("ini", "message"), [

@@ -508,6 +508,13 @@ def test_rag_scores_gate_cases_and_reach_every_report(
     assert rows["context_recall"] == "at"
     assert "| 0.900 | 0.600 | 0.500 | 0.500 |" in (pytester.path / "s.md").read_text()
     assert "<h3>RAG (3 cases)</h3>" in (pytester.path / "r.html").read_text()
+    # the RAG grades go through the grade cache: counted, then reused and marked so
+    result.stdout.fnmatch_lines(["judge: 2 calls, 0 grades reused from the cache"])
+    again = pytester.runpytest("--elizon-results=results.json")
+    again.stdout.fnmatch_lines(["judge: 0 calls, 2 grades reused from the cache"])
+    found = _results(pytester)["suites"][0]["cases"][0]["assertions"]
+    assert [a["found"] for a in found[:2]] == ["0.900 (grounded) [cached grade]",
+                                               "0.600 (partly) [cached grade]"]
 
 
 COMMAND = """

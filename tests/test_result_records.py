@@ -63,7 +63,7 @@ def full() -> CaseResult:
                             20, "SPRT", 0.1, "below", 2, False, 0.5, 0.5),
         label=LabelRecord("billing", "legal"), rag=RagRecord(0.5, 0.75, 1.0, 0.5, 3, 2),
         first_tool="search", controls=("CC6.1", "LLM01"),
-        resumed=True)
+        resumed=True, advisory="judge not aligned: κ 0.41 < 0.60")
 
 
 def test_a_fully_populated_result_survives_data_and_json_unchanged() -> None:

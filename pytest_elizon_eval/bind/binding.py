@@ -308,6 +308,13 @@ class Binder:
         # a spec is described as written ('app:answer'), not as a quoted Python string
         description = value.strip() if isinstance(value, str) else (
             getattr(value, "__qualname__", None) or repr(value))
+        module = getattr(value, "__module__", None)
+        if kind is JUDGE and callable(value) and isinstance(module, str) \
+                and hasattr(value, "__qualname__"):
+            # a fixture's judge as its spec would name it ('legal_app.rubric_judge:grade'):
+            # its identity keys grades and alignment results, so two judges called 'grade'
+            # differ, and elizon-eval align --judge SPEC keeps what pytest then reuses
+            description = f"{module}:{description}"
         try:
             if isinstance(value, str):
                 parsed = parse_text(value, kind)

@@ -122,6 +122,7 @@ class SuiteFile(_ShowsElizonErrors, pytest.File):
     def collect(self) -> Iterator[CaseItem]:
         index = session.of(self.config).index
         loaded, info = index.suite(self.path, self.package, self.spec)
+        planning.check_labels(self.package, loaded)
         self.prepare(info, loaded.check_refs)
         registered = set(self.config.getini("markers"))
         for tag in sorted({t for case in loaded.cases for t in case.tags or ()}):

@@ -102,11 +102,13 @@ def call_outcome(call: EntryCall, assertions: Sequence[AssertionResult],
                  expects_error: bool) -> str:
     """The one pass rule of a call (a single run, a repeat's run, a conversation's turn):
     it timed out, or an error fails it unless ``errorContains`` expected one; an assertion
-    that could not be checked (there was no output) fails nothing by itself. A turn that
-    does not pass ends its conversation (``running.turn_failed`` asks this)."""
+    that could not be checked (there was no output) fails nothing by itself, nor does a
+    judge's failure counted as advisory (:func:`decide` then says so). A turn that does not
+    pass ends its conversation (``running.turn_failed`` asks this)."""
     if call.timed_out:
         return TIMEOUT
-    if any(a.passed is False for a in assertions) or (call.error and not expects_error):
+    if any(a.passed is False and not a.advisory for a in assertions) \
+            or (call.error and not expects_error):
         return FAILED
     return PASSED
 
@@ -203,7 +205,7 @@ def decide(identity: CaseIdentity, plan: CasePlan, run: CaseRun, *,
     are checks of the whole case (the probe pack's canary and secrets, read from every
     run): one that fails fails a case that would have passed. ``security`` may come as
     plain data (:func:`~.redteam.leak_checks` gives it so)."""
-    result = _decided(identity, plan, run)
+    result = _judge_advisory(identity, plan, run, _decided(identity, plan, run))
     if snapshot is not None:
         result = replace(result, snapshot=from_data(SnapshotRecord, snapshot))
     if not also and security is None:
@@ -212,7 +214,38 @@ def decide(identity: CaseIdentity, plan: CasePlan, run: CaseRun, *,
     if isinstance(security, Mapping):
         security = from_data(SecurityRecord, security)
     return replace(result, assertions=(*result.assertions, *also), security=security,
-                   outcome=FAILED if failed and result.outcome == PASSED else result.outcome)
+                   outcome=FAILED if failed and result.outcome == PASSED else result.outcome,
+                   advisory=None if failed else result.advisory)
+
+
+def _trusting(run: CaseRun) -> CaseRun:
+    """``run`` with every judge failure counted, advisory or not."""
+    def counted(assertions: tuple[AssertionResult, ...]) -> tuple[AssertionResult, ...]:
+        return tuple(replace(a, advisory=False) if a.advisory else a for a in assertions)
+
+    return replace(run, attempts=tuple(
+        replace(a, assertions=counted(a.assertions),
+                turns=tuple(replace(t, assertions=counted(t.assertions)) for t in a.turns))
+        for a in run.attempts))
+
+
+def _judge_advisory(identity: CaseIdentity, plan: CasePlan, run: CaseRun, counted: CaseResult
+                    ) -> CaseResult:
+    """A case its unaligned judge failed (docs/contract.md#judge-alignment): when it passes
+    only because that judge's failures are not counted, it did not pass — its result is the
+    one the judge's grades give, marked ``advisory`` with the reason, which keeps it from
+    failing the run (:func:`blocks`). A case that did not pass without them is ``counted``
+    as it is: its outcome and reason are the gate's."""
+    if plan.judge_advisory is None or not any(
+            a.advisory for at in run.attempts
+            for a in (*at.assertions, *(x for t in at.turns for x in t.assertions))):
+        return counted
+    if counted.outcome != PASSED:
+        return counted  # the gate's outcome and reason: another check did not pass
+    judged = _decided(identity, plan, _trusting(run))
+    if judged.outcome == PASSED:
+        return judged  # the runs as the judge graded them (a repeat's rate held even so)
+    return replace(judged, advisory=plan.judge_advisory)
 
 
 def _decided(identity: CaseIdentity, plan: CasePlan, run: CaseRun) -> CaseResult:
@@ -284,11 +317,13 @@ def crashed(identity: CaseIdentity, message: str) -> CaseResult:
 
 
 def blocks(result: CaseResult) -> bool:
-    """Whether the case fails the run: anything but a pass in a must-pass suite; in an
-    advisory suite only an error (the case could not run at all: a binding or a crash),
-    as pytest's exit status says too."""
+    """Whether the case fails the run: anything but a pass in a must-pass suite (unless
+    only an unaligned judge failed it: ``advisory``); in an advisory suite only an error
+    (the case could not run at all: a binding or a crash), as pytest's exit status says too."""
     if result.outcome == PASSED or inconclusive_passes(result):
         return False
+    if result.advisory is not None and result.outcome != ERROR:
+        return False  # only an unaligned judge failed it: docs/contract.md#judge-alignment
     return not result.suite.advisory or result.outcome == ERROR
 
 

@@ -513,6 +513,10 @@ class CaseResult:
     #: Taken from the history store's unfinished run by ``--elizon-resume``, not run again
     #: (docs/contract.md#resume); None (and not in the data) for a case that ran.
     resumed: bool | None = field(default=None, metadata={OMIT_NONE: True})
+    #: Why the case's failure does not fail the run though its suite is must-pass: only
+    #: its judge failed it, and that judge is not aligned ("judge not aligned: κ 0.41 <
+    #: 0.60"; docs/contract.md#judge-alignment). None (and not in the data) otherwise.
+    advisory: str | None = field(default=None, metadata={OMIT_NONE: True})
 
     @property
     def crashed(self) -> bool:

@@ -200,6 +200,9 @@ def failure_message(result: CaseResult) -> str:
                 "rate from minPassRate within max runs")
     else:
         head = f"case {name!r} failed{turn} ({where})"
+    if result.advisory is not None:  # a must-pass case only an unaligned judge failed
+        head += (f"; counted as advisory, it does not fail the run: "
+                 f"{visible(result.advisory, keep_newlines=False)}")
     lines = [head, *_runs_lines(result), *_turn_lines(result)]
     if result.error is not None and result.error.traceback:
         lines.append(_indent(visible(result.error.traceback), "    "))

@@ -101,7 +101,11 @@ def advisory_grades(aggregate: Aggregate) -> list[str]:
             if record.advisory:
                 score = "no score" if record.score is None else \
                     f"score {record.score:.2f} < {record.threshold:g}"
-                found.append(f"{result.nodeid} — {record.name}: {score}: {record.advisory}")
+                # which run and turn: a repeated case's runs are otherwise the same line
+                at = ", ".join(f"{word} {number}" for word, number in (
+                    ("run", record.run), ("turn", record.turn)) if number is not None)
+                found.append(f"{result.nodeid}{f' ({at})' if at else ''} — {record.name}: "
+                             f"{score}: {record.advisory}")
     return found
 
 

@@ -37,9 +37,31 @@ _LOCK = threading.Lock()
 _KNOWN: dict[tuple[Path | None, str], dict[str, Any] | None] = {}
 
 
+#: :func:`_named_rubrics` by the package's suite files as they are on disk (path, size,
+#: modification time): every judged case's plan asks, and reading the suites is not free.
+_RUBRICS: dict[tuple[tuple[str, int, int], ...], dict[str, str]] = {}
+
+
+def _suites_stamp(package: Package) -> tuple[tuple[str, int, int], ...]:
+    stamp = []
+    for spec in package.suites:
+        try:
+            status = spec.path.stat()
+        except OSError:
+            stamp.append((str(spec.path), -1, -1))
+            continue
+        stamp.append((str(spec.path), status.st_size, status.st_mtime_ns))
+    return tuple(stamp)
+
+
 def _named_rubrics(package: Package) -> dict[str, str]:
     """Every named rubric (``{name, rubric, threshold}``) of the package's suites, and every
-    rubric text, by name (texts by themselves)."""
+    rubric text, by name (texts by themselves); read once while the suite files stay."""
+    stamp = _suites_stamp(package)
+    with _LOCK:
+        known = _RUBRICS.get(stamp)
+    if known is not None:
+        return known
     found: dict[str, str] = {}
     for spec in package.suites:
         try:
@@ -50,6 +72,8 @@ def _named_rubrics(package: Package) -> dict[str, str]:
             for expect in [case.expect, *(t.expect for t in case.turns or ())]:
                 for rubric in (expect.rubrics if expect is not None else ()):
                     found.setdefault(rubric.name or rubric.rubric, rubric.rubric)
+    with _LOCK:
+        _RUBRICS[stamp] = found
     return found
 
 

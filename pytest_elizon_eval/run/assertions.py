@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from dataclasses import field as dataclass_field
 from typing import TYPE_CHECKING, Any
 
 from ..reporting.usage_text import dollars
@@ -39,6 +40,10 @@ class AssertionResult:
     passed: bool | None
     expected: str
     found: str
+    #: A judge's failure counted as advisory (its judge is not aligned: docs/contract.md
+    #: #judge-alignment): shown failed, yet no outcome counts it — the case's result says
+    #: why (``CaseResult.advisory``), so it is not kept in the data.
+    advisory: bool = dataclass_field(default=False, compare=False)
 
     def to_data(self) -> dict[str, Any]:
         return {"name": self.name, "passed": self.passed, "expected": self.expected,

@@ -22,7 +22,7 @@ from ..errors import EVALUATION_SUITE_INVALID, ElizonError
 from ..history.resume import case_sha256 as case_sha256
 from ..history.resume import stored_result as stored_result
 from ..load.model import Case, RepeatUntil
-from ..load.packages import Package, SuiteSpec
+from ..load.packages import LoadedSuite, Package, SuiteSpec
 from ..redteam import pack as redteam
 from ..sequential import DEFAULT_INDIFFERENCE, Sprt
 from . import alignment, checks
@@ -33,7 +33,8 @@ from .grade_cache import judge_identity
 from .running import CasePlan, CaseRun
 
 __all__ = ["CHECKS_FIXTURE", "ENTRY_FIXTURE", "JUDGE_FIXTURE", "CaseChecks", "SuiteContext",
-           "case_sha256", "decided", "effective", "plan_case", "recorded_input", "recording_of",
+           "case_sha256", "check_labels", "decided", "effective", "plan_case", "recorded_input",
+           "recording_of",
            "setup_failed", "sources", "stored_result", "suite_checks", "uses_checks_fixture"]
 
 #: The fixtures that give a case its entry point and its judge.
@@ -205,6 +206,16 @@ def suite_checks(refs: tuple[checks.CheckRef, ...], folders: Sequence[Path], dis
                  ) -> dict[str, checks.CheckFunction]:
     """A suite's ``module:function`` checks, imported once at collection."""
     return checks.resolve_specs(refs, folders, display) if refs else {}
+
+
+def check_labels(package: Package, loaded: LoadedSuite) -> None:
+    """A labels row of the package's ``alignment:`` that no rubric fits is the judged
+    suite's collection error, at the row's line (docs/format.md#judge-alignment), before
+    any case runs."""
+    if package.alignment is not None and any(
+            e is not None and e.rubrics for c in loaded.cases
+            for e in (c.expect, *(t.expect for t in c.turns or ()))):
+        alignment.resolve_rubrics(package, package.alignment)
 
 
 def decided(identity: CaseIdentity, plan: CasePlan, run: CaseRun,

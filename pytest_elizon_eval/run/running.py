@@ -147,8 +147,8 @@ def _no_grade(spec: JudgeExpect, identity: str, wanted: str, found: str, passed:
               advisory: str | None, cached: int, calls: int) -> tuple[AssertionResult, JudgeRecord]:
     counted_as_advisory = passed is False and bool(advisory)
     if counted_as_advisory:
-        passed, found = None, f"{found} — counted as advisory: {advisory}"
-    return (AssertionResult(spec.assertion, passed, wanted, found),
+        found = f"{found} — counted as advisory: {advisory}"
+    return (AssertionResult(spec.assertion, passed, wanted, found, counted_as_advisory),
             JudgeRecord(spec.assertion, identity, spec.threshold, tolerance=spec.tolerance,
                         cached=cached, calls=calls,
                         advisory=advisory if counted_as_advisory else None))
@@ -159,7 +159,8 @@ def _grade_rubric(plan: CasePlan, spec: JudgeExpect, judge: Judge, case_input: o
                   ) -> tuple[AssertionResult, JudgeRecord, str | None]:
     """One rubric's assertion and record: ``samples`` grades (each from the grade cache when
     it has it), their mean held against the threshold. A judge that fails or runs out of
-    time fails the rubric; with ``plan.judge_advisory`` a failure is reported, not counted."""
+    time fails the rubric; with ``plan.judge_advisory`` a failure is reported (the assertion
+    fails, flagged ``advisory``), and no outcome counts it."""
     identity = judge_identity(judge)
     name = f"judge {judge.description}"
     wanted = f"a score of at least {spec.threshold:g} for the rubric {spec.rubric[:120]!r}"
@@ -212,17 +213,19 @@ def _grade_rubric(plan: CasePlan, spec: JudgeExpect, judge: Judge, case_input: o
     if cached:
         found += " [cached grade]" if cached == spec.samples else \
             f" [{cached} of {spec.samples} grades cached]"
-    passed: bool | None = spread.mean >= spec.threshold
-    if passed is False and advisory:
-        passed, found = None, f"{found} — counted as advisory: {advisory}"
+    passed = spread.mean >= spec.threshold
+    counted_as_advisory = not passed and bool(advisory)
+    if counted_as_advisory:  # failed, shown so; outcomes do not count it (decide says why)
+        found = f"{found} — counted as advisory: {advisory}"
     several = spec.samples > 1
     record = JudgeRecord(
         spec.assertion, identity, spec.threshold, score=spread.mean, scores=tuple(scores),
         std_dev=spread.std_dev if several else None, min=spread.min if several else None,
         max=spread.max if several else None, range=spread.range if several else None,
         tolerance=spec.tolerance, consistent=spread.consistent if several else None,
-        cached=cached, calls=calls, advisory=advisory if passed is None else None)
-    return AssertionResult(spec.assertion, passed, wanted, found), record, reasoning
+        cached=cached, calls=calls, advisory=advisory if counted_as_advisory else None)
+    return (AssertionResult(spec.assertion, passed, wanted, found, counted_as_advisory), record,
+            reasoning)
 
 
 def _judged(plan: CasePlan, expect: Expect, judge: Judge, case_input: object, call: EntryCall,
