@@ -11,6 +11,7 @@ import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -53,13 +54,13 @@ SIX = "cases:\n" + "".join(
 
 
 def _cases(store: Path) -> list[tuple[int, str, str, int]]:
-    with sqlite3.connect(store) as db:
+    with closing(sqlite3.connect(store)) as db:
         return db.execute("SELECT run_id, case_id, outcome, resumed FROM cases "
                           "ORDER BY run_id, case_id").fetchall()
 
 
 def _runs(store: Path) -> list[tuple[int, str]]:
-    with sqlite3.connect(store) as db:
+    with closing(sqlite3.connect(store)) as db:
         return db.execute("SELECT id, status FROM runs ORDER BY id").fetchall()
 
 
@@ -70,7 +71,7 @@ def test_an_older_store_is_upgraded_in_place_and_a_newer_one_refused(tmp_path: P
     old = Store.open(str(path), upto=1)
     run = old.begin_run(started="t0", packages=".", rootdir="/r", host="h", pid=1)
     old.close()
-    with sqlite3.connect(path) as db:  # schema 1 had no resumed column
+    with closing(sqlite3.connect(path)) as db:  # schema 1 had no resumed column
         assert "resumed" not in [c[1] for c in db.execute("PRAGMA table_info(cases)")]
     store = Store.open(str(path))
     assert store.version() == SCHEMA_VERSION == 2
@@ -132,7 +133,7 @@ def test_every_case_is_recorded_under_the_rootdir_and_off_records_nothing(
     assert not store.exists()
     pytester.runpytest().assert_outcomes(passed=1, failed=1)
     assert _cases(store) == [(1, "a", "passed", 0), (1, "b", "failed", 0)]
-    with sqlite3.connect(store) as db:
+    with closing(sqlite3.connect(store)) as db:
         status, passed, document = db.execute(
             "SELECT status, passed, document FROM runs").fetchone()
         metrics = dict(db.execute("SELECT name, value FROM metrics WHERE suite_path = "
@@ -179,7 +180,9 @@ def answer(text=None):
         db.execute("BEGIN EXCLUSIVE")
         held.append(db)
     if text == "d":
-        held.pop().execute("ROLLBACK")
+        db = held.pop()
+        db.execute("ROLLBACK")
+        db.close()
     return text
 """
 
@@ -229,7 +232,7 @@ def answer(text=None):
              for name in ("one", "two")]
     outputs = [p.communicate(timeout=120)[0] for p in procs]
     assert all("20 passed" in out for out in outputs), outputs
-    with sqlite3.connect(store) as db:
+    with closing(sqlite3.connect(store)) as db:
         runs = db.execute("SELECT packages, status, (SELECT count(*) FROM cases "
                           "WHERE run_id = runs.id) FROM runs ORDER BY packages").fetchall()
     assert runs == [("one", "finished", 20), ("two", "finished", 20)]
@@ -267,7 +270,7 @@ def test_a_killed_session_is_resumed_under_xdist_and_a_finished_one_never(
     assert "3 cases resumed from the history store" in (pytester.path / "m.md").read_text()
     assert (pytester.path / "h.html").read_text().count("resumed from the history store") == 3
     assert _runs(store) == [(1, "finished")]  # the one session, now whole
-    with sqlite3.connect(store) as db:  # the workers' case keys reached the controller
+    with closing(sqlite3.connect(store)) as db:  # the workers' case keys reached the controller
         assert db.execute("SELECT count(*) FROM cases WHERE length(case_sha256) != 64 "
                           "OR entry = ''").fetchone() == (0,)
     assert [c[1:] for c in _cases(store)] == [
