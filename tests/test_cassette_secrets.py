@@ -126,6 +126,10 @@ def test_scrub_and_restore_directly() -> None:
     assert restored[0][0].replayed
     assert not cassette_secrets.holds_secret(replay, secrets)
     assert cassette_secrets.holds_secret(restored, secrets)
+    # one text (a snapshot's output) in the same form
+    assert cassette_secrets.scrub_text("Planted-Secret-42!", secrets) == "«elizon-secret:1»!"
+    assert cassette_secrets.text_holds_secret("x fixture-secret-99", secrets)
+    assert not cassette_secrets.text_holds_secret("x «elizon-secret:2»", secrets)
 
 
 def test_recording_through_every_entry_kind_keeps_no_secret_and_replay_still_catches_it(

@@ -251,6 +251,50 @@ cases:
     result.stdout.fnmatch_lines([f"elizon: {SNAP} not updated: *"])
 
 
+SECRET = "HUSH-4242"
+
+
+def _snapshot(pytester: pytest.Pytester, case: str) -> Any:
+    """A case's snapshot record in r.json (read quickly: no schema check)."""
+    data = json.loads((pytester.path / "r.json").read_text())
+    return next(c for s in data["suites"] for c in s["cases"] if c["id"] == case)["snapshot"]
+
+
+def test_a_snapshot_never_holds_a_declared_secret(
+    packages: Packages, pytester: pytest.Pytester
+) -> None:
+    packages.write("pkg/elizon.yaml", f"name: pkg\nentry: app:answer\nsecrets: [{SECRET}]\n"
+                   "evaluation:\n  suite: ./eval/suite.yaml\n")
+    packages.write("pkg/eval/suite.yaml", "cases:\n  - {id: c, input: k, expect: {snapshot: "
+                   "true}}\n  - {id: old, input: o, expect: {snapshot: true}}\n")
+    packages.write("pkg/app.py", APP.replace("Hello {text}", f"Hello {{text}} {SECRET.lower()}")
+                   .replace("if mode.exists()", "if mode.exists() and text == 'k'"))
+    snap = pytester.path / SNAP
+    pytester.runpytest("--elizon-snapshot-update")  # the cases fail: the answers leak it
+    text = snap.read_text()
+    assert SECRET.casefold() not in text.casefold()
+    stored = load_yaml(text.encode())["snapshots"]["old"]
+    assert stored["output"] == "Hello o «elizon-secret:1»\nline two\n"
+    assert stored["output_sha256"] == text_sha256(stored["output"])
+    pytester.runpytest("--elizon-results=r.json")
+    assert _snapshot(pytester, "c")["status"] == "match"
+    # c's answer changes; old's pin is rewritten as a snapshot written before this held it
+    (pytester.path / "pkg/mode.txt").write_text("X")
+    plain = stored["output"].replace("«elizon-secret:1»", SECRET)
+    snap.write_text(text.replace("o «elizon-secret:1»", f"o {SECRET}").replace(
+        stored["output_sha256"], text_sha256(plain)))
+    changed = pytester.runpytest("--elizon-results=r.json")
+    diff = _snapshot(pytester, "c")["diff"]
+    assert "-line two\n+line twoX" in diff
+    assert " Hello k «elizon-secret:1»" in diff
+    assert SECRET.casefold() not in (diff + changed.stdout.str()).casefold()
+    changed.stdout.fnmatch_lines([
+        "*found:    changed: the snapshot holds a declared secret in plain text (written "
+        "before secrets were kept out of snapshots); run pytest with "
+        "--elizon-snapshot-update to write it again"])
+    assert _snapshot(pytester, "old")["status"] == "changed"
+
+
 # -- the pure module ------------------------------------------------------------------------
 
 def _file(tmp_path: Path, text: str) -> snapshots.SnapshotFile:
@@ -364,6 +408,27 @@ def test_statuses_and_what_an_update_writes(tmp_path: Path) -> None:
     assert none.assertion.passed is None
     assert none.record is None
     assert none.write is None
+    # a declared secret: compared, diffed and written as its placeholder, never in plain text
+    hushed = compare(pinned, "c", ["a\nhush-4242\n"], "q", "app:answer", update=True,
+                     secrets=["x", SECRET])
+    assert hushed.write is not None
+    assert hushed.write["output"] == "a\n«elizon-secret:2»\n"
+    assert hushed.record is not None
+    assert hushed.record["diff"].splitlines()[-2:] == ["-b", "+«elizon-secret:2»"]
+    hidden = _pinned(tmp_path, "a «elizon-secret:1»")
+    assert compare(hidden, "c", [f"a {SECRET}"], "q", "app:answer", update=False,
+                   secrets=[SECRET]).assertion.passed is True
+    plain = _pinned(tmp_path, f"a {SECRET}")
+    held = compare(plain, "c", [f"a {SECRET}"], "q", "app:answer", update=False,
+                   secrets=[SECRET])
+    assert held.assertion.passed is False
+    assert held.record is not None
+    assert held.record["note"] == snapshots.HOLDS_SECRET
+    assert "diff" not in held.record
+    assert compare(plain, "c", [f"a {SECRET}"], "q", "app:answer", update=True,
+                   secrets=[SECRET]).write == {
+        "input_sha256": snapshots.input_sha256("q"), "entry": "app:answer",
+        "output_sha256": text_sha256("a «elizon-secret:1»"), "output": "a «elizon-secret:1»"}
     # only the final newline differs: the diff still shows it
     eol = compare(pinned, "c", ["a\nb"], "q", "app:answer", update=False)
     assert eol.record is not None

@@ -191,6 +191,10 @@ class CaseItem(compat.FixtureItem):
         #: when its run must happen: a snapshot update writes what it outputs).
         self.history_extra: dict[str, Any] = {}
         self.resumable = True
+        #: The declared secrets it is checked for (``secrets:`` and the ``elizon_secrets``
+        #: fixture), set at its setup by the probe pack: what a snapshot never stores in
+        #: plain text (docs/contract.md#snapshots).
+        self.secrets: tuple[str, ...] = ()
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, self.line - 1, f"case {self.name}"

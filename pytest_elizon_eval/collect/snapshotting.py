@@ -3,7 +3,8 @@
 :class:`SnapshotCases` runs in every process: at a case's setup it reads the suite's
 snapshot file (once per file; a bad file or a bad entry of the case is the case's
 ``ELIZON_SNAPSHOT_INVALID``), after its run it compares every run's output with the pin
-(:func:`~.snapshots.compare`), and it puts on the case's report what an update run writes
+(:func:`~.snapshots.compare`, in the form that keeps the case's declared secrets out of
+the file), and it puts on the case's report what an update run writes
 and which snapshots of the suite no case uses — and, on the first case's report, the
 snapshot files collection found whose suite file is gone (all of theirs unused).
 :class:`SnapshotWriter` runs only in the
@@ -158,7 +159,7 @@ class SnapshotCases:
             return None
         compared = snapshots.compare(
             file, item.case.id, [_text(a) for a in run.attempts], recorded_input(item.case),
-            item.plan.entry_description, update=self.update)
+            item.plan.entry_description, update=self.update, secrets=item.secrets)
         state.write = compared.write
         return CaseChecks(assertions=(compared.assertion,), snapshot=compared.record)
 

@@ -128,6 +128,7 @@ def pytest_elizon_case_setup(item: CaseItem) -> None:
     ``elizon_secrets`` fixture's (docs/contract.md#security); a bad fixture value fails
     the case's setup."""
     watch = _watch(item)
+    item.secrets = watch.secrets  # for every plugin that stores what the case output
     plan = item.plan
     if plan is not None and plan.replay is not None and watch.secrets:
         # the live values go back in place of the placeholders, so a leak recorded once is

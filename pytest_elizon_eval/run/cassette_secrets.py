@@ -5,18 +5,22 @@ each declared secret (``secrets:`` and the ``elizon_secrets`` fixture) in what t
 point returned with a placeholder naming the secret's place in the case's list,
 ``«elizon-secret:1»``. Replay puts the live value back before the case is checked, so a
 leak recorded once is still a leak on every replay. A cassette recorded before this, that
-holds a secret in plain text, is found on replay and reported. No pytest import here.
+holds a secret in plain text, is found on replay and reported. A snapshot
+(docs/contract.md#snapshots) stores its output in the same form (:func:`scrub_text`), and
+one written before that, that holds a secret in plain text (:func:`text_holds_secret`), is
+reported too. No pytest import here.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .calls import EntryCall
 
-__all__ = ["PLACEHOLDER", "holds_secret", "restore", "scrub"]
+__all__ = ["PLACEHOLDER", "holds_secret", "restore", "scrub", "scrub_text",
+           "text_holds_secret"]
 
 #: What a recording keeps instead of the N-th (1-based) declared secret.
 PLACEHOLDER = "«elizon-secret:{}»"
@@ -36,11 +40,9 @@ def _strings(value: Any, change: Any) -> Any:
     return value
 
 
-def scrub(recording: dict[str, Any], secrets: Sequence[str]) -> dict[str, Any]:
-    """``recording`` (a cassette entry) with each secret's every occurrence, in every string
-    of its runs, replaced by its placeholder."""
-    if not secrets:
-        return recording
+def _scrubber(secrets: Sequence[str]) -> Callable[[str], str]:
+    """What replaces each secret's every occurrence (ignoring case) in a text by its
+    placeholder."""
     # longest first, so a secret inside another is not cut out of it
     order = sorted(range(len(secrets)), key=lambda i: len(secrets[i]), reverse=True)
     pattern = re.compile("|".join(re.escape(secrets[i]) for i in order), re.IGNORECASE)
@@ -50,7 +52,27 @@ def scrub(recording: dict[str, Any], secrets: Sequence[str]) -> dict[str, Any]:
         return pattern.sub(lambda m: PLACEHOLDER.format(folded[m.group().casefold()] + 1),
                            text)
 
-    return {**recording, "runs": _strings(recording["runs"], change)}
+    return change
+
+
+def scrub(recording: dict[str, Any], secrets: Sequence[str]) -> dict[str, Any]:
+    """``recording`` (a cassette entry) with each secret's every occurrence, in every string
+    of its runs, replaced by its placeholder."""
+    if not secrets:
+        return recording
+    return {**recording, "runs": _strings(recording["runs"], _scrubber(secrets))}
+
+
+def scrub_text(text: str, secrets: Sequence[str]) -> str:
+    """``text`` with each secret's every occurrence replaced by its placeholder, as a
+    cassette keeps it: the form a snapshot stores an output in."""
+    return _scrubber(secrets)(text) if secrets else text
+
+
+def text_holds_secret(text: str, secrets: Sequence[str]) -> bool:
+    """Whether ``text`` holds a declared secret in plain text (ignoring case)."""
+    folded = text.casefold()
+    return any(s.casefold() in folded for s in secrets)
 
 
 def _calls(replay: tuple[tuple[EntryCall, ...], ...], change: Any
@@ -80,11 +102,10 @@ def holds_secret(replay: tuple[tuple[EntryCall, ...], ...], secrets: Sequence[st
     if not secrets:
         return False
     found = False
-    folded = [s.casefold() for s in secrets]
 
     def look(text: str) -> str:
         nonlocal found
-        found = found or any(s in text.casefold() for s in folded)
+        found = found or text_holds_secret(text, secrets)
         return text
 
     _calls(replay, look)

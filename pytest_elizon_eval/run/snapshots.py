@@ -4,6 +4,8 @@ A suite's snapshots live in ``__snapshots__/<suite name>.snap.yaml`` beside it
 (docs/contract.md#snapshots): YAML with the cases sorted by id, each pinning the SHA-256
 of the case's input, the entry point's identity, and the output as text (a block scalar
 when it spans lines) with its SHA-256, so a change reads as a diff in a pull request.
+A declared secret never reaches the file: the output is stored, hashed and compared with
+each secret replaced by the placeholder a cassette keeps (:mod:`.cassette_secrets`).
 :func:`compare` says whether this run's output is ``new``, a ``match`` or ``changed``
 (with a unified diff); with ``--elizon-snapshot-update`` it also says what to write, and
 :func:`updated_text` gives the file after the writes and removals (the session's owning
@@ -24,6 +26,7 @@ import yaml
 from .. import errors
 from ..errors import ElizonError
 from ..load.loading import LoadFailed, Problem, YamlMapping, line_of, load_yaml
+from . import cassette_secrets
 from .assertions import AssertionResult
 from .cassette import input_sha256  # one canonical input hash: a cassette's and a snapshot's
 
@@ -42,6 +45,9 @@ _HEADER = ("# Snapshots of {suite}: each case's pinned output (docs/contract.md#
            "# Written by pytest --elizon-snapshot-update; review changes like code.\n")
 
 NEW, MATCH, CHANGED = "new", "match", "changed"
+#: Why a pin written before secrets were kept out of snapshots is ``changed``.
+HOLDS_SECRET = ("the snapshot holds a declared secret in plain text (written before secrets "
+                "were kept out of snapshots)")
 
 
 def snapshot_path(suite: Path) -> Path:
@@ -208,15 +214,18 @@ def _entry_data(current_input: str, entry: str, text: str) -> dict[str, Any]:
 
 
 def compare(file: SnapshotFile, case_id: str, texts: Sequence[str | None],
-            case_input: object, entry: str, *, update: bool) -> Comparison:
+            case_input: object, entry: str, *, update: bool,
+            secrets: Sequence[str] = ()) -> Comparison:
     """Compare the output of every run of a case (None: that run gave no output) with its
     pin. Every run must give the pinned output; with ``update`` a new or changed snapshot
-    is written instead of failing, unless the runs disagree with each other."""
+    is written instead of failing, unless the runs disagree with each other. Outputs are
+    compared, diffed and written with each of the case's declared ``secrets`` replaced by
+    its placeholder; a pin that holds one in plain text is ``changed`` until written again."""
     pin = file.pins.get(case_id)
     where = file.where(pin)
     expected = (f"the output pinned in {where} (sha256 {text_sha256(pin.output)[:12]})"
                 if pin is not None else f"a snapshot of the case in {file.display}")
-    given = [t for t in texts if t is not None]
+    given = [cassette_secrets.scrub_text(t, secrets) for t in texts if t is not None]
     if not given:
         return Comparison(AssertionResult("snapshot", None, expected,
                                           "not checked: there is no output"))
@@ -243,8 +252,10 @@ def compare(file: SnapshotFile, case_id: str, texts: Sequence[str | None],
     if pin.entry != entry:
         notes.append(f"the entry point changed since the snapshot (was {pin.entry!r})")
     input_changed = pin.input_sha256 != current_input
-    differing = [t for t in given if t != pin.output]
-    if not differing and not input_changed:
+    holds_secret = cassette_secrets.text_holds_secret(pin.output, secrets)
+    pinned = cassette_secrets.scrub_text(pin.output, secrets)  # a diff never shows one
+    differing = [t for t in given if t != pinned]
+    if not differing and not input_changed and not holds_secret:
         record["status"] = MATCH
         if notes:
             record["note"] = notes[0]
@@ -255,21 +266,23 @@ def compare(file: SnapshotFile, case_id: str, texts: Sequence[str | None],
         found = f"match{runs}" + (f"; {notes[0]}" if notes else "")
         return Comparison(AssertionResult("snapshot", True, expected, found), record, write)
     record["status"] = CHANGED
-    why = []
+    why = [HOLDS_SECRET] if holds_secret else []
     if input_changed:
         why.append("the case's input changed since the snapshot was taken")
     if differing:
         why.append(f"{len(differing)} of {len(given)} runs differ from it" if len(given) > 1
                    else "the output differs from it")
-        record["diff"] = _diff(pin.output, differing[0], where)
+        record["diff"] = _diff(pinned, differing[0], where)
     record["note"] = "; ".join([*why, *notes])
     if update and not disagree:
         record["updated"] = True
         return Comparison(AssertionResult("snapshot", True, expected,
                                           f"changed: updated in {where} ({record['note']})"),
                           record, _entry_data(current_input, entry, now))
-    found = (f"changed: {record['note']}; " + (not_written if update else
-             "diff below; run pytest with --elizon-snapshot-update to accept it"))
+    accept = ("run pytest with --elizon-snapshot-update to write it again"
+              if holds_secret and not differing else
+              "diff below; run pytest with --elizon-snapshot-update to accept it")
+    found = f"changed: {record['note']}; " + (not_written if update else accept)
     return Comparison(AssertionResult("snapshot", False, expected, found), record)
 
 
