@@ -123,7 +123,8 @@ def test_repeated_cases_get_an_interval_clustered_by_case(
         packages: Packages, pytester: pytest.Pytester) -> None:
     # 6 cases x 4 runs: c01 fails 3 runs, c02 and c03 one each; every case passes at 0.25
     _package(packages, 6, "1:3 2:1 3:1", head="repeat: 4;minPassRate: 0.25")
-    result = pytester.runpytest("--elizon-results=r.json", "--elizon-markdown=s.md")
+    result = pytester.runpytest("--elizon-results=r.json", "--elizon-markdown=s.md",
+                                "--elizon-junit=j.xml")
     assert result.ret == pytest.ExitCode.OK
     suite = _results(pytester.path / "r.json")["suites"][0]
     runs = [[r["outcome"] == "passed" for r in c["runs"]] for c in suite["cases"]]
@@ -137,6 +138,13 @@ def test_repeated_cases_get_an_interval_clustered_by_case(
     assert high - low > (lambda w: w[1] - w[0])(stats.wilson_interval(19, 24))
     result.stdout.fnmatch_lines([f"    pass_rate over runs 0.792 [[]{low:.3f}, {high:.3f}] "
                                  "(95% clustered by case, share of 24 runs of 6 cases)"])
+    # JUnit: the metric is the share of cases, the interval says what it is about (the runs)
+    properties = {p.get("name"): p.get("value")
+                  for p in ET.parse(pytester.path / "j.xml").getroot().iter("property")}
+    assert float(properties["metric.pass_rate"]) == 1.0
+    assert float(properties["interval.pass_rate.estimate"]) == pytest.approx(19 / 24, rel=1e-5)
+    assert float(properties["interval.pass_rate.low"]) == pytest.approx(low, rel=1e-5)
+    assert "interval.mean_latency_ms.estimate" in properties
     # the table's row is the share of cases; its interval cell says it is about the runs
     assert f"| pass_rate | — | 1.000 | 0.792 over runs [{low:.3f}, {high:.3f}] |" \
         in (pytester.path / "s.md").read_text(encoding="utf-8")

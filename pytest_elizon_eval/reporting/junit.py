@@ -129,7 +129,10 @@ def _suite(summary: SuiteSummary) -> TestSuite:
                        for r in summary.results if r.controls})
     # docs/contract.md#intervals: each interval, the baseline test, the detectable drop
     for name, interval in summary.intervals().items():
-        properties.update({f"interval.{name}.low": _number(interval.low),
+        # what the interval is about: the metric itself, or for a repeated pass rate the
+        # share of runs (metric.pass_rate is then the share of cases)
+        properties.update({f"interval.{name}.estimate": _number(interval.estimate),
+                           f"interval.{name}.low": _number(interval.low),
                            f"interval.{name}.high": _number(interval.high),
                            f"interval.{name}.method": interval.method})
     if summary.intervals():
