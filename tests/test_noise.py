@@ -156,11 +156,13 @@ def test_fail_on_regression_fails_only_a_significant_regression(
     root = _package(packages, 10, "", head="repeat: 4;minPassRate: 0.5")
     assert pytester.runpytest("--elizon-results=before.json").ret == pytest.ExitCode.OK
     args = ("--elizon-baseline=before.json", "--elizon-fail-on-regression",
-            "--elizon-results=after.json", "--elizon-markdown=s.md", "--elizon-html=h.html")
+            "--elizon-results=after.json", "--elizon-markdown=s.md", "--elizon-html=h.html",
+            "--elizon-junit=j.xml")
     # one case lost one run in four: within noise, the run passes
     _break(root, "4:1")
     result = pytester.runpytest(*args)
     assert result.ret == pytest.ExitCode.OK
+    assert "regression.fails_run" not in (pytester.path / "j.xml").read_text(encoding="utf-8")
     result.stdout.fnmatch_lines(["  within noise: pkg/eval/suite.yaml pass_rate 1.000 -> 0.975 "
                                  "(-0.025 [[]*], paired t, p=0.343, Holm p=*)"])
     # every case lost runs, each still at minPassRate: every case passes, the suite regressed
@@ -203,6 +205,15 @@ def test_fail_on_regression_fails_only_a_significant_regression(
     assert "  significant regression: pkg/eval/suite.yaml pass_rate 1.000 -> 0.625" in shown
     assert "\nverdict: FAIL — The run's cases passed: " in shown
     assert "--elizon-fail-on-regression fails the run: 1 significant regression" in shown
+    # the JUnit file has no failed case, so its suite says the run failed, and on what
+    suite = ET.parse(pytester.path / "j.xml").getroot().find("testsuite")
+    assert suite is not None
+    assert (suite.get("failures"), suite.get("errors")) == ("0", "0")
+    properties = {p.get("name"): p.get("value") for p in suite.iter("property")}
+    assert (properties["regression.fails_run"], properties["regression.metrics"]) == (
+        "true", "pass_rate")
+    assert float(properties["regression.pass_rate.change"]) == pytest.approx(-0.375)
+    assert float(properties["regression.pass_rate.adjusted_p"]) < 0.05
     # without the flag the same regression is reported, and does not fail the run
     _break(root, " ".join(f"{i}:{2 if i % 2 else 1}" for i in range(1, 11)))
     result = pytester.runpytest("--elizon-baseline=before.json")
