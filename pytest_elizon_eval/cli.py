@@ -206,6 +206,10 @@ def _gate_line(document: Document) -> tuple[str, dict[str, bool]]:
         return (f"MUST-PASS GATE: FAILED — {len(failing)} of {len(gated)} must-pass "
                 f"suite{'s' if len(gated) != 1 else ''} did not pass: {names}",
                 {"red": True, "bold": True})
+    regressed = evidence.failed_regressions(document.data)
+    if regressed:  # the cases passed; --elizon-fail-on-regression failed the run
+        return (f"MUST-PASS GATE: FAILED — significant regression (--elizon-fail-on-regression)"
+                f": {safe(evidence.regression_words(regressed))}", {"red": True, "bold": True})
     if not gated:
         return "MUST-PASS GATE: none (every suite is advisory)", {"yellow": True, "bold": True}
     return (f"MUST-PASS GATE: PASSED — all {len(gated)} must-pass "
@@ -512,9 +516,14 @@ def _verify(args: argparse.Namespace, out: Out) -> int:
                           f"does not hold: {safe(exc)}")
     if args.require_pass:
         failing = [s for s in document.aggregate.suites() if s.verdict == "fail"]
-        if failing:
+        # a run --elizon-fail-on-regression failed fails the gate as a failed suite does
+        regressed = evidence.failed_regressions(document.data)
+        if failing or regressed:
             parts = [f"{safe(s.info.path)} ({s.info.gate}) passed {s.count(PASSED)} of "
                      f"{len(s.results)}" for s in failing]
+            if regressed:
+                parts.append("significant regression (--elizon-fail-on-regression): "
+                             + safe(evidence.regression_words(regressed)))
             honoured = _honoured_override(document, approver, errors)
             if honoured is None:
                 errors.append(f"{EVALUATION_GATE_FAILED}: {'; '.join(parts)}")

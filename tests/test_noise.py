@@ -214,6 +214,21 @@ def test_fail_on_regression_fails_only_a_significant_regression(
         "true", "pass_rate")
     assert float(properties["regression.pass_rate.change"]) == pytest.approx(-0.375)
     assert float(properties["regression.pass_rate.adjusted_p"]) < 0.05
+    # the run failed: verify --require-pass says so, and a person can override it
+    after = str(pytester.path / "after.json")
+    assert cli.main(["verify", after, "--require-pass"]) == 1
+    assert capsys.readouterr().err.startswith(
+        "EVALUATION_GATE_FAILED: significant regression (--elizon-fail-on-regression): "
+        "pkg/eval/suite.yaml pass_rate -0.375 (Holm p=")
+    from pytest_elizon_eval.trust import signing
+
+    private, public, _ = signing.generate(pytester.path / "keys")
+    assert cli.main(["override", after, "--approver", "Alice", "--reason", "accepted",
+                     "--sign-key", str(private)]) == 0
+    made = _results(pytester.path / "after.json.override.json")
+    assert (made["failed_suites"], made["failed_regressions"][0]["metric"]) == ([], "pass_rate")
+    assert cli.main(["verify", after, "--require-pass", "--approver-key", str(public)]) == 0
+    assert "must-pass gate failed, overridden by Alice: accepted" in capsys.readouterr().out
     # without the flag the same regression is reported, and does not fail the run
     _break(root, " ".join(f"{i}:{2 if i % 2 else 1}" for i in range(1, 11)))
     result = pytester.runpytest("--elizon-baseline=before.json")
