@@ -306,7 +306,9 @@ def _show(args: argparse.Namespace, out: Out) -> int:
 
 def _diff(args: argparse.Namespace, out: Out) -> int:
     old, new = _document(Path(args.old)), _document(Path(args.new))
-    regression = compare(old.data, new.aggregate, str(old.path))
+    # paired and gated as --elizon-fail-on-regression does (reporting/regression.py)
+    regression = compare(old.data, new.aggregate, str(old.path),
+                         fail_on_regression=args.fail_on_regression)
     counts = regression.counts()
     out.line(f"{safe(old.path)} -> {safe(new.path)}: "
              + ", ".join(f"{n} {kind}" for kind, n in counts.items()), {"bold": True})
@@ -332,9 +334,17 @@ def _diff(args: argparse.Namespace, out: Out) -> int:
                  f"[{change.low:+.3g}, {change.high:+.3g}] ({change.test}, p={change.p_value:.3g}, "
                  f"Holm p={change.adjusted_p:.3g})",
                  {"red": change.regressed, "green": change.significant and not change.regressed})
+    failed = False
     if args.fail_on_regression and counts["regressed"]:
         out.line(f"{counts['regressed']} case{'s' if counts['regressed'] != 1 else ''} "
                  "regressed (--fail-on-regression)", {"red": True, "bold": True})
+        failed = True
+    if regression.fails_run:  # a significant regression, as pytest's flag fails the run on
+        out.line(safe(regression.verdict_note().replace("--elizon-fail-on-regression",
+                                                        "--fail-on-regression", 1)),
+                 {"red": True, "bold": True})
+        failed = True
+    if failed:
         return EXIT_NO
     return EXIT_OK
 

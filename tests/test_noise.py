@@ -214,8 +214,12 @@ def test_fail_on_regression_fails_only_a_significant_regression(
         "true", "pass_rate")
     assert float(properties["regression.pass_rate.change"]) == pytest.approx(-0.375)
     assert float(properties["regression.pass_rate.adjusted_p"]) < 0.05
+    # elizon-eval diff fails on the same significant regression, though no case regressed
+    before, after = str(pytester.path / "before.json"), str(pytester.path / "after.json")
+    assert cli.main(["diff", before, after, "--fail-on-regression"]) == 1
+    assert ("--fail-on-regression fails the run: 1 significant regression of must-pass "
+            "suites since ") in capsys.readouterr().out
     # the run failed: verify --require-pass says so, and a person can override it
-    after = str(pytester.path / "after.json")
     assert cli.main(["verify", after, "--require-pass"]) == 1
     assert capsys.readouterr().err.startswith(
         "EVALUATION_GATE_FAILED: significant regression (--elizon-fail-on-regression): "
