@@ -206,6 +206,10 @@ def _gate_line(document: Document) -> tuple[str, dict[str, bool]]:
         return (f"MUST-PASS GATE: FAILED — {len(failing)} of {len(gated)} must-pass "
                 f"suite{'s' if len(gated) != 1 else ''} did not pass: {names}",
                 {"red": True, "bold": True})
+    regressed = evidence.failed_regressions(document.data)
+    if regressed:  # the cases passed; --elizon-fail-on-regression failed the run
+        return (f"MUST-PASS GATE: FAILED — significant regression (--elizon-fail-on-regression)"
+                f": {safe(evidence.regression_words(regressed))}", {"red": True, "bold": True})
     if not gated:
         return "MUST-PASS GATE: none (every suite is advisory)", {"yellow": True, "bold": True}
     return (f"MUST-PASS GATE: PASSED — all {len(gated)} must-pass "
@@ -302,7 +306,9 @@ def _show(args: argparse.Namespace, out: Out) -> int:
 
 def _diff(args: argparse.Namespace, out: Out) -> int:
     old, new = _document(Path(args.old)), _document(Path(args.new))
-    regression = compare(old.data, new.aggregate, str(old.path))
+    # paired and gated as --elizon-fail-on-regression does (reporting/regression.py)
+    regression = compare(old.data, new.aggregate, str(old.path),
+                         fail_on_regression=args.fail_on_regression)
     counts = regression.counts()
     out.line(f"{safe(old.path)} -> {safe(new.path)}: "
              + ", ".join(f"{n} {kind}" for kind, n in counts.items()), {"bold": True})
@@ -328,9 +334,17 @@ def _diff(args: argparse.Namespace, out: Out) -> int:
                  f"[{change.low:+.3g}, {change.high:+.3g}] ({change.test}, p={change.p_value:.3g}, "
                  f"Holm p={change.adjusted_p:.3g})",
                  {"red": change.regressed, "green": change.significant and not change.regressed})
+    failed = False
     if args.fail_on_regression and counts["regressed"]:
         out.line(f"{counts['regressed']} case{'s' if counts['regressed'] != 1 else ''} "
                  "regressed (--fail-on-regression)", {"red": True, "bold": True})
+        failed = True
+    if regression.fails_run:  # a significant regression, as pytest's flag fails the run on
+        out.line(safe(regression.verdict_note().replace("--elizon-fail-on-regression",
+                                                        "--fail-on-regression", 1)),
+                 {"red": True, "bold": True})
+        failed = True
+    if failed:
         return EXIT_NO
     return EXIT_OK
 
@@ -512,9 +526,14 @@ def _verify(args: argparse.Namespace, out: Out) -> int:
                           f"does not hold: {safe(exc)}")
     if args.require_pass:
         failing = [s for s in document.aggregate.suites() if s.verdict == "fail"]
-        if failing:
+        # a run --elizon-fail-on-regression failed fails the gate as a failed suite does
+        regressed = evidence.failed_regressions(document.data)
+        if failing or regressed:
             parts = [f"{safe(s.info.path)} ({s.info.gate}) passed {s.count(PASSED)} of "
                      f"{len(s.results)}" for s in failing]
+            if regressed:
+                parts.append("significant regression (--elizon-fail-on-regression): "
+                             + safe(evidence.regression_words(regressed)))
             honoured = _honoured_override(document, approver, errors)
             if honoured is None:
                 errors.append(f"{EVALUATION_GATE_FAILED}: {'; '.join(parts)}")

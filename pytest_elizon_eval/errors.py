@@ -113,7 +113,8 @@ CODES: tuple[Code, ...] = (
          "acknowledge got no 'yes' (or had no terminal to ask on), or verify --require-ack "
          "found no RESULTS.ack.json for exactly this document"),
     Code(EVALUATION_GATE_FAILED, "elizon-eval",
-         "verify --require-pass: a must-pass suite did not pass (recomputed from the cases)"),
+         "verify --require-pass: a must-pass suite did not pass (recomputed from the cases), or "
+         "--elizon-fail-on-regression failed the run on a significant regression"),
     Code(ELIZON_SNAPSHOT_INVALID, "case",
          "a case with expect.snapshot: its suite's __snapshots__ file is not valid YAML or not "
          "a snapshot file, or the case's entry has a wrong key or type or an output_sha256 "

@@ -123,7 +123,8 @@ def test_repeated_cases_get_an_interval_clustered_by_case(
         packages: Packages, pytester: pytest.Pytester) -> None:
     # 6 cases x 4 runs: c01 fails 3 runs, c02 and c03 one each; every case passes at 0.25
     _package(packages, 6, "1:3 2:1 3:1", head="repeat: 4;minPassRate: 0.25")
-    result = pytester.runpytest("--elizon-results=r.json", "--elizon-markdown=s.md")
+    result = pytester.runpytest("--elizon-results=r.json", "--elizon-markdown=s.md",
+                                "--elizon-junit=j.xml")
     assert result.ret == pytest.ExitCode.OK
     suite = _results(pytester.path / "r.json")["suites"][0]
     runs = [[r["outcome"] == "passed" for r in c["runs"]] for c in suite["cases"]]
@@ -137,6 +138,13 @@ def test_repeated_cases_get_an_interval_clustered_by_case(
     assert high - low > (lambda w: w[1] - w[0])(stats.wilson_interval(19, 24))
     result.stdout.fnmatch_lines([f"    pass_rate over runs 0.792 [[]{low:.3f}, {high:.3f}] "
                                  "(95% clustered by case, share of 24 runs of 6 cases)"])
+    # JUnit: the metric is the share of cases, the interval says what it is about (the runs)
+    properties = {p.get("name"): p.get("value")
+                  for p in ET.parse(pytester.path / "j.xml").getroot().iter("property")}
+    assert float(properties["metric.pass_rate"]) == 1.0
+    assert float(properties["interval.pass_rate.estimate"]) == pytest.approx(19 / 24, rel=1e-5)
+    assert float(properties["interval.pass_rate.low"]) == pytest.approx(low, rel=1e-5)
+    assert "interval.mean_latency_ms.estimate" in properties
     # the table's row is the share of cases; its interval cell says it is about the runs
     assert f"| pass_rate | — | 1.000 | 0.792 over runs [{low:.3f}, {high:.3f}] |" \
         in (pytester.path / "s.md").read_text(encoding="utf-8")
@@ -148,11 +156,13 @@ def test_fail_on_regression_fails_only_a_significant_regression(
     root = _package(packages, 10, "", head="repeat: 4;minPassRate: 0.5")
     assert pytester.runpytest("--elizon-results=before.json").ret == pytest.ExitCode.OK
     args = ("--elizon-baseline=before.json", "--elizon-fail-on-regression",
-            "--elizon-results=after.json", "--elizon-markdown=s.md", "--elizon-html=h.html")
+            "--elizon-results=after.json", "--elizon-markdown=s.md", "--elizon-html=h.html",
+            "--elizon-junit=j.xml")
     # one case lost one run in four: within noise, the run passes
     _break(root, "4:1")
     result = pytester.runpytest(*args)
     assert result.ret == pytest.ExitCode.OK
+    assert "regression.fails_run" not in (pytester.path / "j.xml").read_text(encoding="utf-8")
     result.stdout.fnmatch_lines(["  within noise: pkg/eval/suite.yaml pass_rate 1.000 -> 0.975 "
                                  "(-0.025 [[]*], paired t, p=0.343, Holm p=*)"])
     # every case lost runs, each still at minPassRate: every case passes, the suite regressed
@@ -195,6 +205,34 @@ def test_fail_on_regression_fails_only_a_significant_regression(
     assert "  significant regression: pkg/eval/suite.yaml pass_rate 1.000 -> 0.625" in shown
     assert "\nverdict: FAIL — The run's cases passed: " in shown
     assert "--elizon-fail-on-regression fails the run: 1 significant regression" in shown
+    # the JUnit file has no failed case, so its suite says the run failed, and on what
+    suite = ET.parse(pytester.path / "j.xml").getroot().find("testsuite")
+    assert suite is not None
+    assert (suite.get("failures"), suite.get("errors")) == ("0", "0")
+    properties = {p.get("name"): p.get("value") for p in suite.iter("property")}
+    assert (properties["regression.fails_run"], properties["regression.metrics"]) == (
+        "true", "pass_rate")
+    assert float(properties["regression.pass_rate.change"]) == pytest.approx(-0.375)
+    assert float(properties["regression.pass_rate.adjusted_p"]) < 0.05
+    # elizon-eval diff fails on the same significant regression, though no case regressed
+    before, after = str(pytester.path / "before.json"), str(pytester.path / "after.json")
+    assert cli.main(["diff", before, after, "--fail-on-regression"]) == 1
+    assert ("--fail-on-regression fails the run: 1 significant regression of must-pass "
+            "suites since ") in capsys.readouterr().out
+    # the run failed: verify --require-pass says so, and a person can override it
+    assert cli.main(["verify", after, "--require-pass"]) == 1
+    assert capsys.readouterr().err.startswith(
+        "EVALUATION_GATE_FAILED: significant regression (--elizon-fail-on-regression): "
+        "pkg/eval/suite.yaml pass_rate -0.375 (Holm p=")
+    from pytest_elizon_eval.trust import signing
+
+    private, public, _ = signing.generate(pytester.path / "keys")
+    assert cli.main(["override", after, "--approver", "Alice", "--reason", "accepted",
+                     "--sign-key", str(private)]) == 0
+    made = _results(pytester.path / "after.json.override.json")
+    assert (made["failed_suites"], made["failed_regressions"][0]["metric"]) == ([], "pass_rate")
+    assert cli.main(["verify", after, "--require-pass", "--approver-key", str(public)]) == 0
+    assert "must-pass gate failed, overridden by Alice: accepted" in capsys.readouterr().out
     # without the flag the same regression is reported, and does not fail the run
     _break(root, " ".join(f"{i}:{2 if i % 2 else 1}" for i in range(1, 11)))
     result = pytester.runpytest("--elizon-baseline=before.json")

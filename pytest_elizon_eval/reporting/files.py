@@ -56,7 +56,7 @@ def write_all(aggregate: Aggregate, regression: Regression | None, settings: Set
     def write_junit(path: Path) -> None:
         from . import junit  # deferred: costs import time on every run, needed by few
 
-        _write(path, junit.render(aggregate))
+        _write(path, junit.render(aggregate, regression))
 
     def write_results(path: Path) -> None:
         from . import results  # deferred: costs import time on every run, needed by few

@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from junit_xml import TestCase, TestSuite
 
+    from .regression import Regression
+
 from ..decide.outcomes import (
     ERROR,
     FAILED,
@@ -115,7 +117,7 @@ def _case(summary: SuiteSummary, result: CaseResult) -> TestCase:
     return case
 
 
-def _suite(summary: SuiteSummary) -> TestSuite:
+def _suite(summary: SuiteSummary, regression: Regression | None = None) -> TestSuite:
     from junit_xml import TestSuite  # deferred: costs import time on every run, needed by few
 
     info = summary.info
@@ -129,7 +131,10 @@ def _suite(summary: SuiteSummary) -> TestSuite:
                        for r in summary.results if r.controls})
     # docs/contract.md#intervals: each interval, the baseline test, the detectable drop
     for name, interval in summary.intervals().items():
-        properties.update({f"interval.{name}.low": _number(interval.low),
+        # what the interval is about: the metric itself, or for a repeated pass rate the
+        # share of runs (metric.pass_rate is then the share of cases)
+        properties.update({f"interval.{name}.estimate": _number(interval.estimate),
+                           f"interval.{name}.low": _number(interval.low),
                            f"interval.{name}.high": _number(interval.high),
                            f"interval.{name}.method": interval.method})
     if summary.intervals():
@@ -140,6 +145,17 @@ def _suite(summary: SuiteSummary) -> TestSuite:
     drop = summary.detectable_drop()
     if drop is not None:
         properties["detectable_drop"] = _number(drop.drop) or "none"
+    # docs/contract.md#significant-regressions: a run --elizon-fail-on-regression failed has
+    # no failed test case, so every suite says so, and the suites that regressed say on what
+    if regression is not None and regression.fails_run:
+        properties["regression.fails_run"] = "true"
+        rows = [r for r in regression.blocking() if r.suite == info.path]
+        if rows:
+            properties["regression.metrics"] = ",".join(r.metric for r in rows)
+        for found in rows:
+            properties.update({f"regression.{found.metric}.change": _number(found.change),
+                               f"regression.{found.metric}.adjusted_p":
+                               _number(found.adjusted_p)})
     return TestSuite(
         name=f"{info.package or 'elizon'}: {info.path}",
         test_cases=[_case(summary, r) for r in summary.results],
@@ -149,12 +165,13 @@ def _suite(summary: SuiteSummary) -> TestSuite:
     )
 
 
-def render(aggregate: Aggregate) -> str:
-    """The whole JUnit document."""
+def render(aggregate: Aggregate, regression: Regression | None = None) -> str:
+    """The whole JUnit document; with ``regression`` (--elizon-baseline), the suites say
+    when --elizon-fail-on-regression failed the run."""
     from junit_xml import (
         to_xml_report_string,  # deferred: costs import time on every run, needed by few
     )
 
-    text: str = to_xml_report_string([_suite(s) for s in aggregate.suites()], prettyprint=True,
-                                     encoding="utf-8")
+    text: str = to_xml_report_string([_suite(s, regression) for s in aggregate.suites()],
+                                     prettyprint=True, encoding="utf-8")
     return snapshot_reports.junit_properties(text, aggregate)

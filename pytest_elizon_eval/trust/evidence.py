@@ -39,10 +39,12 @@ __all__ = [
     "ack_path",
     "acknowledgement",
     "check_acknowledgement",
+    "failed_regressions",
     "merge",
     "read_document",
     "read_json_file",
     "regression_of",
+    "regression_words",
     "replace_file",
 ]
 
@@ -207,6 +209,20 @@ def regression_of(data: Mapping[str, Any]) -> Regression | None:
     return Regression(found["baseline_file"], changes, tuple(found["changed_suites"]),
                       significance=significance, must_pass=must_pass,
                       fail_on_regression=bool(found.get("fails_run")))
+
+
+def failed_regressions(data: Mapping[str, Any]) -> list[SignificantChange]:
+    """The significant regressions that failed the run (``--elizon-fail-on-regression``,
+    ``regression.fails_run``), recomputed as the run did (reporting/regression.py): they
+    fail the must-pass gate as a failed suite does; empty when they did not fail it."""
+    regression = regression_of(data)
+    return regression.blocking() if regression is not None and regression.fails_run else []
+
+
+def regression_words(rows: Sequence[SignificantChange]) -> str:
+    """How verify and override name the regressions that failed the run."""
+    return ", ".join(f"{r.suite} {r.metric} {r.change:+.3g} (Holm p={r.adjusted_p:.3g})"
+                     for r in rows)
 
 
 def replace_file(path: Path, text: str) -> None:

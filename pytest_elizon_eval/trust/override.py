@@ -17,7 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from . import signing
-from .evidence import MAX_SMALL_BYTES, Document, EvidenceError, read_json_file
+from .evidence import (
+    MAX_SMALL_BYTES,
+    Document,
+    EvidenceError,
+    failed_regressions,
+    read_json_file,
+)
 
 __all__ = ["OVERRIDE_FORMAT", "check_signed", "find", "make", "override_path", "sign",
            "summary"]
@@ -66,10 +72,12 @@ def _text(value: str, name: str) -> str:
 
 def make(document: Document, *, approver: str, reason: str, at: str,
          key: signing.SigningKey) -> dict[str, Any]:
-    """The signed override of ``document``'s failed gate; EvidenceError when the gate passed
-    (there is nothing to override) or a name is empty."""
+    """The signed override of ``document``'s failed gate (failed suites, or significant
+    regressions that failed the run under --elizon-fail-on-regression); EvidenceError when
+    the gate passed (there is nothing to override) or a name is empty."""
     failing = [s for s in document.aggregate.suites() if s.verdict == "fail"]
-    if not failing:
+    regressed = failed_regressions(document.data)
+    if not failing and not regressed:
         raise EvidenceError("the must-pass gate passed: there is nothing to override")
     found = document.data.get("provenance") or {}
     body = {
@@ -82,6 +90,10 @@ def make(document: Document, *, approver: str, reason: str, at: str,
         "failed_suites": [{"path": s.info.path, "gate": s.info.gate,
                            "passed": s.count("passed"), "cases": len(s.results)}
                           for s in failing],
+        # the significant regressions --elizon-fail-on-regression failed the run on
+        **({"failed_regressions": [{"suite": r.suite, "metric": r.metric,
+                                    "change": r.change, "adjusted_p": r.adjusted_p}
+                                   for r in regressed]} if regressed else {}),
         # what was run, so the override says on its own what it approved
         "provenance": {"created": document.data["created"],
                        "plugin": found.get("plugin"), "started": found.get("started"),
