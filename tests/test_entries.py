@@ -184,8 +184,8 @@ def test_leftover_processes_are_killed_and_a_case_never_passes_late(
                                              "--elizon-concurrency=2",
                                              "--elizon-results=answers.json", timeout=120)
     assert answered.parseoutcomes() == {"passed": 2}
-    # 3 s: time for the scripts to note their processes on a loaded machine; they never answer
-    hung = pytester.runpytest_subprocess("hangs", "--elizon-timeout=3", "--elizon-concurrency=2",
+    # 2 s: time for the scripts to note their processes on a loaded machine; they never answer
+    hung = pytester.runpytest_subprocess("hangs", "--elizon-timeout=2", "--elizon-concurrency=2",
                                          "--elizon-results=hangs.json", timeout=120)
     assert hung.parseoutcomes() == {"timeout": 2}
     outcomes = {**results(pytester, "answers.json"), **results(pytester, "hangs.json")}

@@ -96,11 +96,17 @@ def load(path: Path) -> dict[str, Any]:
     return check(read_json(path))
 
 
+@cache
+def _validator() -> Any:
+    """The schema's validator, built once: building it resolves the whole schema."""
+    import jsonschema  # deferred: costs import time on every run, needed by few
+    return jsonschema.Draft202012Validator(schema())
+
+
 def check(data: Any) -> dict[str, Any]:
     """``data`` if it fits the results schema; ``ValueError`` says where it does not."""
     import jsonschema  # deferred: costs import time on every run, needed by few
-    error = jsonschema.exceptions.best_match(
-        jsonschema.Draft202012Validator(schema()).iter_errors(data))
+    error = jsonschema.exceptions.best_match(_validator().iter_errors(data))
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "the top level"
         raise ValueError(f"not a pytest-elizon-eval results file (at {where}: "
