@@ -370,3 +370,18 @@ def test_judge_scores_and_latencies_of_repeated_cases_are_clustered_by_case() ->
     rows = {r.metric: r for r in aggregate.suites()[0].baseline_rows()}
     assert rows["judge_score"].interval == judge
     assert "mean_cost_usd" not in found  # nothing measured, no interval
+
+
+def test_a_significant_change_of_a_metric_that_never_gates_says_so() -> None:
+    from pytest_elizon_eval.reporting.regression import shown_verdict
+    from pytest_elizon_eval.reporting.significance import SignificantChange
+
+    def row(metric: str, after: float, p: float) -> SignificantChange:
+        return SignificantChange("s.yaml", metric, "paired t", 20, 1.0, after, 0.001, 0.002, p,
+                                 p, 0.05, metric != "mean_latency_ms")
+
+    # a microsecond of latency, significant but never gating: worded as such
+    assert shown_verdict(row("mean_latency_ms", 1.003, 0.001)) == \
+        "significant regression (not gated)"
+    assert shown_verdict(row("judge_score", 0.9, 0.001)) == "significant regression"
+    assert shown_verdict(row("mean_latency_ms", 1.003, 0.5)) == "within noise"

@@ -22,7 +22,7 @@ from ..text import cap, visible
 from . import compliance, judges, repeats, security, snapshot_reports
 from .aggregate import Aggregate, SuiteSummary, format_metric
 from .intervals import comparison_text, interval_cell, summary_sentences
-from .regression import Regression
+from .regression import Regression, shown_verdict
 from .regression import verdict as run_verdict
 from .usage_text import usage_line
 
@@ -175,7 +175,7 @@ def render(aggregate: Aggregate, regression: Regression | None = None,
                         f"{format_metric(row.before, row.metric)} | "
                         f"{format_metric(row.after, row.metric)} | {row.change:+.3g} "
                         f"[{row.low:+.3g}, {row.high:+.3g}] | {row.p_value:.3g} "
-                        f"({row.adjusted_p:.3g}) | {mark}{row.verdict} |", optional=True)
+                        f"({row.adjusted_p:.3g}) | {mark}{shown_verdict(row)} |", optional=True)
             doc.add("")
         if regression.fails_run:
             doc.add(f"❌ {cell(regression.verdict_note())}\n")

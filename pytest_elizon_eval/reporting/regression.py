@@ -13,7 +13,8 @@ from ..measures.suite import RAG_METRICS, direction
 from .aggregate import COST_METRICS, Aggregate
 from .significance import SignificantChange, of_file, of_result, suite_changes
 
-__all__ = ["CHANGES", "CaseChange", "MetricChange", "Regression", "compare", "verdict"]
+__all__ = ["CHANGES", "CaseChange", "MetricChange", "Regression", "compare", "shown_verdict",
+           "verdict"]
 
 #: The metrics --elizon-fail-on-regression gates on: the answers' quality.
 GATED = ("pass_rate", "judge_score", "accuracy", *RAG_METRICS)
@@ -129,6 +130,15 @@ def _change(before: str | None, after: str | None) -> str:
     if (before == PASSED) == (after == PASSED):
         return "unchanged"
     return "improved" if after == PASSED else "regressed"
+
+
+def shown_verdict(change: SignificantChange) -> str:
+    """A significance row's verdict as reports word it: a significant change of a metric that
+    never gates (latency, cost, tokens) says so, so a microsecond of latency does not read
+    as a regression that failed anything."""
+    if change.significant and change.metric not in GATED:
+        return f"{change.verdict} (not gated)"
+    return change.verdict
 
 
 def verdict(aggregate: Aggregate, regression: Regression | None) -> tuple[bool, str]:

@@ -60,6 +60,8 @@ def _baseline_table(summary: SuiteSummary) -> list[Line]:
 
 
 def _regression(regression: Regression) -> list[Line]:
+    from .regression import shown_verdict  # deferred: only a run with a baseline loads it
+
     counts = ", ".join(f"{n} {kind}" for kind, n in regression.counts().items())
     lines: list[Line] = [(f"since {regression.baseline_file}: {counts}", {"bold": True})]
     lines.extend((f"  suite file changed: {path}", {"yellow": True})
@@ -72,7 +74,8 @@ def _regression(regression: Regression) -> list[Line]:
                   f"{format_metric(m.after, m.metric)}",
                   {"red": m.regressed, "green": not m.regressed})
                  for m in regression.metric_changes)
-    lines.extend((f"  {c.verdict}: {c.suite} {c.metric} {format_metric(c.before, c.metric)} -> "
+    lines.extend((f"  {shown_verdict(c)}: {c.suite} {c.metric} "
+                  f"{format_metric(c.before, c.metric)} -> "
                   f"{format_metric(c.after, c.metric)} ({c.change:+.3g} [{c.low:+.3g}, "
                   f"{c.high:+.3g}], {c.test}, p={c.p_value:.3g}, Holm p={c.adjusted_p:.3g})",
                   {"red": c.regressed, "green": c.significant and not c.regressed})
