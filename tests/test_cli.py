@@ -35,6 +35,11 @@ LATENCY_METRICS = {"mean_latency_ms", "p50_latency_ms", "p95_latency_ms", "max_l
 def _env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("GITHUB_", "ELIZON_", "PYTEST_"))}
+    # pytest in the workflow's steps loads the plugins a user's install has (ours and
+    # pytest-xdist's), not every test-only one installed here: each of hypothesis' and the
+    # SDKs' plugins costs every process and xdist worker a start-up of its own
+    env.update(PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
+               PYTEST_PLUGINS="pytest_elizon_eval.plugin,xdist.plugin,xdist.looponfail")
     env.update(extra)
     return env
 

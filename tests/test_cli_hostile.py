@@ -21,14 +21,9 @@ import pytest
 from pytest_elizon_eval.reporting import results
 from pytest_elizon_eval.trust import evidence, signing
 
+from .test_cli import _env  # the environment of a CI step: the plugins a user has
+
 SCRIPT = Path(sys.executable).with_name("elizon-eval")
-
-
-def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("GITHUB_", "ELIZON_", "PYTEST_"))}
-    env.update(extra)
-    return env
 
 
 def run(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
