@@ -12,8 +12,6 @@ the tests against scikit-learn, statsmodels and scipy. No pytest import here.
 from __future__ import annotations
 
 import contextlib
-import csv
-import io
 import json
 import math
 from collections import Counter
@@ -21,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .load.datafiles import CsvProblem, csv_records
 from .stats import normal_quantile
 
 __all__ = [
@@ -230,30 +229,19 @@ def _rows(data: bytes, display: str, suffix: str) -> list[tuple[int, dict[str, A
     found: list[tuple[int, dict[str, Any]]] = []
     problems: list[str] = []
     if suffix == ".csv":
-        reader = csv.reader(io.StringIO(text, newline=""), strict=True)
         header: list[str] | None = None
-        consumed = 0
-        while True:
-            start = consumed + 1
-            try:
-                record = next(reader)
-            except StopIteration:
-                break
-            except csv.Error as exc:
-                problems.append(f"{display}:{reader.line_num or start}: not CSV: {exc}")
-                break
-            consumed = reader.line_num
-            if not any(cell.strip() for cell in record):
-                continue
-            if header is None:
-                header = [cell.strip() for cell in record]
-                continue
-            if len(record) > len(header):
-                problems.append(f"{display}:{start}: {len(record)} cells, but the header "
-                                f"names {len(header)} columns")
-                continue
-            found.append((start, {k: v for k, v in zip(header, record, strict=False)
-                                  if v != ""}))
+        try:
+            for start, record in csv_records(text):
+                if header is None:
+                    header = [cell.strip() for cell in record]
+                elif len(record) > len(header):
+                    problems.append(f"{display}:{start}: {len(record)} cells, but the header "
+                                    f"names {len(header)} columns")
+                else:
+                    found.append((start, {k: v for k, v in zip(header, record, strict=False)
+                                          if v != ""}))
+        except CsvProblem as exc:
+            problems.append(f"{display}:{exc.line}: {exc.message}")
     elif suffix == ".jsonl":
         for number, raw in enumerate(text.split("\n"), 1):
             if not raw.strip():

@@ -17,6 +17,7 @@ import io
 import json
 import re
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -238,56 +239,79 @@ def _csv(text: str) -> YamlMapping:
             csv.field_size_limit(before)
 
 
-def _csv_rows(text: str) -> YamlMapping:
+class CsvProblem(Exception):
+    """A record the csv module cannot read, at the line it starts on."""
+
+    def __init__(self, line: int, message: str) -> None:
+        super().__init__(message)
+        self.line = line
+        self.message = message
+
+
+def csv_records(text: str) -> Iterator[tuple[int, list[str]]]:
+    """(line, cells) of each record of a CSV text that has a non-blank cell, numbered by the
+    line the record starts on (a quoted cell may span lines); CsvProblem at the first record
+    that is not CSV. Data files and judge-alignment labels files read CSV through this."""
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-    rows: list[YamlMapping] = []
-    lines: list[int] = []
-    problems: list[Problem] = []
-    header: list[str] | None = None
     consumed = 0
     while True:
         start = consumed + 1
         try:
             record = next(reader)
         except StopIteration:
-            break
+            return
         except csv.Error as exc:
-            problems.append(Problem(reader.line_num or start, f"not CSV: {exc}"))
-            break
+            raise CsvProblem(reader.line_num or start, f"not CSV: {exc}") from None
         consumed = reader.line_num
-        if not any(cell.strip() for cell in record):
-            continue
-        if header is None:
-            header = [cell.strip() for cell in record]
-            empty = [i + 1 for i, c in enumerate(header) if not c]
-            repeated = sorted({c for c in header if c and header.count(c) > 1})
-            if empty:
-                problems.append(Problem(start, f"header: column {empty[0]} has no name"))
-            if repeated:
-                problems.append(Problem(start, f"header: column {repeated[0]!r} is repeated"))
-            if "id" not in header:
-                problems.append(Problem(start, "header: no 'id' column; a case needs an id"))
-            if problems:
-                break
-            continue
-        if len(record) > len(header):
-            problems.append(Problem(start, f"row: {len(record)} cells, but the header names "
-                                           f"{len(header)} columns"))
-            continue
-        try:
-            row = {column: _cell(column, cell) for column, cell in zip(header, record,
-                                                                         strict=False)
-                   if cell != ""}
-            rows.append(_case(row, start))
-            lines.append(start)
-        except _RowProblem as exc:
-            problems.append(Problem(start, f"row: {exc}"))
+        if any(cell.strip() for cell in record):
+            yield start, record
+
+
+def _csv_rows(text: str) -> YamlMapping:
+    rows: list[YamlMapping] = []
+    lines: list[int] = []
+    problems: list[Problem] = []
+    header: list[str] | None = None
+    try:
+        for start, record in csv_records(text):
+            if header is None:
+                header = [cell.strip() for cell in record]
+                problems.extend(_header_problems(start, header))
+                if problems:
+                    break
+                continue
+            if len(record) > len(header):
+                problems.append(Problem(start, f"row: {len(record)} cells, but the header "
+                                               f"names {len(header)} columns"))
+                continue
+            try:
+                row = {column: _cell(column, cell)
+                       for column, cell in zip(header, record, strict=False) if cell != ""}
+                rows.append(_case(row, start))
+                lines.append(start)
+            except _RowProblem as exc:
+                problems.append(Problem(start, f"row: {exc}"))
+    except CsvProblem as exc:
+        problems.append(Problem(exc.line, exc.message))
     if header is None and not problems:
         problems.append(Problem(None, "file is empty; a .csv suite needs a header row "
                                       "(id, input, expect, …) and one row per case"))
     if problems:
         raise LoadFailed(problems)
     return _suite(rows, lines)
+
+
+def _header_problems(line: int, header: list[str]) -> list[Problem]:
+    empty = [i + 1 for i, c in enumerate(header) if not c]
+    repeated = sorted({c for c in header if c and header.count(c) > 1})
+    problems = []
+    if empty:
+        problems.append(Problem(line, f"header: column {empty[0]} has no name"))
+    if repeated:
+        problems.append(Problem(line, f"header: column {repeated[0]!r} is repeated"))
+    if "id" not in header:
+        problems.append(Problem(line, "header: no 'id' column; a case needs an id"))
+    return problems
 
 
 _READERS = {".jsonl": _jsonl, ".json": _json_array, ".csv": _csv}
