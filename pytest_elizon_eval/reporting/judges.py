@@ -138,11 +138,9 @@ def terminal_lines(aggregate: Aggregate) -> list[tuple[str, dict[str, bool]]]:
     usage = usage_line(aggregate)
     if usage:
         lines.append((usage, {}))
-    for title, found in (("judge failures counted as advisory:", advisory_grades(aggregate)),
-                         ("inconsistent judge grades:", inconsistent_grades(aggregate))):
-        if found:
-            lines.append((title, {"yellow": True}))
-            lines.extend((f"  {line}", {}) for line in found)
+    for title, found in _flagged(aggregate):
+        lines.append((f"{title[0].lower()}{title[1:]}:", {"yellow": True}))
+        lines.extend((f"  {line}", {}) for line in found)
     records = alignments(aggregate)
     if records:
         lines.append(("judge alignment:", {"bold": True}))
@@ -150,6 +148,13 @@ def terminal_lines(aggregate: Aggregate) -> list[tuple[str, dict[str, bool]]]:
             low = _below(record)
             lines.append((f"  {alignment_line(record)}", {"yellow": low}))
     return lines
+
+
+def _flagged(aggregate: Aggregate) -> list[tuple[str, list[str]]]:
+    """The grade lists every report shows under a title, those with grades in them."""
+    return [(title, found) for title, found in (
+        ("Judge failures counted as advisory", advisory_grades(aggregate)),
+        ("Inconsistent judge grades", inconsistent_grades(aggregate))) if found]
 
 
 def _below(record: dict[str, Any]) -> bool:
@@ -167,12 +172,10 @@ def markdown_lines(aggregate: Aggregate, cell: Callable[[str], str]) -> list[str
     lines.append("## Judge\n")
     if usage:
         lines.append(cell(usage) + "\n")
-    for title, found in (("Judge failures counted as advisory", advisory_grades(aggregate)),
-                         ("Inconsistent judge grades", inconsistent_grades(aggregate))):
-        if found:
-            lines.append(f"### {title}\n")
-            lines.extend(f"- {cell(line)}" for line in found)
-            lines.append("")
+    for title, found in _flagged(aggregate):
+        lines.append(f"### {title}\n")
+        lines.extend(f"- {cell(line)}" for line in found)
+        lines.append("")
     if records:
         lines.append("### Judge alignment\n")
         lines.extend(f"- {'⚠️ ' if _below(r) else ''}{cell(alignment_line(r))}" for r in records)
@@ -188,12 +191,10 @@ def html_section(aggregate: Aggregate) -> str:
     parts = ['<section class="judges"><h2>Judge</h2>']
     if usage:
         parts.append(f"<p>{html.escape(usage)}</p>")
-    for title, found in (("Judge failures counted as advisory", advisory_grades(aggregate)),
-                         ("Inconsistent judge grades", inconsistent_grades(aggregate))):
-        if found:
-            parts.append(f"<h3>{title}</h3><ul>")
-            parts.extend(f"<li>{html.escape(line)}</li>" for line in found)
-            parts.append("</ul>")
+    for title, found in _flagged(aggregate):
+        parts.append(f"<h3>{title}</h3><ul>")
+        parts.extend(f"<li>{html.escape(line)}</li>" for line in found)
+        parts.append("</ul>")
     if records:
         parts.append("<h3>Judge alignment</h3><ul>")
         parts.extend(f"<li>{html.escape(alignment_line(r))}</li>" for r in records)
