@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import http.server
 import os
 import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -165,3 +168,16 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     # trio's PRNG (trio comes with selenium); a frozen referrer looks like none, and its
     # warning would be an error here.
     gc.unfreeze()
+
+
+@contextlib.contextmanager
+def loopback(handler: type[http.server.BaseHTTPRequestHandler]) -> Iterator[str]:
+    """A threaded HTTP server on 127.0.0.1 serving ``handler``, as its base URL; shut down
+    and closed on leaving."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()

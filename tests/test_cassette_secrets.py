@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import http.server
 import json
-import threading
 from collections.abc import Iterator
 
 import pytest
@@ -14,7 +13,7 @@ import pytest
 from pytest_elizon_eval.run import cassette_secrets
 from pytest_elizon_eval.run.calls import EntryCall
 
-from .conftest import Packages
+from .conftest import Packages, loopback
 
 MANIFEST_SECRET = "PLANTED-SECRET-42"
 FIXTURE_SECRET = "FIXTURE-SECRET-99"
@@ -87,11 +86,8 @@ class _Leaky(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def service() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Leaky)
-    threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    server.server_close()
+    with loopback(_Leaky) as base:
+        yield base
 
 
 @pytest.fixture

@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
-import http.server
 import json
 import math
 import random
-import threading
 import warnings
 from pathlib import Path
 from types import SimpleNamespace
@@ -46,7 +44,7 @@ from pytest_elizon_eval.run.answers import from_reply, from_return
 from pytest_elizon_eval.run.calls import EntryCall, OutputError
 from pytest_elizon_eval.stats import wilson_interval
 
-from .conftest import Packages
+from .conftest import Packages, loopback
 from .test_agents import JsonHandler
 from .test_bad_files import error_lines
 
@@ -591,13 +589,7 @@ class RagServer(JsonHandler):
 def test_a_rag_service_and_an_endpoint_judge_over_http(
         packages: Packages, pytester: pytest.Pytester) -> None:
     prompts: list[str] = []
-    server = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), type("Handler", (RagServer,), {"prompts": prompts}))
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02},
-                              daemon=True)
-    thread.start()
-    base = f"http://127.0.0.1:{server.server_port}"
-    try:
+    with loopback(type("Handler", (RagServer,), {"prompts": prompts})) as base:
         packages.package(entry=f"{{url: '{base}/chat', output: openai, model: m}}", suite="""
             cases:
               - id: shipping
@@ -610,9 +602,6 @@ def test_a_rag_service_and_an_endpoint_judge_over_http(
             (pytester.path / "pkg/elizon.yaml").read_text()
             + f"judge: {{url: '{base}/judge', model: j}}\n")
         result = pytester.runpytest("--elizon-results=results.json")
-    finally:
-        server.shutdown()
-        server.server_close()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*✗ rag.faithfulness*"])
     case = _results(pytester)["suites"][0]["cases"][0]

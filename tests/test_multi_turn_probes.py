@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import http.server
 import json
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,7 +14,7 @@ from pytest_elizon_eval import cli
 from pytest_elizon_eval.redteam import pack as redteam
 from pytest_elizon_eval.reporting import results as results_module
 
-from .conftest import Packages
+from .conftest import Packages, loopback
 
 # One behaviour for every entry kind: a weak model gives in once the conversation has built
 # up (three user messages) and repeats every canary-like token it was ever shown, so it
@@ -82,11 +81,8 @@ class _Service(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def service() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Service)
-    threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    server.server_close()
+    with loopback(_Service) as base:
+        yield base
 
 
 MULTI = [p for p in redteam.catalogue() if p.multi_turn]
