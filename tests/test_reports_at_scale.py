@@ -71,24 +71,28 @@ def test_a_stream_that_breaks_leaves_the_old_file_and_no_temporary_one(tmp_path:
     target.symlink_to(elsewhere)
     files._write_chunks(target, iter(["x\udc80"]))
     assert elsewhere.read_text() == "keep"
-    assert not target.is_symlink() and target.read_bytes() == b"x\\udc80"
+    assert not target.is_symlink()
+    assert target.read_bytes() == b"x\\udc80"
 
 
 def test_page_past_its_limit_lists_passing_cases_one_line_each() -> None:
     agg = many(400)
     small = page.render(agg)  # fits: every case a row with its details, as ever
     assert small.count('<details class="case"') == 402
-    assert 'id="compact"' not in small and '<table class="compact">' not in small
+    assert 'id="compact"' not in small
+    assert '<table class="compact">' not in small
     pieces = list(page.chunks(agg, limit=60_000))
     text = "".join(pieces)
-    assert 'id="compact"' in text and "the 400 passing ones are listed one line each" in text
+    assert 'id="compact"' in text
+    assert "the 400 passing ones are listed one line each" in text
     # the failure and the flaky pass keep their rows and details; the rest are one line
     rows = re.findall(r'<details class="case" id="c\d+" data-outcome="(\w+)" data-id="([^"]+)"',
                       text)
     assert sorted(rows) == [("failed", "broken"), ("passed", "wobbly")]
     assert '<li class="ko">✗ <b>contains</b>' in text
     lines = re.findall(r"<tr><td>(case-\d+)<td class=n>([\d.]+)", text)
-    assert len(lines) == 400 and ("case-00007", "0.7") in lines
+    assert len(lines) == 400
+    assert ("case-00007", "0.7") in lines
     assert text.count('<details class="passing"><summary>200 passing cases') == 2
     # a case at a time, and at scale about 50 bytes a passing case (id included)
     assert max(map(len, pieces)) < 30_000
