@@ -44,7 +44,8 @@ def _write_chunks(path: Path, chunks: Iterable[str]) -> None:
     half-way) never sees half a file. A link at ``path`` is replaced, never written
     through, as :func:`_write` does."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    # the name cut short: a target's name near the file system's limit still gets one
+    temp = path.with_name(f".{path.name[:120]}.{secrets.token_hex(6)}.tmp")
     # O_EXCL: never through a file or link someone placed there; 0o666 less the umask, as
     # a file written in place would get
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
