@@ -107,8 +107,8 @@ def measure(n: int, python: str, options: tuple[str, ...] = ()) -> dict[str, flo
             tree)
         return {
             "cases": float(n),
-            "rss_without_mib": rss_without,
-            "rss_with_mib": rss_with,
+            "rss_without_reports_mib": rss_without,
+            "rss_with_reports_mib": rss_with,
             "rss_added_mib": rss_with - rss_without,
             "wall_without_s": wall_without,
             "wall_with_s": wall_with,
@@ -130,10 +130,11 @@ def main(argv: list[str] | None = None) -> int:
     found = measure(n, args.python, ("--elizon-history=off",) if args.no_history else ())
     print(f"{n:,} instant cases, history store "
           f"{'off' if args.no_history else 'on (the default)'}")
-    print(f"  without reports: peak RSS {found['rss_without_mib']:.0f} MiB, "
+    print(f"  without reports: peak RSS {found['rss_without_reports_mib']:.0f} MiB, "
           f"{found['wall_without_s']:.1f} s")
-    print(f"  with --elizon-results and --elizon-html: peak RSS {found['rss_with_mib']:.0f} MiB"
-          f" (+{found['rss_added_mib']:.0f} MiB), {found['wall_with_s']:.1f} s")
+    print("  with --elizon-results and --elizon-html: peak RSS "
+          f"{found['rss_with_reports_mib']:.0f} MiB (+{found['rss_added_mib']:.0f} MiB), "
+          f"{found['wall_with_s']:.1f} s")
     print(f"  results JSON {found['json_mb']:.1f} MB, HTML page {found['html_mb']:.2f} MB "
           f"({'under' if found['html_mb'] < 10 else 'OVER'} 10 MB)")
     return 0
