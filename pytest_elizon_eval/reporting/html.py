@@ -758,10 +758,16 @@ def chunks(aggregate: Aggregate, regression: Regression | None = None,
     fixed = [head, cards, chart_html, changes, judged, filters]
     used = sum(len(p.encode("utf-8")) for p in fixed) + len(_CSS) + len(_JS) + 4096
 
-    def row_bytes(results: Iterable[CaseResult]) -> int:  # made and dropped, one at a time
-        return sum(len(_case(rows[r.nodeid], r, None).encode("utf-8")) for r in results)
+    def row_bytes(results: Iterable[CaseResult], stop: float = math.inf) -> int:
+        """The rows' bytes (made and dropped one at a time), counted up to ``stop``."""
+        total = 0
+        for r in results:
+            total += len(_case(rows[r.nodeid], r, None).encode("utf-8"))
+            if total > stop:
+                break
+        return total
 
-    compact = used + row_bytes(r for _, rs in ordered for r in rs) > limit
+    compact = used + row_bytes((r for _, rs in ordered for r in rs), limit - used) > limit
     shown = [(s, [r for r in rs if not (compact and _compact(r, flaky))]) for s, rs in ordered]
     used += row_bytes(r for _, rs in shown for r in rs)
     details: dict[str, str] = {}
