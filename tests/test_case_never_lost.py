@@ -182,7 +182,7 @@ def test_a_signature_without_its_results_file_is_named_not_silently_skipped(
         packages: Packages, pytester: pytest.Pytester) -> None:
     packages.package(suite=SUITE, app=ECHO_APP)
     assert cli.main(["keygen", str(pytester.path / "keys")]) == 0
-    _break(packages, "pytest_elizon_eval.reporting.results:build", """
+    _break(packages, "pytest_elizon_eval.reporting.results:stream", """
         def broken(*args, **kwargs):
             raise ValueError("cannot build")
     """)

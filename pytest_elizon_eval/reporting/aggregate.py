@@ -252,6 +252,7 @@ class Aggregate:
             info = known.get(result.suite.path, result.suite)
             if result.suite is not info:
                 result = replace(result, suite=info)
+                self._results[result.nodeid] = result  # one copy of each case, not two
             by_path.setdefault(info.path, SuiteSummary(info, confidence=self.confidence,
                                                        alpha=self.alpha)).results.append(result)
         return [by_path[p] for p in sorted(by_path)]

@@ -7,8 +7,10 @@ list of failures and the others are still written.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping
+import itertools
+import os
+import secrets
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +38,28 @@ def _write(path: Path, text: str) -> None:
     path.write_bytes(text.encode("utf-8", "backslashreplace"))
 
 
+def _write_chunks(path: Path, chunks: Iterable[str]) -> None:
+    """``chunks`` written as they come into a new file beside ``path``, then moved over it:
+    a report of 100,000 cases is never one string in memory, and a reader (or a crash
+    half-way) never sees half a file. A link at ``path`` is replaced, never written
+    through, as :func:`_write` does."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # the name cut short: a target's name near the file system's limit still gets one
+    temp = path.with_name(f".{path.name[:120]}.{secrets.token_hex(6)}.tmp")
+    # O_EXCL: never through a file or link someone placed there; 0o666 less the umask, as
+    # a file written in place would get
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        # backslashreplace as in _write; newline="": "\n" written as it is on every OS
+        with open(fd, "w", encoding="utf-8", errors="backslashreplace", newline="") as fh:
+            for chunk in chunks:
+                fh.write(chunk)
+        os.replace(temp, path)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+
+
 def _append_summary(path: Path, aggregate: Aggregate, regression: Regression | None) -> None:
     from . import markdown  # deferred: costs import time on every run, needed by few
 
@@ -51,7 +75,9 @@ def write_all(aggregate: Aggregate, regression: Regression | None, settings: Set
               ) -> tuple[list[tuple[str, Path]], list[str]]:
     """Write every requested file: (kind, path) of each written, and a line for each that
     could not be written."""
-    document: list[str] = []  # the results text as written: the signature covers exactly it
+    # the results as written (each suite's cases made again when walked): the signature
+    # covers exactly their canonical form
+    document: list[dict[str, Any]] = []
 
     def write_junit(path: Path) -> None:
         from . import junit  # deferred: costs import time on every run, needed by few
@@ -61,18 +87,21 @@ def write_all(aggregate: Aggregate, regression: Regression | None, settings: Set
     def write_results(path: Path) -> None:
         from . import results  # deferred: costs import time on every run, needed by few
 
-        text = json.dumps(results.build(aggregate, regression, provenance=provenance),
-                          ensure_ascii=False, indent=2) + "\n"
-        _write(path, text)
-        document.append(text)
+        data = results.stream(aggregate, regression, provenance=provenance)
+        _write_chunks(path, itertools.chain(results.chunks(data), ["\n"]))
+        document.append(data)
 
     def write_signature(path: Path) -> None:
         from ..trust import signing  # loaded already: the settings hold a signing key
+        from . import results  # loaded already: the results file was written
 
         if not document:
             raise _NotWritten("the results file it signs was not written")
         if settings.sign_key is not None:
-            _write(path, signing.signature_text(document[0], settings.sign_key))
+            signed = settings.sign_key.sign_canonical(
+                chunk.encode("utf-8", "surrogatepass")
+                for chunk in results.chunks(document[0], canonical=True))
+            _write(path, signing.signature_file(signed))
 
     def write_markdown(path: Path) -> None:
         from . import markdown  # deferred: costs import time on every run, needed by few
@@ -82,7 +111,7 @@ def write_all(aggregate: Aggregate, regression: Regression | None, settings: Set
     def write_html(path: Path) -> None:
         from . import html  # deferred: costs import time on every run, needed by few
 
-        _write(path, html.render(aggregate, regression, history=history))
+        _write_chunks(path, html.chunks(aggregate, regression, history=history))
 
     signature: Path | None = None
     if settings.results is not None and settings.sign_key is not None:

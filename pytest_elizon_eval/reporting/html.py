@@ -31,7 +31,7 @@ import html
 import json
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..decide.outcomes import (
@@ -61,7 +61,7 @@ from .usage_text import dollars, usage_line
 if TYPE_CHECKING:  # types only: the history is queried by the recorder, not here
     from ..history.queries import History
 
-__all__ = ["CATEGORIES", "LIMIT_BYTES", "category", "fragment", "render"]
+__all__ = ["CATEGORIES", "LIMIT_BYTES", "category", "chunks", "fragment", "render"]
 
 #: The page stays under 5 MB (the issue's bound for 10,000 cases), with room to spare.
 LIMIT_BYTES = 4_800_000
@@ -672,8 +672,40 @@ def _sorted(results: Sequence[CaseResult]) -> list[CaseResult]:
 
 def render(aggregate: Aggregate, regression: Regression | None = None,
            limit: int = LIMIT_BYTES, history: History | None = None) -> str:
-    """The whole page, at most about ``limit`` bytes of UTF-8; with ``history`` (the
-    history store's last runs) a trend strip per suite, and flaky cases marked."""
+    """The whole page, at most about ``limit`` bytes of UTF-8 (:func:`chunks` joined)."""
+    return "".join(chunks(aggregate, regression, limit, history))
+
+
+def _compact(result: CaseResult, flaky: set[str]) -> bool:
+    """A case that gets one line, not a row with details, on a page too big for every row
+    (docs/contract.md#html-report): a pass, neither flaky across runs nor among its
+    repeats."""
+    return category(result) == PASSED and result.nodeid not in flaky \
+        and not (result.repeat is not None and result.repeat.flaky)
+
+
+def _compact_table(results: Sequence[CaseResult]) -> Iterator[str]:
+    """A suite's passing cases, one line each: id, latency and (when any reported usage)
+    tokens · cost. HTML's optional end tags left out: ~35 bytes and the id per case."""
+    usage = any(r.usage is not None for r in results)
+    yield (f'<details class="passing"><summary>{len(results):,} passing case'
+           f'{"s" if len(results) != 1 else ""}, one line each</summary>'
+           '<table class="compact"><tr><th>case<th class=n>latency (ms)'
+           + ("<th class=n>tokens · cost" if usage else ""))
+    for r in results:
+        yield (f"<tr><td>{_esc(r.case_id)}<td class=n>"
+               + ("—" if r.latency_ms is None else f"{r.latency_ms:.1f}")
+               + (f"<td class=n>{glance.usage_cell(r)}" if usage else ""))
+    yield "</table></details>"
+
+
+def chunks(aggregate: Aggregate, regression: Regression | None = None,
+           limit: int = LIMIT_BYTES, history: History | None = None) -> Iterator[str]:
+    """The page piece by piece, one case's row at a time (a page of 100,000 cases is never
+    one string in memory); with ``history`` (the history store's last runs) a trend strip
+    per suite, and flaky cases marked. Where every case's row would not fit in ``limit``
+    bytes, passing cases get one line each (:func:`_compact_table`) and the rest stays
+    within about ``limit``."""
     suites = aggregate.suites()
     flaky = trend.flaky_nodeids(history)
     passed, paragraph = run_verdict(aggregate, regression)
@@ -725,11 +757,22 @@ def render(aggregate: Aggregate, regression: Regression | None = None,
     judged = judges.html_section(aggregate)
     fixed = [head, cards, chart_html, changes, judged, filters]
     used = sum(len(p.encode("utf-8")) for p in fixed) + len(_CSS) + len(_JS) + 4096
-    used += sum(len(_case(rows[r.nodeid], r, None).encode("utf-8")) for _, rs in ordered
-                for r in rs)
+
+    def row_bytes(results: Iterable[CaseResult], stop: float = math.inf) -> int:
+        """The rows' bytes (made and dropped one at a time), counted up to ``stop``."""
+        total = 0
+        for r in results:
+            total += len(_case(rows[r.nodeid], r, None).encode("utf-8"))
+            if total > stop:
+                break
+        return total
+
+    compact = used + row_bytes((r for _, rs in ordered for r in rs), limit - used) > limit
+    shown = [(s, [r for r in rs if not (compact and _compact(r, flaky))]) for s, rs in ordered]
+    used += row_bytes(r for _, rs in shown for r in rs)
     details: dict[str, str] = {}
     left_out = 0
-    for r in sorted((r for _, rs in ordered for r in rs),
+    for r in sorted((r for _, rs in shown for r in rs),
                     key=lambda r: (category(r) == PASSED, rows[r.nodeid])):
         text = _detail(r)
         size = len(text.encode("utf-8")) - len(_LEFT_OUT)
@@ -738,29 +781,36 @@ def render(aggregate: Aggregate, regression: Regression | None = None,
             continue
         details[r.nodeid] = text
         used += size
-    tables = ['<h2 id="cases">Cases</h2>', filters]
-    for s, rs in ordered:
-        tables.append(f'<section class="suite"><h3>{_esc(s.info.path)}</h3>'
-                      f'<div class="head"><span>case</span><span>outcome</span>'
-                      f'<span class="n">latency</span><span class="n u">tokens · cost</span>'
-                      f'<span>failed checks</span><span></span>'
-                      f'</div><div class="rows" data-path="{_esc(s.info.path)}">')
-        tables.extend(_case(rows[r.nodeid], r, details.get(r.nodeid), r.nodeid in flaky)
-                      for r in rs)
-        tables.append("</div></section>")
-    if left_out:
-        tables.append(f'<p class="note" id="left-out">The details of {left_out:,} cases were '
-                      "left out to keep this page under 5 MB; the results JSON "
-                      "(--elizon-results) has everything.</p>")
-    if not suites:
-        tables.append("<p>No Elizon cases ran.</p>")
     csp = (f"default-src 'none'; style-src '{_sha256(_CSS)}'; script-src '{_sha256(_JS)}'; "
            "img-src 'none'; base-uri 'none'; form-action 'none'")
-    return "".join([
+    yield from [
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">',
         f'<meta http-equiv="Content-Security-Policy" content="{csp}">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>Elizon eval: {verdict}</title><style>{_CSS}</style></head><body><main>",
-        head, cards, chart_html, changes, judged, *tables,
-        f"</main><script>{_JS}</script></body></html>\n",
-    ])
+        head, cards, chart_html, changes, judged, '<h2 id="cases">Cases</h2>', filters]
+    passing = sum(len(rs) for _, rs in ordered) - sum(len(rs) for _, rs in shown)
+    if passing:
+        yield (f'<p class="note" id="compact">This run has {len(rows):,} cases, too many for '
+               f"a row with details each: the {passing:,} passing ones are listed one line "
+               "each (id, latency) at the end of their suite's table, without details; the "
+               "results JSON (--elizon-results) has everything.</p>")
+    for (s, rs), (_, listed) in zip(ordered, shown, strict=True):
+        yield (f'<section class="suite"><h3>{_esc(s.info.path)}</h3>'
+               f'<div class="head"><span>case</span><span>outcome</span>'
+               f'<span class="n">latency</span><span class="n u">tokens · cost</span>'
+               f'<span>failed checks</span><span></span>'
+               f'</div><div class="rows" data-path="{_esc(s.info.path)}">')
+        for r in listed:
+            yield _case(rows[r.nodeid], r, details.get(r.nodeid), r.nodeid in flaky)
+        yield "</div>"
+        if len(listed) < len(rs):
+            yield from _compact_table([r for r in rs if _compact(r, flaky)])
+        yield "</section>"
+    if left_out:
+        yield (f'<p class="note" id="left-out">The details of {left_out:,} cases were '
+               "left out to keep this page under 5 MB; the results JSON "
+               "(--elizon-results) has everything.</p>")
+    if not suites:
+        yield "<p>No Elizon cases ran.</p>"
+    yield f"</main><script>{_JS}</script></body></html>\n"

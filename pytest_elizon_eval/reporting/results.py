@@ -9,8 +9,9 @@ before it is used as a ``--elizon-baseline``.
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime, timezone
 from functools import cache
 from importlib import resources
@@ -23,7 +24,7 @@ from . import compliance, security
 from .aggregate import Aggregate
 from .regression import Regression, verdict
 
-__all__ = ["FORMAT", "build", "check", "load", "schema"]
+__all__ = ["FORMAT", "Cases", "build", "check", "chunks", "load", "schema", "stream"]
 
 FORMAT = "pytest-elizon-eval/results/v1"
 
@@ -37,12 +38,34 @@ def schema() -> dict[str, Any]:
     return data
 
 
+class Cases:
+    """A suite's cases in a document :func:`chunks` writes: made one at a time, each time
+    the document is walked, never held as a list."""
+
+    def __init__(self, make: Callable[[], Iterable[dict[str, Any]]]) -> None:
+        self.make = make
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return iter(self.make())
+
+
 def build(aggregate: Aggregate, regression: Regression | None = None, *,
           provenance: Mapping[str, Any] | None = None,
           reported: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """The results file's data; ``provenance`` is docs/contract.md#provenance. ``reported``:
     the report data of cases by node id, where the caller holds it already (the history
     recorder): those cases are not serialised again."""
+    data = stream(aggregate, regression, provenance=provenance, reported=reported)
+    for suite in data["suites"]:
+        suite["cases"] = list(suite["cases"])
+    return data
+
+
+def stream(aggregate: Aggregate, regression: Regression | None = None, *,
+           provenance: Mapping[str, Any] | None = None,
+           reported: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """:func:`build`'s data with each suite's ``cases`` a :class:`Cases`: what
+    :func:`chunks` writes without a second copy of every case in memory."""
     suites = []
 
     def case(result: CaseResult) -> dict[str, Any]:
@@ -66,7 +89,7 @@ def build(aggregate: Aggregate, regression: Regression | None = None, *,
                            for r in summary.baseline_rows()],
             "intervals": {k: v.to_data() for k, v in summary.intervals().items()},
             "detectable_drop": drop.to_data() if (drop := summary.detectable_drop()) else None,
-            "cases": [case(r) for r in summary.results],
+            "cases": Cases(functools.partial(map, case, summary.results)),
         })
         measured = summary.measures().to_data()
         if measured:  # docs/contract.md#task-metrics; suites without any keep their shape
@@ -89,6 +112,57 @@ def build(aggregate: Aggregate, regression: Regression | None = None, *,
     if provenance is not None:
         data["provenance"] = dict(provenance)
     return data
+
+
+def chunks(value: Any, canonical: bool = False, level: int = 0) -> Iterator[str]:
+    """``value`` (:func:`stream`'s data) as JSON text, piece by piece: the text of
+    ``json.dumps(value, ensure_ascii=False, indent=2)`` — or, ``canonical``, of the
+    signature's canonical form (:func:`..trust.signing.canonical`: keys sorted, no
+    whitespace) — as if every :class:`Cases` were a list. One case's text at a time is
+    made, so a file of 100,000 cases is written without holding them all."""
+    if isinstance(value, Cases):
+        items: Iterable[Any] = value
+        opened, closed = "[", "]"
+    elif isinstance(value, dict) and _streams(value):
+        keys = sorted(value) if canonical else list(value)
+        items = ((k, value[k]) for k in keys)
+        opened, closed = "{", "}"
+    elif isinstance(value, list) and _streams(value):
+        items, opened, closed = value, "[", "]"
+    elif canonical:  # exactly what the verifier computes from the file's text
+        from ..trust import signing  # deferred: only a signed file is made canonical
+
+        yield signing.canonical(json.loads(json.dumps(value, ensure_ascii=False))).decode(
+            "utf-8", "surrogatepass")
+        return
+    else:
+        yield json.dumps(value, ensure_ascii=False, indent=2).replace(
+            "\n", "\n" + "  " * level)
+        return
+    inner = "" if canonical else "\n" + "  " * (level + 1)
+    first = True
+    for item in items:
+        yield (opened if first else ",") + inner
+        first = False
+        if opened == "{":
+            key, item = item
+            yield json.dumps(key, ensure_ascii=False) + (":" if canonical else ": ")
+        yield from chunks(item, canonical, level + 1)
+    if first:
+        yield opened + closed
+    else:
+        yield ("" if canonical else "\n" + "  " * level) + closed
+
+
+def _streams(value: Any) -> bool:
+    """Whether ``value`` holds a :class:`Cases` (so it is walked rather than dumped whole)."""
+    if isinstance(value, Cases):
+        return True
+    if isinstance(value, dict):
+        return any(_streams(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_streams(v) for v in value)
+    return False
 
 
 def load(path: Path) -> dict[str, Any]:

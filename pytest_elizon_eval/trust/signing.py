@@ -17,6 +17,7 @@ import base64
 import hashlib
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,6 +42,7 @@ __all__ = [
     "fingerprint",
     "generate",
     "load_public_key",
+    "signature_file",
     "signature_path",
     "signature_text",
     "verify",
@@ -146,14 +148,24 @@ class SigningKey:
 
     def sign(self, data: Any) -> dict[str, str]:
         """The signature file's data for the document ``data``."""
-        body = canonical(data)
+        return self.sign_canonical([canonical(data)])
+
+    def sign_canonical(self, parts: Iterable[bytes]) -> dict[str, str]:
+        """:meth:`sign` of the document whose canonical bytes are ``parts`` joined (made
+        piece by piece by a writer that never holds the document itself). Ed25519 signs
+        the whole message, so the bytes are gathered once, in one buffer."""
+        message = bytearray(CONTEXT)
+        digest = hashlib.sha256()
+        for part in parts:
+            digest.update(part)
+            message += part
         return {
             "format": SIGNATURE_FORMAT,
             "algorithm": ALGORITHM,
             "canonicalization": CANONICALIZATION,
-            "document_sha256": hashlib.sha256(body).hexdigest(),
+            "document_sha256": digest.hexdigest(),
             "public_key_fingerprint": self.fingerprint,
-            "signature": base64.b64encode(self.key.sign(CONTEXT + body)).decode("ascii"),
+            "signature": base64.b64encode(self.key.sign(message)).decode("ascii"),
         }
 
 
@@ -277,4 +289,9 @@ def generate(folder: Path) -> tuple[Path, Path, str]:
 
 def signature_text(results_text: str, key: SigningKey) -> str:
     """The signature file for the results file whose text is ``results_text``."""
-    return json.dumps(key.sign(json.loads(results_text)), indent=2) + "\n"
+    return signature_file(key.sign(json.loads(results_text)))
+
+
+def signature_file(signed: dict[str, str]) -> str:
+    """The signature file's text for :meth:`SigningKey.sign`'s data."""
+    return json.dumps(signed, indent=2) + "\n"
