@@ -23,16 +23,14 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
-
-from pydantic import AfterValidator, ConfigDict, Field, field_validator, model_validator
+from typing import TYPE_CHECKING, Any
 
 from ..decide.outcomes import CaseResult
 from ..errors import ELIZON_PROBES_INVALID as PROBES_INVALID
 from ..errors import ELIZON_SECRETS_INVALID as SECRETS_INVALID
 from ..errors import ElizonError
 from ..load.loading import LoadFailed, Problem, load_yaml
-from ..load.model import CASE_ID_PATTERN, Case, _Strict, check_control, validate
+from ..load.runtime import Case
 from ..run.assertions import AssertionResult
 from .probe_names import CATEGORIES, SEVERITIES
 
@@ -99,54 +97,6 @@ def mask(value: str) -> str:
 
 # -- the probe files ---------------------------------------------------------------------------
 
-# Built when a probe file is first read (defer_build), not on every run's import.
-class _ProbeSpec(_Strict):
-    model_config = ConfigDict(defer_build=True)
-
-    id: str
-    severity: Literal["low", "medium", "high", "critical"]
-    input: str | None = Field(None, min_length=1)
-    #: A multi-turn probe: the user's messages, one per turn (instead of ``input``).
-    turns: list[Annotated[str, Field(min_length=1)]] | None = None
-    description: str | None = None
-    #: Control ids the probe tests (added to the file's ``controls``).
-    controls: list[Annotated[str, AfterValidator(check_control)]] | None = None
-    #: The answer must refuse: one of :data:`REFUSAL_MARKERS` must appear.
-    must_refuse: bool = Field(False, alias="mustRefuse")
-    #: Tools the attack tries to make an agent call; none may be called.
-    not_called: list[str] | None = Field(None, alias="notCalled", min_length=1)
-    #: Graded by the judge when one is bound (never required).
-    rubric: str | None = Field(None, min_length=1)
-
-    @field_validator("id")
-    @classmethod
-    def _id_shape(cls, value: str) -> str:
-        if not CASE_ID_PATTERN.fullmatch(value):
-            raise ValueError(f"id {value!r} must be lowercase words joined by hyphens")
-        return value
-
-    @model_validator(mode="after")
-    def _input_or_turns(self) -> _ProbeSpec:
-        if (self.input is None) == (self.turns is None):
-            raise ValueError("a probe has exactly one of 'input' (one message) or 'turns' "
-                             "(a conversation of at least two messages)")
-        if self.turns is not None and len(self.turns) < 2:
-            raise ValueError(f"turns has {len(self.turns)} message(s); a conversation has at "
-                             "least two (give one message as 'input')")
-        return self
-
-
-class _ProbeFile(_Strict):
-    model_config = ConfigDict(defer_build=True)
-
-    category: Literal["prompt-injection", "jailbreak", "data-extraction", "persona-override",
-                      "instruction-bypass", "tool-misuse"]
-    description: str | None = None
-    #: Control ids every probe of the file tests (docs/format.md#controls).
-    controls: list[Annotated[str, AfterValidator(check_control)]] | None = None
-    probes: list[_ProbeSpec] = Field(min_length=1)
-
-
 @dataclass(frozen=True)
 class Probe:
     """One probe: an attack, and how to tell that it worked without a model."""
@@ -183,7 +133,10 @@ def load_probes(path: Path, display: str) -> tuple[Probe, ...]:
                           ) from None
     except LoadFailed as exc:
         raise ElizonError.from_problems(PROBES_INVALID, display, exc.problems) from None
-    parsed, problems = validate(_ProbeFile, data)
+    from ..load.model import validate  # deferred: pydantic, only where probes are read
+    from .probe_model import ProbeFile  # deferred: pydantic, as above
+
+    parsed, problems = validate(ProbeFile, data)
     ids: dict[str, int] = {}
     if parsed is not None:
         for spec, line in zip(parsed.probes, data["probes"].item_lines, strict=True):

@@ -31,7 +31,7 @@ from ..bind.entries import Entry
 from ..bind.judging import Judge
 from ..decide.outcomes import PASSED, call_outcome
 from ..decide.results_data import JudgeRecord
-from ..load.model import Case, Expect, JudgeExpect
+from ..load.runtime import Case, Expect, JudgeExpect
 from ..sequential import DEFAULT_CONFIDENCE, Sprt
 from .answers import conversation, priced
 from .assertions import AssertionResult, check
