@@ -160,3 +160,21 @@ def test_a_warm_session_imports_nothing_heavy(pytester: pytest.Pytester) -> None
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 passed" in done.stdout
     assert done.stdout.rstrip().splitlines()[-1] == "[]"
+
+
+def test_probe_files_are_cached_and_probe_cases_are_what_the_model_makes(tmp_path: Path
+                                                                         ) -> None:
+    from pytest_elizon_eval.redteam import pack
+
+    cache = SuiteCache(tmp_path)
+    for category in pack.CATEGORIES:
+        path = pack.pack_file(category)
+        cold = pack.load_probes(path, category, cache)
+        assert pack.load_probes(path, category, cache) == cold == pack.load_probes(path, "x")
+    assert len(_entries(tmp_path)) == len(pack.CATEGORIES)
+    for probe in pack.catalogue():
+        for name in (None, "question"):
+            case = pack.to_case(probe, "CANARY-1-ELZ", name)
+            data = {"id": case.id, "description": case.description, "tags": case.tags,
+                    "controls": case.controls, **case.model_dump()}
+            assert runtime.Case.model_validate(data) == case

@@ -39,7 +39,7 @@ CACHE_NAME = "elizon"
 
 #: Modules whose code shapes what loading a file produces, besides this folder's.
 _LOADING_CODE = ("run/checks.py", "run/answer_parts.py", "run/chat_body.py",
-                 "redteam/probe_names.py")
+                 "redteam/probe_names.py", "redteam/pack.py", "redteam/probe_model.py")
 
 
 class _PytestCache(Protocol):
