@@ -6,16 +6,22 @@ validated into these classes, with the same names, attributes and
 properties. The rest of the plugin (collection, binding, running, deciding,
 reporting) reads only these, so a session whose files come from the suite
 cache (:mod:`.suite_cache`) never imports pydantic or builds its models.
-Frozen slotted dataclasses: small, immutable like the models they mirror,
-and picklable for the cache. No pytest or pydantic import here.
+Frozen slotted records: small, immutable like the models they mirror, and
+picklable for the cache. No pytest or pydantic import here.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from typing import Any, ClassVar, Literal, TypeVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from .limits import MAX_LABEL, MAX_PRICE
+
+if TYPE_CHECKING:
+    from typing_extensions import dataclass_transform
+else:  # the decorator only tells type checkers how these classes are built
+    def dataclass_transform(**_: Any) -> Callable[[Any], Any]:
+        return lambda cls: cls
 
 __all__ = [
     "MAX_LABEL",
@@ -43,21 +49,92 @@ __all__ = [
     "from_model",
 ]
 
-
 OutputMode = Literal["text", "json", "openai", "answer"]
 Gate = Literal["advisory", "must-pass"]
-
 
 _PlainT = TypeVar("_PlainT", bound="_Plain")
 
 
-class _Plain:
-    """What every runtime class shares: the model's aliases, ``model_validate`` and
-    ``model_dump``."""
+@dataclass_transform(frozen_default=True)
+class _Fields(type):
+    """Makes each class a frozen, slotted record of its annotated fields, as
+    ``@dataclass(frozen=True, slots=True)`` would, without generating and compiling code
+    for every class (that is most of what importing a module of dataclasses costs, and
+    this module is imported by every run)."""
 
-    __slots__ = ()
+    def __new__(mcs, name: str, bases: tuple[type, ...], namespace: dict[str, Any]
+                ) -> _Fields:
+        notes = namespace.get("__annotations__", {})
+        names = tuple(n for n, note in notes.items() if not str(note).startswith("ClassVar"))
+        defaults = {n: namespace.pop(n) for n in names if n in namespace}
+        namespace["__slots__"] = names
+        cls = super().__new__(mcs, name, bases, namespace)
+        cls._FIELDS = names  # type: ignore[attr-defined]
+        cls._DEFAULTS = defaults  # type: ignore[attr-defined]
+        return cls
+
+
+def _rebuild(cls: type[_PlainT], values: tuple[Any, ...]) -> _PlainT:
+    """An instance from its field values, as pickle rebuilds one (no checks: ours)."""
+    value = object.__new__(cls)
+    for name, item in zip(cls._FIELDS, values, strict=True):
+        object.__setattr__(value, name, item)
+    return value
+
+
+class _Plain(metaclass=_Fields):
+    """What every runtime class shares: construction from its fields, equality, hashing,
+    its repr and pickling like a frozen dataclass; the model's aliases, ``model_validate``
+    and ``model_dump``."""
+
+    #: The field names in order, and the defaults of those that have one.
+    _FIELDS: ClassVar[tuple[str, ...]] = ()
+    _DEFAULTS: ClassVar[dict[str, Any]] = {}
     #: field name → the key a file writes it as, where they differ.
     ALIASES: ClassVar[dict[str, str]] = {}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        names, defaults = self._FIELDS, self._DEFAULTS
+        if len(args) > len(names):
+            raise TypeError(f"{type(self).__name__}() takes {len(names)} arguments")
+        given = dict(zip(names, args, strict=False))
+        for name, value in kwargs.items():
+            if name not in names or name in given:
+                raise TypeError(f"{type(self).__name__}() got an unexpected or repeated "
+                                f"argument {name!r}")
+            given[name] = value
+        for name in names:
+            if name in given:
+                object.__setattr__(self, name, given[name])
+            elif name in defaults:
+                object.__setattr__(self, name, defaults[name])
+            else:
+                raise TypeError(f"{type(self).__name__}() missing argument {name!r}")
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self._FIELDS)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}: {type(self).__name__} is "
+                             "frozen")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}: {type(self).__name__} is frozen")
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{n}={getattr(self, n)!r}" for n in self._FIELDS)
+        return f"{type(self).__name__}({shown})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _rebuild, (type(self), self._values())
 
     @classmethod
     def model_validate(cls: type[_PlainT], data: Any) -> _PlainT:
@@ -74,13 +151,13 @@ class _Plain:
         them (resume hashes a case by it: warm and cold runs must hash alike)."""
         del warnings  # pydantic's argument, accepted so callers need not know which it is
         out: dict[str, Any] = {}
-        for item in fields(self):  # type: ignore[arg-type]
-            if item.name == "output_given":
+        for name in self._FIELDS:
+            if name == "output_given":
                 continue
-            value = getattr(self, item.name)
+            value = getattr(self, name)
             if value is None and exclude_none:
                 continue
-            key = self.ALIASES.get(item.name, item.name) if by_alias else item.name
+            key = self.ALIASES.get(name, name) if by_alias else name
             out[key] = _dump(value, by_alias, exclude_none)
         return out
 
@@ -97,7 +174,6 @@ def _dump(value: Any, by_alias: bool, exclude_none: bool) -> Any:
     return value
 
 
-@dataclass(frozen=True, slots=True)
 class JudgeExpect(_Plain):
     """``judge:`` in ``expect`` (docs/format.md#judge)."""
 
@@ -113,7 +189,6 @@ class JudgeExpect(_Plain):
         return "judge" if self.name is None else f"judge.{self.name}"
 
 
-@dataclass(frozen=True, slots=True)
 class AlignmentSpec(_Plain):
     """``alignment:`` in ``elizon.yaml``."""
 
@@ -124,7 +199,6 @@ class AlignmentSpec(_Plain):
     rubric: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
 class ToolCallPattern(_Plain):
     """One ``calledWith`` entry."""
 
@@ -132,7 +206,6 @@ class ToolCallPattern(_Plain):
     arguments: dict[str, Any] | None = None
 
 
-@dataclass(frozen=True, slots=True)
 class ToolCallsExpect(_Plain):
     """``toolCalls:`` in ``expect``."""
 
@@ -147,7 +220,6 @@ class ToolCallsExpect(_Plain):
     max_calls: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
 class CheckSpec(_Plain):
     """``{check: name, threshold: 0.8}`` in ``expect.checks``."""
 
@@ -155,7 +227,6 @@ class CheckSpec(_Plain):
     threshold: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
 class RepeatUntil(_Plain):
     """``repeat: {max: N, until: decided}``."""
 
@@ -164,7 +235,6 @@ class RepeatUntil(_Plain):
     indifference: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
 class StableExpect(_Plain):
     """``stable:`` in a case's ``expect``."""
 
@@ -174,7 +244,6 @@ class StableExpect(_Plain):
     min_similarity: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
 class RagExpect(_Plain):
     """``rag:`` in ``expect``."""
 
@@ -192,7 +261,6 @@ class RagExpect(_Plain):
         return self.faithfulness is not None or self.answer_relevancy is not None
 
 
-@dataclass(frozen=True, slots=True)
 class Expect(_Plain):
     """The assertions of one case (or of one turn of a conversation)."""
 
@@ -247,7 +315,6 @@ class Expect(_Plain):
         return tuple(self.judge) if isinstance(self.judge, list) else (self.judge,)
 
 
-@dataclass(frozen=True, slots=True)
 class Turn(_Plain):
     """One turn of a conversation."""
 
@@ -257,7 +324,6 @@ class Turn(_Plain):
     tool_results: dict[str, Any] | None = None
 
 
-@dataclass(frozen=True, slots=True)
 class Case(_Plain):
     """One test case of a suite file: an ``input``, or a conversation of ``turns``."""
 
@@ -288,14 +354,12 @@ class Case(_Plain):
             self.expect and self.expect.rag and self.expect.rag.judged)
 
 
-@dataclass(frozen=True, slots=True)
 class Suite(_Plain):
     """A suite file."""
 
     cases: list[Case]
 
 
-@dataclass(frozen=True, slots=True)
 class SuiteRef(_Plain):
     """One test set named by a manifest: a suite file, or the probe pack."""
 
@@ -311,7 +375,6 @@ class SuiteRef(_Plain):
     min_pass_rate: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
 class Evaluation(_Plain):
     """A manifest's ``evaluation`` block: one suite, or a ``suites:`` list."""
 
@@ -334,7 +397,6 @@ class Evaluation(_Plain):
                          min_pass_rate=self.min_pass_rate, input_name=None)]
 
 
-@dataclass(frozen=True, slots=True)
 class CommandEntry(_Plain):
     """``entry: {command: [argv…], cwd?, env?}``."""
 
@@ -344,7 +406,6 @@ class CommandEntry(_Plain):
     output: OutputMode | None = None
 
 
-@dataclass(frozen=True, slots=True)
 class UrlEntry(_Plain):
     """``entry: {url, method?, headers?, timeout?}``."""
 
@@ -362,7 +423,6 @@ class UrlEntry(_Plain):
 EntrySpec = str | CommandEntry | UrlEntry
 
 
-@dataclass(frozen=True, slots=True)
 class JudgeEndpoint(_Plain):
     """An OpenAI-compatible chat-completions endpoint that grades answers."""
 
@@ -372,7 +432,6 @@ class JudgeEndpoint(_Plain):
     api_key_env: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
 class Price(_Plain):
     """What a model costs, in US dollars per 1M input and output tokens."""
 
@@ -380,7 +439,6 @@ class Price(_Plain):
     output: float
 
 
-@dataclass(frozen=True, slots=True)
 class Manifest(_Plain):
     """``elizon.yaml``."""
 
