@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from .. import errors
-from ..agreement import alignment
 from ..bind.judging import Judge
 from ..collect import session
 from ..errors import ElizonError
@@ -180,6 +179,8 @@ def measure(judge: Judge, package: Package, labels: AlignmentLabels, rubrics: Se
         "calls": calls, "cached": cached, "ungraded": ungraded[:20],
         "ungraded_count": len(ungraded)}
     if pairs:
+        from ..agreement import alignment  # deferred: only a package with alignment: needs it
+
         record.update(alignment(pairs, labels.spec.threshold).to_data())
     else:
         record.update({"n": 0, "cohen_kappa": None, "note": "the judge graded no labelled "
