@@ -99,11 +99,16 @@ class SuiteCache:
         """Store ``value`` as what the file with these bytes loads as: written aside, then
         renamed into place (atomic, so a concurrent reader sees the old entry or the new)."""
         try:
-            data = self.key(kind, path, raw) + pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
+            key = self.key(kind, path, raw)
             handle, temporary = tempfile.mkstemp(dir=self.folder, prefix=".", suffix=".tmp")
             try:
                 with os.fdopen(handle, "wb") as file:
-                    file.write(data)
+                    file.write(key)
+                    pickler = pickle.Pickler(file, pickle.HIGHEST_PROTOCOL)
+                    # No memo: remembering every object written would cost more memory than
+                    # the suite itself (the data holds no cycles; shared values are copied).
+                    pickler.fast = True
+                    pickler.dump(value)
                 os.replace(temporary, self.entry(kind, path))
             except BaseException:
                 Path(temporary).unlink(missing_ok=True)
