@@ -21,6 +21,8 @@ from pytest_elizon_eval.load import model, runtime
 from pytest_elizon_eval.load.packages import load_manifest, load_suite
 from pytest_elizon_eval.load.suite_cache import SuiteCache, for_pytest_cache
 
+from .conftest import ECHO_APP, Packages
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "example_suites"
 SUITES = sorted(p for p in EXAMPLES.glob("*/eval/*.yaml"))
 MANIFESTS = sorted(EXAMPLES.glob("*/elizon.yaml"))
@@ -177,3 +179,24 @@ def test_probe_files_are_cached_and_probe_cases_are_what_the_model_makes(tmp_pat
             data = {"id": case.id, "description": case.description, "tags": case.tags,
                     "controls": case.controls, **case.model_dump()}
             assert runtime.Case.model_validate(data) == case
+
+
+def test_a_session_reports_alike_cold_warm_and_without_the_cache(packages: Packages) -> None:
+    """Users see the same outcomes and the same error, whatever the cache holds; the broken
+    file gets no entry, the good ones do."""
+    packages.package(suite="cases:\n  - id: a\n    input: hi\n    expect: {contains: [hi]}\n",
+                     app=ECHO_APP)
+    packages.write("pkg/eval/broken.yaml", "cases:\n  - id: b\n    input: hi\n"
+                                           "    expect: {contians: [hi]}\n")
+    packages.write("pkg/elizon.yaml", "name: pkg\nentry: app:answer\nevaluation:\n  suites:\n"
+                   "    - suite: ./eval/suite.yaml\n    - suite: ./eval/broken.yaml\n")
+    outputs = []
+    for extra in ([], [], ["-p", "no:cacheprovider"]):  # cold, warm, without a cache
+        result = packages.pytester.runpytest("--continue-on-collection-errors", *extra)
+        result.assert_outcomes(passed=1, errors=1)
+        outputs.append([line for line in result.outlines if "EVALUATION_SUITE_INVALID" in line
+                        or "contians" in line])
+    assert outputs[0] == outputs[1] == outputs[2]
+    assert any("unknown key 'contians'" in line for line in outputs[0])
+    folder = packages.root / ".pytest_cache" / "d" / "elizon" / "suites"
+    assert len(_entries(folder)) == 2  # the manifest and the good suite
