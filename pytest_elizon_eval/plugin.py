@@ -30,6 +30,7 @@ from .history.recorder import KEY_ATTR, HistoryRecorder, worker_resumable
 from .load import discovery
 from .load.discovery import PackageIndex
 from .load.packages import standalone
+from .load.suite_cache import for_pytest_cache
 from .measures import hooks as measures_hooks
 from .redteam import nodes as redteam_nodes
 from .reporting.aggregate import Aggregate
@@ -60,7 +61,8 @@ def pytest_configure(config: pytest.Config) -> None:
     # per process: each xdist worker adapts its concurrency on its own
     gates = concurrency.Gates(settings.concurrency) if settings.concurrency_auto else None
     elizon_session.ElizonSession(
-        settings=settings, index=PackageIndex(config.rootpath, settings.strict),
+        settings=settings, index=PackageIndex(config.rootpath, settings.strict,
+                                              for_pytest_cache(getattr(config, "cache", None))),
         binder=Binder(config.rootpath),
         retry=replace(settings.retry, on_refusal=gates.refused if gates is not None else None),
         gates=gates,

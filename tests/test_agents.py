@@ -21,7 +21,7 @@ import pytest
 
 from pytest_elizon_eval import Answer, ToolCall, Usage
 from pytest_elizon_eval.decide.wording import usage_text
-from pytest_elizon_eval.load.model import Expect
+from pytest_elizon_eval.load.runtime import Expect
 from pytest_elizon_eval.run.answers import conversation, from_reply, from_return, priced
 from pytest_elizon_eval.run.assertions import check
 from pytest_elizon_eval.run.calls import EntryCall, OutputError

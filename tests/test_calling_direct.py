@@ -30,7 +30,7 @@ from pytest_elizon_eval.bind.binding import (
 from pytest_elizon_eval.bind.calling import call_with_deadline, run_blocking
 from pytest_elizon_eval.bind.http_client import HttpClient, HttpError
 from pytest_elizon_eval.bind.judging import EndpointJudge
-from pytest_elizon_eval.load.model import CommandEntry, JudgeEndpoint, UrlEntry
+from pytest_elizon_eval.load.runtime import CommandEntry, JudgeEndpoint, UrlEntry
 from pytest_elizon_eval.run.answers import from_return as output_of
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from pytest_elizon_eval.bind.entries import HttpEntry
-from pytest_elizon_eval.load.model import Case, UrlEntry
+from pytest_elizon_eval.load.runtime import Case, UrlEntry
 from pytest_elizon_eval.run.chat_body import build, check_body, load_tools
 
 from .chat_server import ChatServer

@@ -9,7 +9,8 @@ import time
 import pytest
 
 from pytest_elizon_eval.errors import ElizonError
-from pytest_elizon_eval.load.model import Case, Expect, Suite, validate
+from pytest_elizon_eval.load.model import Suite, validate
+from pytest_elizon_eval.load.runtime import Case, Expect
 from pytest_elizon_eval.run import answer_parts
 from pytest_elizon_eval.run.assertions import check
 from pytest_elizon_eval.run.calls import EntryCall

@@ -59,7 +59,7 @@ def test_each_file_is_read_once_and_errors_are_remembered(
     reads: list[Path] = []
     real = packages.load_suite
 
-    def counting(path: Path, display: str) -> packages.LoadedSuite:
+    def counting(path: Path, display: str, cache: object = None) -> packages.LoadedSuite:
         reads.append(path)
         return real(path, display)
 

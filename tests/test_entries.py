@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 import pytest
 
 from pytest_elizon_eval.bind.entries import entry_from
-from pytest_elizon_eval.load.model import CommandEntry, UrlEntry
+from pytest_elizon_eval.load.runtime import CommandEntry, UrlEntry
 
 from .conftest import Packages
 

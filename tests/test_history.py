@@ -20,7 +20,7 @@ from pytest_elizon_eval.cli import main
 from pytest_elizon_eval.decide.outcomes import CaseIdentity, SuiteInfo
 from pytest_elizon_eval.history import resume
 from pytest_elizon_eval.history.store import SCHEMA_VERSION, CaseRow, HistoryError, Store
-from pytest_elizon_eval.load.model import Case
+from pytest_elizon_eval.load.runtime import Case
 from pytest_elizon_eval.stats import wilson_interval
 
 from . import postgres_server

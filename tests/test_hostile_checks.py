@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pytest_elizon_eval.load.model import Case
+from pytest_elizon_eval.load.runtime import Case
 from pytest_elizon_eval.run.answers import conversation
 from pytest_elizon_eval.run.calls import EntryCall, ToolCall
 from pytest_elizon_eval.run.running import CasePlan, run_case

@@ -31,7 +31,7 @@ from pytest_elizon_eval.decide.results_data import (
     TurnRecord,
 )
 from pytest_elizon_eval.load.datafiles import load_rows
-from pytest_elizon_eval.load.model import Expect, RagExpect
+from pytest_elizon_eval.load.runtime import Expect, RagExpect
 from pytest_elizon_eval.measures import rag
 from pytest_elizon_eval.measures.agents import agent_metrics
 from pytest_elizon_eval.measures.classification import NO_LABEL, report

@@ -13,7 +13,7 @@ import pytest
 from pytest_elizon_eval import plugin
 from pytest_elizon_eval.decide import outcomes
 from pytest_elizon_eval.decide.outcomes import CaseIdentity, CaseResult, SuiteInfo
-from pytest_elizon_eval.load.model import Case
+from pytest_elizon_eval.load.runtime import Case
 from pytest_elizon_eval.reporting import github, junit, markdown, results, terminal
 from pytest_elizon_eval.reporting.aggregate import Aggregate
 from pytest_elizon_eval.reporting.regression import compare

@@ -371,7 +371,7 @@ def test_a_judge_endpoint_that_stays_refused_says_how_many_attempts(
         server: tuple[str, Script]) -> None:
     from pytest_elizon_eval.bind.judging import EndpointJudge
     from pytest_elizon_eval.collect.session import ElizonSession
-    from pytest_elizon_eval.load.model import JudgeEndpoint
+    from pytest_elizon_eval.load.runtime import JudgeEndpoint
     from pytest_elizon_eval.run import retrying
 
     url, script = server

@@ -17,8 +17,8 @@ from pytest_elizon_eval.collect import session as session_module
 from pytest_elizon_eval.collect.options import Settings
 from pytest_elizon_eval.collect.session import ElizonSession, current
 from pytest_elizon_eval.errors import ElizonError
-from pytest_elizon_eval.load.model import Case
 from pytest_elizon_eval.load.packages import Package, SuiteSpec
+from pytest_elizon_eval.load.runtime import Case
 from pytest_elizon_eval.run import concurrency, planning, retrying
 
 from .conftest import ECHO_APP, Packages

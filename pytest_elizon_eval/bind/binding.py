@@ -30,16 +30,18 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
-from pydantic import TypeAdapter, ValidationError
 
 from .. import errors
 from ..errors import ElizonError
-from ..load.model import CommandEntry, EntrySpec, JudgeEndpoint, UrlEntry
+from ..load.runtime import CommandEntry, JudgeEndpoint, UrlEntry, from_model
 from .entries import Entry, entry_from
 from .judging import Judge, judge_from
+
+if TYPE_CHECKING:  # types only: pydantic is imported where a mapping is validated
+    from pydantic import TypeAdapter, ValidationError
 
 __all__ = ["ENTRY", "JUDGE", "Binder", "ImportExited", "Kind", "Source", "import_attribute",
            "parse_text", "precedence"]
@@ -92,7 +94,11 @@ def precedence(*, cli: Source, fixture: Source, manifest: Source, ini: Source
 
 @cache
 def _entry_adapter() -> TypeAdapter[Any]:
-    return TypeAdapter(EntrySpec)  # the one place that decides "url means HTTP"
+    from pydantic import TypeAdapter  # deferred: pydantic only where a mapping is bound
+
+    from ..load import model  # deferred: as above
+
+    return TypeAdapter(model.EntrySpec)  # the one place that decides "url means HTTP"
 
 
 def _problems(exc: ValidationError) -> str:
@@ -102,10 +108,13 @@ def _problems(exc: ValidationError) -> str:
 
 def _from_mapping(value: dict[Any, Any], kind: Kind) -> object:
     """A mapping as an endpoint judge, or a command or HTTP entry; ValueError if it is none."""
+    from pydantic import ValidationError  # deferred: pydantic only where a mapping is bound
+
+
     try:
         if kind is JUDGE:
             return JudgeEndpoint.model_validate(value)
-        return _entry_adapter().validate_python(value)
+        return from_model(_entry_adapter().validate_python(value))
     except ValidationError as exc:
         shape = ("a judge endpoint {url, model, apiKeyEnv}" if kind is JUDGE else
                  "an HTTP entry {url, method, headers, timeout, output}" if "url" in value else

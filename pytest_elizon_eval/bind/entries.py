@@ -46,7 +46,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from ..load.model import CommandEntry, UrlEntry
+from ..load.runtime import CommandEntry, UrlEntry
 from ..run.answers import chat_request, conversation, from_reply, from_return, parse_json
 from ..run.calls import EntryCall, ErrorInfo, OutputError
 from ..run.chat_body import build, load_tools

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from ..load.model import JudgeEndpoint
+from ..load.runtime import JudgeEndpoint
 from ..run.answers import is_token_count
 from ..run.calls import EntryCall, Usage
 from ..run.retrying import RETRY_STATUSES, Refusal, Tally, attempts, gave_up, wait_from_headers

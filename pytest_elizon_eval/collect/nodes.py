@@ -36,8 +36,8 @@ from . import session
 
 if TYPE_CHECKING:
     from ..decide.outcomes import CaseResult, SuiteInfo
-    from ..load.model import Case
     from ..load.packages import Package, SuiteSpec
+    from ..load.runtime import Case
     from ..run.running import CasePlan
 
 __all__ = ["CaseItem", "ManifestCollector", "SuiteFile", "collect_file"]

@@ -25,7 +25,7 @@ import pytest
 
 from ..bind.binding import ENTRY, JUDGE, Kind, Source, parse_text
 from ..history.store import DEFAULT_PATH, is_url
-from ..load.model import MAX_PRICE
+from ..load.runtime import MAX_PRICE
 from ..run.cassette import Cassette
 from ..run.concurrency import MAX_CONCURRENCY
 from ..run.grade_cache import CACHE_MODES, DEFAULT_MAX_ENTRIES, GradeCache

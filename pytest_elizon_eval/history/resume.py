@@ -19,7 +19,7 @@ from ..decide import outcomes
 from ..run.grade_cache import CANARY
 
 if TYPE_CHECKING:
-    from ..load.model import Case
+    from ..load.runtime import Case
 
 __all__ = ["Finished", "case_sha256", "stored_result"]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from .. import errors
 from ..decide.outcomes import CaseIdentity, SuiteInfo
@@ -29,6 +29,9 @@ from .packages import (
     load_suite,
     standalone,
 )
+
+if TYPE_CHECKING:
+    from .suite_cache import SuiteCache
 
 __all__ = ["PackageIndex", "display_path", "matches", "read_once"]
 
@@ -67,10 +70,12 @@ def read_once(cache: dict[_K, _T | ElizonError], key: _K, read: Callable[[], _T]
 class PackageIndex:
     """Manifests and suites of a session, each read once."""
 
-    def __init__(self, rootpath: Path, strict: bool) -> None:
+    def __init__(self, rootpath: Path, strict: bool, cache: SuiteCache | None = None) -> None:
         self.rootpath = rootpath
         #: ``--elizon-strict``: advisory suites count as must-pass.
         self.strict = strict
+        #: Files validated in earlier sessions (None: validate every file, as without one).
+        self.cache = cache
         self._packages: dict[Path, Package | ElizonError] = {}
         self._suites: dict[Path, tuple[LoadedSuite, SuiteInfo] | ElizonError] = {}
 
@@ -85,7 +90,7 @@ class PackageIndex:
     def package(self, manifest: Path) -> Package:
         """The package of ``manifest``; its ElizonError if it is invalid."""
         return read_once(self._packages, manifest,
-                     lambda: load_manifest(manifest, self.display(manifest)))
+                     lambda: load_manifest(manifest, self.display(manifest), self.cache))
 
     @staticmethod
     def is_manifest(path: Path) -> bool:
@@ -139,7 +144,7 @@ class PackageIndex:
         """A suite file's cases and what its cases share; its ElizonError if invalid."""
         def read() -> tuple[LoadedSuite, SuiteInfo]:
             display = self.display(path)
-            loaded = load_suite(path, display)
+            loaded = load_suite(path, display, self.cache)
             return loaded, SuiteInfo(
                 path=display, package=package.name, gate=spec.gate,
                 advisory=self.advisory(spec),

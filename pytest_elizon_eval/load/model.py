@@ -31,6 +31,7 @@ from pydantic_core import ErrorDetails, PydanticCustomError
 from ..redteam.probe_names import CATEGORIES
 from ..run.answer_parts import parse_path
 from ..run.chat_body import check_body, check_tools
+from .limits import MAX_LABEL, MAX_PRICE
 from .loading import Problem, YamlMapping, YamlSequence, line_of
 
 __all__ = [
@@ -205,9 +206,8 @@ class StableExpect(_Strict):
             raise ValueError("stable needs maxUniqueOutputs, minSimilarity or both")
         return self
 
-#: Longest label ``expect.label`` / ``expect.route`` may name, and longest ``relevant:``
-#: passage: both are shown in every report's tables.
-MAX_LABEL = 200
+#: Longest ``relevant:`` passage (and MAX_LABEL, the longest label ``expect.label`` /
+#: ``expect.route`` may name): both are shown in every report's tables.
 MAX_PASSAGE = 20_000
 
 
@@ -635,10 +635,6 @@ class JudgeEndpoint(_Strict):
     #: The name of the environment variable holding the API key (never the key itself).
     api_key_env: str | None = Field(None, alias="apiKeyEnv")
 
-
-#: The most a price may be, in US dollars per 1M tokens: with token counts of at most 64
-#: bits, a cost worked out from prices then stays a finite number, however large.
-MAX_PRICE = 1_000_000.0
 
 
 class Price(_Strict):

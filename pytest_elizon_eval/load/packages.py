@@ -16,29 +16,29 @@ import errno
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import errors
-from ..agreement import LabelRow, LabelsProblem, read_labels
 from ..errors import ElizonError
 from ..redteam import pack as redteam
 from ..run.checks import CheckRef, check_refs
 from . import datafiles
 from .loading import LoadFailed, Problem, YamlMapping, YamlSequence, load_yaml
-from .model import (
+from .runtime import (
     AlignmentSpec,
     Case,
     CommandEntry,
     JudgeEndpoint,
     Manifest,
     RepeatUntil,
-    Suite,
     SuiteRef,
     UrlEntry,
-    manifest_shape,
-    suite_checks,
-    validate,
+    from_model,
 )
+
+if TYPE_CHECKING:
+    from ..agreement import LabelRow
+    from .suite_cache import SuiteCache
 
 __all__ = ["LoadedSuite", "Package", "SuiteSpec", "load_manifest", "load_suite", "standalone"]
 
@@ -133,15 +133,33 @@ def _in_line_order(*groups: list[Problem]) -> list[Problem]:
     return sorted((p for group in groups for p in group), key=lambda p: p.line or 0)
 
 
-def load_manifest(path: Path, display: str) -> Package:
+def _validated_manifest(path: Path, display: str, cache: SuiteCache | None
+                        ) -> tuple[Manifest, Any]:
+    """The manifest's data and its validated content, from the suite cache when its bytes
+    were validated before."""
+    code = errors.ELIZON_MANIFEST_INVALID
+    data, read_problems, raw = _read(path, display, code)
+    found = cache.get("manifest", path, raw) if cache is not None else None
+    if isinstance(found, Manifest) and not read_problems:
+        return found, data
+    from . import model  # deferred: pydantic, only for a file not validated before
+
+    validated, problems = model.validate(model.Manifest, data, model.manifest_shape)
+    problems = _in_line_order(read_problems, problems)
+    if problems or validated is None:
+        raise ElizonError.from_problems(code, display, problems)
+    manifest: Manifest = from_model(validated)
+    if cache is not None:
+        cache.put("manifest", path, raw, manifest)
+    return manifest, data
+
+
+def load_manifest(path: Path, display: str, cache: SuiteCache | None = None) -> Package:
     """Read and validate ``elizon.yaml``; suite paths are resolved and must stay inside the
     package folder (a missing suite is left for the caller to report)."""
     code = errors.ELIZON_MANIFEST_INVALID
-    data, read_problems, _ = _read(path, display, code)
-    manifest, problems = validate(Manifest, data, manifest_shape)
-    problems = _in_line_order(read_problems, problems)
-    if problems or manifest is None:
-        raise ElizonError.from_problems(code, display, problems)
+    manifest, data = _validated_manifest(path, display, cache)
+    problems: list[Problem] = []
     folder = path.parent
     suites: list[SuiteSpec] = []
     if manifest.evaluation is not None:
@@ -209,6 +227,8 @@ def _alignment_labels(spec: AlignmentSpec, folder: Path, display: str, line: int
         raise ElizonError(errors.ELIZON_ALIGNMENT_INVALID, [
             f"{where}: alignment labels {spec.labels!r}: cannot read the file: "
             f"{exc.strerror}"]) from None
+    from ..agreement import LabelsProblem, read_labels  # deferred: only with alignment:
+
     try:
         rows = read_labels(raw, shown, found.suffix.lower(), spec.threshold)
     except LabelsProblem as exc:
@@ -284,18 +304,31 @@ def standalone(path: Path) -> Package:
     return Package(name=name, folder=path.parent, suites=(SuiteSpec(path),))
 
 
-def load_suite(path: Path, display: str) -> LoadedSuite:
-    """Read and validate a suite file; every problem is reported at once."""
+def load_suite(path: Path, display: str, cache: SuiteCache | None = None) -> LoadedSuite:
+    """Read and validate a suite file; every problem is reported at once. With ``cache``,
+    a file whose bytes were validated before is read back from it, not parsed again."""
     code = errors.EVALUATION_SUITE_INVALID
+    if cache is not None:
+        try:
+            found = cache.get("suite", path, path.read_bytes())
+        except OSError:
+            found = None  # reported by the reader below, as without the cache
+        if isinstance(found, LoadedSuite):
+            return found
     data, read_problems, raw = (datafiles.read(path, display, code) if datafiles.is_data_file(path)
                                 else _read(path, display, code))
-    suite, problems = validate(Suite, data, suite_checks)
+    from . import model  # deferred: pydantic, only for a file not validated before
+
+    suite, problems = model.validate(model.Suite, data, model.suite_checks)
     problems = _in_line_order(read_problems, problems)
     if problems or suite is None:
         raise ElizonError.from_problems(code, display, problems)
-    return LoadedSuite(
-        cases=tuple(suite.cases),
+    loaded = LoadedSuite(
+        cases=tuple(from_model(suite.cases)),
         lines=tuple(data["cases"].item_lines),
         sha256=hashlib.sha256(raw).hexdigest(),
         check_refs=check_refs(data),
     )
+    if cache is not None:  # keyed on the bytes it was validated from
+        cache.put("suite", path, raw, loaded)
+    return loaded

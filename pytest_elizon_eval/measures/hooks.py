@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..decide.results_data import JudgeRecord, LabelRecord, RagRecord
-from ..load.model import MAX_LABEL, Expect, RagExpect
+from ..load.runtime import MAX_LABEL, Expect, RagExpect
 from ..run.answer_parts import PathMissing, json_from_text, select
 from ..run.answers import priced
 from ..run.assertions import AssertionResult

@@ -8,9 +8,12 @@ files or answers: each renderer is given its own escaping (``cell`` / ``esc``).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from .classification import ClassificationReport
 from .suite import RAG_METRICS, SuiteMeasures
+
+if TYPE_CHECKING:  # types only: the report exists only for suites with labels
+    from .classification import ClassificationReport
 
 __all__ = ["html_section", "markdown_lines", "number", "terminal_lines"]
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..decide.results_data import CaseResult
 from .agents import agent_metrics
-from .classification import NO_LABEL, ClassificationReport, report
+
+if TYPE_CHECKING:  # the classification report is built only for suites with labels
+    from .classification import ClassificationReport
 
 __all__ = ["RAG_METRICS", "SuiteMeasures", "direction", "is_count", "measure"]
 
@@ -121,10 +123,13 @@ def _proportions(found: ClassificationReport | None, results: Sequence[CaseResul
 
 
 def measure(results: Sequence[CaseResult]) -> SuiteMeasures:
-    labelled = [(r.label.expected, r.label.predicted if r.label.predicted is not None
-                 else NO_LABEL) for r in results if r.label is not None]
+    found = None
+    if any(r.label is not None for r in results):
+        from .classification import NO_LABEL, report  # deferred: only labelled cases need it
+
+        found = report([(r.label.expected, r.label.predicted if r.label.predicted is not None
+                         else NO_LABEL) for r in results if r.label is not None])
     ragged = [r.rag for r in results if r.rag is not None]
-    found = report(labelled) if labelled else None
     return SuiteMeasures(
         classification=found,
         rag={m: _mean([getattr(r, m) for r in ragged]) for m in RAG_METRICS} if ragged

@@ -187,7 +187,8 @@ def _watch(item: CaseItem) -> redteam.Watch:
 def _probes(config: pytest.Config, spec: SuiteSpec, display: str) -> tuple[redteam.Probe, ...]:
     """The probes of a test set, read once per process (errors too)."""
     return read_once(config.stash[_PACK].probes, str(spec.path),
-                     lambda: redteam.load_probes(spec.path, display))
+                     lambda: redteam.load_probes(spec.path, display,
+                                                 session.of(config).index.cache))
 
 
 class ProbeSuite(SuiteFile):

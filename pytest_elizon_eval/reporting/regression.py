@@ -6,12 +6,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..decide.outcomes import PASSED
 from ..measures.suite import RAG_METRICS, direction
 from .aggregate import COST_METRICS, Aggregate
-from .significance import SignificantChange, of_file, of_result, suite_changes
+
+if TYPE_CHECKING:  # the significance tests run only when there is an earlier run to compare
+    from .significance import SignificantChange
 
 __all__ = ["CHANGES", "CaseChange", "MetricChange", "Regression", "compare", "shown_verdict",
            "verdict"]
@@ -156,6 +158,8 @@ def compare(previous: Mapping[str, Any], aggregate: Aggregate, source: str, *,
 
     "removed" means: in the earlier run, not in this one — deleted, or not selected now.
     """
+    from .significance import of_file, of_result, suite_changes  # deferred: see above
+
     before = {c["nodeid"]: c["outcome"] for s in previous["suites"] for c in s["cases"]}
     old_hashes = {s["path"]: s["sha256"] for s in previous["suites"]}
     old_metrics = {s["path"]: s.get("metrics") or {} for s in previous["suites"]}

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import errors
-from ..agreement import alignment
 from ..bind.judging import Judge
+from ..collect import session
 from ..errors import ElizonError
 from ..load.packages import AlignmentLabels, Package, load_suite
 from .grade_cache import GradeCache, cache_key, judge_identity
@@ -63,9 +63,13 @@ def _named_rubrics(package: Package) -> dict[str, str]:
     if known is not None:
         return known
     found: dict[str, str] = {}
+    running = session.current()  # its suite cache: the files are read as collection reads them
+    cache = running.index.cache if running is not None else None
     for spec in package.suites:
+        if spec.probe_source is not None:
+            continue  # a probe file is no suite (reading it as one only fails, and costs)
         try:
-            loaded = load_suite(spec.path, spec.path.name)
+            loaded = load_suite(spec.path, spec.path.name, cache)
         except ElizonError:
             continue  # the suite's own collection reports it
         for case in loaded.cases:
@@ -175,6 +179,8 @@ def measure(judge: Judge, package: Package, labels: AlignmentLabels, rubrics: Se
         "calls": calls, "cached": cached, "ungraded": ungraded[:20],
         "ungraded_count": len(ungraded)}
     if pairs:
+        from ..agreement import alignment  # deferred: only a package with alignment: needs it
+
         record.update(alignment(pairs, labels.spec.threshold).to_data())
     else:
         record.update({"n": 0, "cohen_kappa": None, "note": "the judge graded no labelled "

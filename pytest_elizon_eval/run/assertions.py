@@ -20,7 +20,7 @@ from .answer_parts import PathMissing, json_from_text, select
 from .calls import EntryCall, ErrorInfo, ToolCall, Usage
 
 if TYPE_CHECKING:  # types only: reports read assertions without loading the models
-    from ..load.model import Expect, ToolCallsExpect
+    from ..load.runtime import Expect, ToolCallsExpect
 
 __all__ = ["REGEX_TEXT_CAP", "REGEX_TIMEOUT_S", "AssertionResult", "calls_text", "check", "excerpt",
            "first_mismatch"]

@@ -36,7 +36,7 @@ from .. import errors
 from ..bind.calling import run_blocking
 from ..errors import ElizonError
 from ..load.loading import YamlMapping, YamlSequence
-from ..load.model import Case, CheckSpec, Expect
+from ..load.runtime import Case, CheckSpec, Expect
 from .assertions import AssertionResult
 from .calls import EntryCall
 

@@ -21,8 +21,8 @@ from ..decide.results_data import JudgeRecord
 from ..errors import EVALUATION_SUITE_INVALID, ElizonError
 from ..history.resume import case_sha256 as case_sha256
 from ..history.resume import stored_result as stored_result
-from ..load.model import Case, RepeatUntil
 from ..load.packages import LoadedSuite, Package, SuiteSpec
+from ..load.runtime import Case, RepeatUntil
 from ..redteam import pack as redteam
 from ..sequential import DEFAULT_INDIFFERENCE, Sprt
 from . import alignment, checks

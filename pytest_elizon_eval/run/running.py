@@ -26,12 +26,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..agreement import consistency
 from ..bind.entries import Entry
 from ..bind.judging import Judge
 from ..decide.outcomes import PASSED, call_outcome
 from ..decide.results_data import JudgeRecord
-from ..load.model import Case, Expect, JudgeExpect
+from ..load.runtime import Case, Expect, JudgeExpect
 from ..sequential import DEFAULT_CONFIDENCE, Sprt
 from .answers import conversation, priced
 from .assertions import AssertionResult, check
@@ -201,6 +200,8 @@ def _grade_rubric(plan: CasePlan, spec: JudgeExpect, judge: Judge, case_input: o
         assert grade.score is not None  # the cache keeps scores only
         scores.append(grade.score)
         reasoning = grade.reasoning if reasoning is None else reasoning
+    from ..agreement import consistency  # deferred: only a judged case needs it
+
     spread = consistency(scores, spec.tolerance)
     found = f"score {spread.mean:.2f}"
     if spec.samples > 1:

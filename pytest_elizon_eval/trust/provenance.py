@@ -62,7 +62,7 @@ def _describe(raw: str, kind: Kind) -> str:
     from ..bind.binding import parse_text
     from ..bind.entries import HttpEntry, ProcessEntry
     from ..bind.judging import EndpointJudge
-    from ..load.model import CommandEntry, JudgeEndpoint, UrlEntry
+    from ..load.runtime import CommandEntry, JudgeEndpoint, UrlEntry
 
     try:
         value = parse_text(raw, kind)
