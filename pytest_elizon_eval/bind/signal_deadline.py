@@ -52,6 +52,14 @@ _T = TypeVar("_T")
 RETRY_S = 0.02
 
 _POSIX = hasattr(signal, "setitimer") and hasattr(signal, "SIGALRM")
+#: The C functions under ``signal.signal`` / ``signal.getsignal``: the wrappers turn every
+#: handler into an enum member, which cost more than the rest of a call's guard together.
+_raw: Any = getattr(signal, "_signal", signal)
+
+
+_SIGALRM = int(getattr(signal, "SIGALRM", 14))
+_SIGINT = int(signal.SIGINT)
+_SIG_DFL = int(signal.SIG_DFL)
 
 
 class DeadlineSignal(BaseException):
@@ -79,7 +87,7 @@ def usable() -> bool:
     deadline already in force."""
     if not _POSIX or _state.active or threading.current_thread() is not threading.main_thread():
         return False
-    return (signal.getsignal(signal.SIGALRM) is signal.SIG_DFL
+    return (_raw.getsignal(_SIGALRM) == _SIG_DFL
             and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0))
 
 
@@ -136,11 +144,11 @@ def run_signalled(work: Callable[[], _T], deadline: float) -> _T | None:
     caught it."""
     pid = os.getpid()
     _state.ticks, _state.interrupted, _state.traced = 0, False, False
-    previous_int = signal.getsignal(signal.SIGINT)
-    signal.signal(signal.SIGALRM, _on_alarm)
+    previous_int = _raw.getsignal(_SIGINT)
+    _raw.signal(_SIGALRM, _on_alarm)
     if callable(previous_int):
         _state.previous_int = previous_int
-        signal.signal(signal.SIGINT, _on_interrupt)
+        _raw.signal(_SIGINT, _on_interrupt)
     finished = False
     value: _T | None = None
     try:
@@ -160,9 +168,9 @@ def run_signalled(work: Callable[[], _T], deadline: float) -> _T | None:
         if _state.traced:
             sys.settrace(_state.saved_trace)
             _state.saved_trace = None
-        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        _raw.signal(_SIGALRM, _SIG_DFL)
         if callable(previous_int):
-            signal.signal(signal.SIGINT, previous_int)
+            _raw.signal(_SIGINT, previous_int)
             _state.previous_int = None
         if os.getpid() != pid:  # a child the call forked came back here: it must go
             os._exit(0)
