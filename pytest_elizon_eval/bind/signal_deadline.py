@@ -62,9 +62,11 @@ _SIGINT = int(signal.SIGINT)
 _SIG_DFL = int(signal.SIG_DFL)
 
 
-class DeadlineSignal(BaseException):
+class DeadlineSignal(GeneratorExit):
     """Raised in a call's code at its deadline. A BaseException, as KeyboardInterrupt is:
-    ``except Exception`` in the entry point does not catch it."""
+    ``except Exception`` in the entry point does not catch it. A GeneratorExit: a streaming
+    generator interrupted between chunks runs the cleanup it has for being closed, as when
+    the reader closes it at the deadline (docs/contract.md#at-the-deadline)."""
 
 
 class _State:
