@@ -28,6 +28,7 @@ from typing import Any, ClassVar, TypeVar
 from ..run.calls import EntryCall, ErrorInfo, OutputError
 from ..run.retrying import refusal_of
 from ..run.sdk_answers import SdkAnswer, SdkShapeError, is_chunk, join_chunks
+from .signal_deadline import DeadlineSignal, run_signalled, usable
 
 __all__ = ["MAX_STREAM_CHARS", "Convert", "call_with_deadline", "error_info", "run_blocking",
            "run_on_loop"]
@@ -216,13 +217,15 @@ def _call_sync(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
                 raw = _read_stream(raw, deadline)
             latency = (time.perf_counter() - start) * 1000
             return replace(convert(raw), latency_ms=latency)
-        except _PastDeadline:
+        except (_PastDeadline, DeadlineSignal):
             return EntryCall(timed_out=True)
         except BaseException as exc:  # graded, whatever it is: SystemExit included
             return EntryCall(error=error_info(exc),
                              latency_ms=(time.perf_counter() - start) * 1000)
 
-    call = run_blocking(work, deadline)
+    # On the main thread a SIGALRM keeps the deadline (no thread hand-off per call); where
+    # signals cannot be used, a worker thread does (docs/contract.md#at-the-deadline).
+    call = run_signalled(work, deadline) if usable() else run_blocking(work, deadline)
     return call if call is not None else EntryCall(timed_out=True)
 
 

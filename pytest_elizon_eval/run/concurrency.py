@@ -154,6 +154,9 @@ class CaseScheduler:
         self._lock = threading.Lock()
         self._stopped = threading.Event()
         self._threads = 0
+        #: The items already started (by identity): each item is looked at again by the
+        #: next ``slots`` items' prefetch, and a set lookup is all that costs then.
+        self.started_items: set[int] = set()
 
     def started(self, key: str) -> bool:
         return key in self._futures  # a dict lookup is atomic; only the main thread adds
@@ -211,12 +214,19 @@ def prefetch(scheduler: CaseScheduler, items: Sequence[object], *, stop: bool) -
     if stop:
         scheduler.stop()
         return
+    done = scheduler.started_items
     for item in items:
+        if id(item) in done:
+            continue
         work_of: Callable[[], Callable[[], object] | None] | None = getattr(
             item, "background_work", None)
         key = getattr(item, "nodeid", None)
-        if work_of is None or not isinstance(key, str) or scheduler.started(key):
+        if work_of is None or not isinstance(key, str):
+            continue
+        if scheduler.started(key):
+            done.add(id(item))
             continue
         work = work_of()
         if work is not None:
             scheduler.start(key, work)
+            done.add(id(item))
