@@ -9,8 +9,9 @@ message, so it can be grepped in CI logs.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from .records import dataclass
 
 if TYPE_CHECKING:  # types only
     from .load.loading import Problem

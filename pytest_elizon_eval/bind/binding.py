@@ -26,7 +26,6 @@ import sys
 import threading
 import traceback
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from types import ModuleType
@@ -37,6 +36,7 @@ import yaml
 from .. import errors
 from ..errors import ElizonError
 from ..load.runtime import CommandEntry, JudgeEndpoint, UrlEntry, from_model
+from ..records import dataclass
 from .entries import Entry, entry_from
 from .judging import Judge, judge_from
 

@@ -24,10 +24,11 @@ import json
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Protocol
 
 from ..load.runtime import JudgeEndpoint
+from ..records import dataclass
 from ..run.answers import is_token_count
 from ..run.calls import EntryCall, Usage
 from ..run.retrying import RETRY_STATUSES, Refusal, Tally, attempts, gave_up, wait_from_headers

@@ -17,7 +17,7 @@ import importlib.util
 import keyword
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +26,7 @@ import pytest
 from ..bind.binding import ENTRY, JUDGE, Kind, Source, parse_text
 from ..history.store import DEFAULT_PATH, is_url
 from ..load.runtime import MAX_PRICE
+from ..records import dataclass
 from ..run.cassette import Cassette
 from ..run.concurrency import MAX_CONCURRENCY
 from ..run.grade_cache import CACHE_MODES, DEFAULT_MAX_ENTRIES, GradeCache

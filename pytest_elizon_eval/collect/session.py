@@ -14,10 +14,12 @@ low-level modules (``retrying``, ``concurrency``) can read it without an import 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 import pytest
+
+from ..records import dataclass
 
 if TYPE_CHECKING:
     from ..bind.binding import Binder

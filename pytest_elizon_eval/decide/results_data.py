@@ -23,9 +23,10 @@ import re
 import types
 import typing
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, TypeVar
 
+from ..records import dataclass, fields, is_record
 from ..run.assertions import AssertionResult
 from ..run.calls import ErrorInfo, ToolCall, Usage
 
@@ -143,7 +144,7 @@ def _unwrapped(hint: Any) -> Any:
 @functools.cache
 def _dumper(hint: Any) -> Callable[[Any], Any]:
     hint = _unwrapped(hint)
-    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and is_record(hint):
         return _dump_record
     if typing.get_origin(hint) is tuple:
         item = _dumper(typing.get_args(hint)[0])
@@ -156,7 +157,7 @@ def _dumper(hint: Any) -> Callable[[Any], Any]:
 @functools.cache
 def _loader(hint: Any) -> Callable[[Any], Any]:
     hint = _unwrapped(hint)
-    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and is_record(hint):
         record = hint
         return lambda value: from_data(record, value) if isinstance(value, Mapping) else value
     if typing.get_origin(hint) is tuple:
@@ -179,7 +180,7 @@ def _plan(cls: type) -> _Plan:
     hints = typing.get_type_hints(cls)
     return tuple((f.name, _dumper(hints[f.name]), _loader(hints[f.name]),
                   bool(f.metadata.get(OMIT_NONE)))
-                 for f in dataclasses.fields(cls) if f.compare and f.metadata.get(DATA, True))
+                 for f in fields(cls) if f.compare and f.metadata.get(DATA, True))
 
 
 def data_fields(cls: type) -> tuple[str, ...]:

@@ -20,9 +20,10 @@ import re
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from ..records import dataclass
 
 __all__ = ["DEFAULT_PATH", "MIGRATIONS", "SCHEMA_VERSION", "CaseRow", "HistoryError", "Store",
            "describe", "is_url"]

@@ -27,7 +27,7 @@ import math
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -36,6 +36,7 @@ import yaml
 
 from ..load.loading import MAX_ALIAS_EXPANSION, MAX_FILE_BYTES, LoadFailed, Problem, load_yaml
 from ..load.model import Manifest, Suite, manifest_shape, suite_checks, validate
+from ..records import dataclass
 from ..trust.evidence import replace_file
 
 __all__ = ["Conversion", "ImportFailed", "convert", "write"]

@@ -26,7 +26,6 @@ import contextlib
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +40,8 @@ from yaml.events import (
     StreamEndEvent,
 )
 from yaml.nodes import ScalarNode
+
+from ..records import dataclass
 
 __all__ = [
     "MAX_ALIAS_EXPANSION",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any
 
 from ..decide.outcomes import (
@@ -26,6 +26,7 @@ from ..decide.outcomes import (
     inconclusive_passes,
 )
 from ..measures import suite as task_measures
+from ..records import dataclass
 from .intervals import (
     DetectableDrop,
     MetricInterval,

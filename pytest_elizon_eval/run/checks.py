@@ -28,7 +28,6 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +36,7 @@ from ..bind.calling import run_blocking
 from ..errors import ElizonError
 from ..load.loading import YamlMapping, YamlSequence
 from ..load.runtime import Case, CheckSpec, Expect
+from ..records import dataclass
 from .assertions import AssertionResult
 from .calls import EntryCall
 

@@ -20,11 +20,11 @@ import os
 import re
 import tempfile
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from ..bind.judging import GRADING_SYSTEM_PROMPT, Grade, Judge, grading_prompt
+from ..records import dataclass
 
 __all__ = ["CACHE_MODES", "GradeCache", "cache_key", "judge_identity", "prompt_template_hash"]
 

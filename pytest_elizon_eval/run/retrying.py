@@ -28,10 +28,11 @@ import random
 import re
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TypeVar
 
 from ..collect import session
+from ..records import dataclass
 
 __all__ = [
     "RETRY_STATUSES",

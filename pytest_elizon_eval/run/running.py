@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any
 
 from ..bind.entries import Entry
@@ -31,6 +31,7 @@ from ..bind.judging import Judge
 from ..decide.outcomes import PASSED, call_outcome
 from ..decide.results_data import JudgeRecord
 from ..load.runtime import Case, Expect, JudgeExpect
+from ..records import dataclass
 from ..sequential import DEFAULT_CONFIDENCE, Sprt
 from .answers import conversation, priced
 from .assertions import AssertionResult, check

@@ -17,7 +17,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ import yaml
 from .. import errors
 from ..errors import ElizonError
 from ..load.loading import LoadFailed, Problem, YamlMapping, line_of, load_yaml
+from ..records import dataclass
 from . import cassette_secrets
 from .assertions import AssertionResult
 from .cassette import input_sha256  # one canonical input hash: a cassette's and a snapshot's

@@ -1,0 +1,116 @@
+"""The lazy ``@dataclass`` (pytest_elizon_eval/records.py): a class is made on first use
+and then behaves as the standard decorator's, from any thread, through pickle."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+
+from pytest_elizon_eval import records
+from pytest_elizon_eval.records import dataclass
+
+
+def test_a_class_is_made_on_its_first_instance_and_then_is_a_dataclass() -> None:
+    @dataclass(frozen=True)
+    class Base:
+        name: str
+        tags: tuple[str, ...] = ()
+
+    @dataclass(frozen=True)
+    class Child(Base):
+        size: int = dataclasses.field(default=1)
+
+    assert Base in records._pending
+    assert Child in records._pending
+    assert "__init__" not in Base.__dict__  # nothing generated yet
+    child = Child("a", ("x",), 3)  # makes the base first, then the child
+    assert Base not in records._pending
+    assert Child not in records._pending
+    assert child == Child("a", ("x",), 3)
+    assert hash(child) == hash(Child("a", ("x",), 3))
+    assert repr(child).endswith("Child(name='a', tags=('x',), size=3)")
+    assert Base("b") == Base("b", ())
+    assert Base("b") != Base("c")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        child.name = "z"  # type: ignore[misc]
+    assert dataclasses.replace(child, size=4).size == 4
+    with pytest.raises(TypeError, match="missing 1 required positional argument"):
+        Base()  # type: ignore[call-arg]
+    assert [f.name for f in dataclasses.fields(Child)] == ["name", "tags", "size"]
+
+
+def test_fields_and_is_record_make_a_class_nobody_instantiated_yet() -> None:
+    @dataclass
+    class Lonely:
+        count: int = 0
+        seen: list[int] = dataclasses.field(default_factory=list)
+
+    assert records.is_record(Lonely)
+    assert Lonely not in records._pending
+    assert [f.name for f in records.fields(Lonely)] == ["count", "seen"]
+    assert Lonely().seen is not Lonely().seen  # the factory, not a shared default
+
+
+def test_first_instances_from_many_threads_at_once_make_the_class_once() -> None:
+    @dataclass(frozen=True)
+    class Shared:
+        value: int
+
+    made: list[Shared] = []
+    start = threading.Barrier(8)
+
+    def worker(i: int) -> None:
+        start.wait()
+        made.append(Shared(i))
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(item.value for item in made) == list(range(8))
+    assert Shared not in records._pending
+
+
+def test_pickle_rebuilds_an_instance_in_a_process_where_the_class_is_not_made(
+        tmp_path: Path) -> None:
+    (tmp_path / "shapes.py").write_text(textwrap.dedent("""
+        from pytest_elizon_eval.records import dataclass
+
+        @dataclass(frozen=True)
+        class Point:
+            x: int
+            y: int = 0
+    """))
+    pickled = tmp_path / "point.pickle"
+    dump = ("import pickle, sys, shapes; "
+            f"open({str(pickled)!r}, 'wb').write(pickle.dumps(shapes.Point(3, 4)))")
+    load = ("import pickle, shapes; from pytest_elizon_eval import records; "
+            "assert shapes.Point in records._pending; "
+            f"p = pickle.loads(open({str(pickled)!r}, 'rb').read()); "
+            "print(p, p == shapes.Point(3, 4))")
+    for code in (dump, load):
+        done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                              text=True, check=False)
+        assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "Point(x=3, y=4) True"
+
+
+def test_a_class_with_its_own_new_or_slots_is_made_at_once() -> None:
+    @dataclass(frozen=True, slots=True)
+    class Slotted:
+        x: int
+
+    @dataclass
+    class Numbered(int):
+        label: str = ""
+
+    assert Slotted not in records._pending
+    assert "__slots__" in Slotted.__dict__
+    assert Numbered not in records._pending
