@@ -276,6 +276,7 @@ class SessionReporter:
         self.unwritten: list[str] = []
         self.recordings: list[dict[str, Any]] = []
         self.started = provenance.now()
+        self.git: provenance.GitLookahead | None = None
         self.guard: Guard | None = None
         if settings.annotations:
             from .reporting.github import Guard  # deferred: only with --elizon-annotations
@@ -289,6 +290,14 @@ class SessionReporter:
                 self.previous = load_results(settings.baseline)
             except ValueError as exc:
                 raise pytest.UsageError(f"--elizon-baseline={settings.baseline}: {exc}") from None
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        if self.settings.results is None and self.settings.history is None:
+            return  # no provenance is written
+        folders = {item.parent.package.folder for item in session.items
+                   if isinstance(item.parent, collect.SuiteFile)}
+        if folders:  # git is asked while the cases run, not after them
+            self.git = provenance.GitLookahead(folders)
 
     def _terminal(self) -> pytest.TerminalReporter | None:
         plugin = self.config.pluginmanager.get_plugin("terminalreporter")
@@ -363,7 +372,8 @@ class SessionReporter:
             started=self.started, finished=provenance.now(), pytest_version=pytest.__version__,
             options=provenance.command_options(vars(self.config.option)),
             package_records=provenance.packages(self.aggregate,
-                                                elizon_session.of(self.config).index))
+                                                elizon_session.of(self.config).index,
+                                                self.git))
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         from .reporting import terminal  # deferred: needed at the end of the session only

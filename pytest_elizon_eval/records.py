@@ -94,7 +94,6 @@ def fields(class_or_instance: Any) -> tuple[dataclasses.Field[Any], ...]:
 
 
 def is_record(value: Any) -> bool:
-    """:func:`dataclasses.is_dataclass`, counting a class not made yet (and making it)."""
-    if isinstance(value, type) and value in _pending:
-        realize(value)
-    return dataclasses.is_dataclass(value)
+    """:func:`dataclasses.is_dataclass`, counting a class not made yet (without making
+    it: telling what a type hint is must not cost the class's methods)."""
+    return (isinstance(value, type) and value in _pending) or dataclasses.is_dataclass(value)

@@ -45,15 +45,17 @@ def test_a_class_is_made_on_its_first_instance_and_then_is_a_dataclass() -> None
     assert [f.name for f in dataclasses.fields(Child)] == ["name", "tags", "size"]
 
 
-def test_fields_and_is_record_make_a_class_nobody_instantiated_yet() -> None:
+def test_fields_makes_a_class_nobody_instantiated_yet_and_is_record_tells_it() -> None:
     @dataclass
     class Lonely:
         count: int = 0
         seen: list[int] = dataclasses.field(default_factory=list)
 
     assert records.is_record(Lonely)
-    assert Lonely not in records._pending
+    assert Lonely in records._pending  # telling is not making
+    assert not records.is_record(int)
     assert [f.name for f in records.fields(Lonely)] == ["count", "seen"]
+    assert Lonely not in records._pending
     assert Lonely().seen is not Lonely().seen  # the factory, not a shared default
 
 

@@ -18,6 +18,7 @@ import hashlib
 import os
 import platform
 import subprocess
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from importlib import metadata
@@ -125,6 +126,33 @@ def git_state(folder: Path) -> dict[str, Any] | None:
             "dirty": True if status is None else bool(status.strip())}
 
 
+class GitLookahead:
+    """:func:`git_state` of the run's package folders, asked in a background thread while
+    the cases run: up to three git processes per folder would otherwise be started, one
+    after the other, when the session ends (docs/performance.md#start-up)."""
+
+    def __init__(self, folders: Iterable[Path]) -> None:
+        self._folders = sorted(set(folders))
+        self._states: dict[Path, dict[str, Any] | None] = {}
+        self._done = threading.Event()
+        threading.Thread(target=self._ask, name="elizon-git", daemon=True).start()
+
+    def _ask(self) -> None:
+        try:
+            for folder in self._folders:
+                self._states[folder] = git_state(folder) if folder.is_dir() else None
+        finally:
+            self._done.set()
+
+    def state(self, folder: Path) -> dict[str, Any] | None:
+        """The folder's state, as :func:`git_state` says it (asked now if it was not)."""
+        # each git call is bounded by its own timeout: the thread ends
+        if self._done.wait(_GIT_TIMEOUT_S * 3 * max(len(self._folders), 1)) \
+                and folder in self._states:
+            return self._states[folder]
+        return git_state(folder) if folder.is_dir() else None
+
+
 def _manifest(path: Path) -> tuple[str | None, str | None]:
     """The manifest's SHA-256 and its ``version:`` (as text), each None if unknown."""
     try:
@@ -141,8 +169,10 @@ def _manifest(path: Path) -> tuple[str | None, str | None]:
     return hashlib.sha256(raw).hexdigest(), version
 
 
-def packages(aggregate: Aggregate, index: PackageIndex) -> list[dict[str, Any]]:
-    """One record per package the run's suites belong to, in suite-path order."""
+def packages(aggregate: Aggregate, index: PackageIndex,
+             lookahead: GitLookahead | None = None) -> list[dict[str, Any]]:
+    """One record per package the run's suites belong to, in suite-path order; the git
+    states from ``lookahead`` where it asked for them."""
     from ..load.packages import MANIFEST_NAME  # deferred: elizon-eval starts without the loader
 
     found: dict[str, dict[str, Any]] = {}
@@ -168,7 +198,8 @@ def packages(aggregate: Aggregate, index: PackageIndex) -> list[dict[str, Any]]:
         if record is None:
             sha, version = _manifest(manifest) if manifest else (None, None)
             if folder not in git_cache:
-                git_cache[folder] = git_state(folder) if folder.is_dir() else None
+                git_cache[folder] = lookahead.state(folder) if lookahead is not None \
+                    else git_state(folder) if folder.is_dir() else None
             record = found[key] = {
                 "name": owner.name if owner else info.package,
                 "version": version,
