@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from .records import dataclass
 
 if TYPE_CHECKING:  # types only
-    from .load.loading import Problem
+    from .load.documents import Problem
 
 __all__ = [
     "CODES",

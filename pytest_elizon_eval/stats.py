@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from functools import lru_cache
-from statistics import NormalDist
 
 __all__ = ["POWER", "binomial_test", "clustered_mean", "clustered_mean_interval",
            "clustered_rate_interval", "detectable_drop", "holm", "mcnemar_exact",
@@ -22,6 +21,8 @@ def normal_quantile(confidence: float) -> float:
     """The two-sided standard-normal critical value for ``confidence`` (0.95 → 1.96)."""
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be between 0 and 1 (exclusive), got {confidence!r}")
+    from statistics import NormalDist  # deferred: fractions and decimal, only for intervals
+
     return NormalDist().inv_cdf(0.5 + confidence / 2.0)
 
 
@@ -262,6 +263,8 @@ def _runs_exact(rate: float, drop: float, alpha: float, power: float) -> float:
     null = math.sqrt(2.0 * mean * (1.0 - mean))
     alternative = math.sqrt(rate * (1.0 - rate) + after * (1.0 - after))
     z_alpha = normal_quantile(1.0 - alpha)
+    from statistics import NormalDist  # deferred: as in normal_quantile
+
     z_power = NormalDist().inv_cdf(power)
     return (max(0.0, z_alpha * null + z_power * alternative) / drop) ** 2
 

@@ -19,11 +19,14 @@ from typing import Any
 import cryptography.hazmat.primitives.serialization  # noqa: F401 - see below
 import httpcore  # noqa: F401 - see below
 import pytest
+import yaml  # noqa: F401 - see below
 
 # pytester's in-process runs drop modules first imported inside them; httpx imports httpcore
 # lazily and keeps its exception classes, so import it here, once, for the whole session.
 # Signing's cryptography classes likewise: a key serialised after an inner run dropped them
-# fails the library's own isinstance checks.
+# fails the library's own isinstance checks. PyYAML too: the plugin imports it only for a
+# file not in the suite cache, and its C parser, which outlives a dropped module, would go
+# on making events of the dropped module's classes.
 
 pytest_plugins = ["pytester"]
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
 import pytest
 import yaml
 
+from pytest_elizon_eval.load.packages import load_manifest
 from pytest_elizon_eval.run import answers
 from pytest_elizon_eval.run.calls import Answer, OutputError, ToolCall
 from pytest_elizon_eval.run.concurrency import CaseScheduler
@@ -140,16 +142,14 @@ def test_git_state_outside_a_work_tree_and_with_no_git(tmp_path: Path,
 
 def test_manifest_hash_and_version_and_unreadable(tmp_path: Path) -> None:
     path = tmp_path / "elizon.yaml"
-    path.write_text("version: 3\nsuites: [a]\n")
-    sha, version = provenance._manifest(path)
-    assert version == "3"
-    assert sha is not None
-    assert len(sha) == 64
+    path.write_text('name: p\nversion: "3"\n')
+    sha = provenance._manifest_sha256(path)
+    assert sha == hashlib.sha256(path.read_bytes()).hexdigest()
+    # the version a results file names is the one validated when the package was collected
+    assert load_manifest(path, "elizon.yaml").version == "3"
     path.write_text("version: [unclosed\n")
-    sha2, version2 = provenance._manifest(path)
-    assert version2 is None
-    assert sha2 != sha
-    assert provenance._manifest(tmp_path / "missing.yaml") == (None, None)
+    assert provenance._manifest_sha256(path) not in (None, sha)
+    assert provenance._manifest_sha256(tmp_path / "missing.yaml") is None
 
 
 # -- concurrency ------------------------------------------------------------------------

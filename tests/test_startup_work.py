@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import subprocess
+from importlib import metadata
 from pathlib import Path
 
 import pytest
 
+import pytest_elizon_eval
 from pytest_elizon_eval.trust import provenance
 
 from .conftest import ECHO_APP, Packages
@@ -55,3 +57,10 @@ def test_the_lookahead_answers_as_git_state_and_asks_now_for_a_folder_it_was_not
                                                                    "dirty": False}
     assert lookahead.state(tmp_path / "gone") is None  # not a folder: no git asked
     assert lookahead.state(plain) is None  # outside any work tree, asked when wanted
+
+
+def test_the_version_is_written_once_and_is_the_installed_one() -> None:
+    # pyproject.toml reads it from the package, so the session never reads metadata for it
+    assert pytest_elizon_eval.__version__ == metadata.version("pytest-elizon-eval")
+    assert provenance.plugin_version() == pytest_elizon_eval.__version__
+

@@ -141,7 +141,7 @@ def test_without_cacheprovider_there_is_no_cache(tmp_path: Path) -> None:
 
 #: Modules a one-case run of an instant entry point needs none of.
 HEAVY = ("pydantic", "pydantic_core", "httpx", "anyio", "jsonschema", "regex", "junit_xml",
-         "cryptography", "asyncio")
+         "cryptography", "asyncio", "yaml")
 
 
 def test_a_warm_session_imports_nothing_heavy(pytester: pytest.Pytester) -> None:

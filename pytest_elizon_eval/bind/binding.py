@@ -31,8 +31,6 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from .. import errors
 from ..errors import ElizonError
 from ..load.runtime import CommandEntry, JudgeEndpoint, UrlEntry, from_model
@@ -127,6 +125,8 @@ def parse_text(text: str, kind: Kind) -> object:
     A mapping is written as a YAML flow mapping: ``{command: [python, app.py]}``."""
     stripped = text.strip()
     if stripped.startswith("{"):
+        import yaml  # deferred: only an option written as a mapping needs PyYAML
+
         try:
             value = yaml.safe_load(stripped)
         except yaml.YAMLError as exc:

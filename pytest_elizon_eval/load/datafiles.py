@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ElizonError
-from .loading import MAX_DEPTH, MAX_FILE_BYTES, LoadFailed, Problem, YamlMapping, YamlSequence
+from .documents import MAX_DEPTH, MAX_FILE_BYTES, LoadFailed, Problem, YamlMapping, YamlSequence
 
 __all__ = ["SUFFIXES", "is_data_file", "load_rows", "read"]
 

@@ -31,8 +31,8 @@ from pydantic_core import ErrorDetails, PydanticCustomError
 from ..redteam.probe_names import CATEGORIES
 from ..run.answer_parts import parse_path
 from ..run.chat_body import check_body, check_tools
+from .documents import Problem, YamlMapping, YamlSequence, line_of
 from .limits import MAX_LABEL, MAX_PRICE
-from .loading import Problem, YamlMapping, YamlSequence, line_of
 
 __all__ = [
     "CASE_ID_PATTERN",

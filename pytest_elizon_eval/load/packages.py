@@ -24,7 +24,7 @@ from ..records import dataclass
 from ..redteam import pack as redteam
 from ..run.checks import CheckRef, check_refs
 from . import datafiles
-from .loading import LoadFailed, Problem, YamlMapping, YamlSequence, load_yaml
+from .documents import LoadFailed, Problem, YamlMapping, YamlSequence
 from .runtime import (
     AlignmentSpec,
     Case,
@@ -98,6 +98,8 @@ class Package:
     #: Strings no answer may reveal (``secrets:``), and the line of that key.
     secrets: tuple[str, ...] = ()
     secrets_line: int | None = None
+    #: The manifest's ``version:`` (results files name it: docs/contract.md#provenance).
+    version: str | None = None
     #: ``alignment:``: human labels for the package's judge (None: not given).
     alignment: AlignmentLabels | None = None
 
@@ -117,10 +119,19 @@ class LoadedSuite:
 def _read(path: Path, display: str, code: str) -> tuple[Any, list[Problem], bytes]:
     """The file's data, the problems found while reading it that validation must join, and
     its bytes; a file that could not be read as a whole raises."""
+    return _parse(_bytes(path, display, code), display, code)
+
+
+def _bytes(path: Path, display: str, code: str) -> bytes:
     try:
-        data = path.read_bytes()
+        return path.read_bytes()
     except OSError as exc:
         raise ElizonError(code, [f"{display}: cannot read the file: {exc.strerror}"]) from None
+
+
+def _parse(data: bytes, display: str, code: str) -> tuple[Any, list[Problem], bytes]:
+    from .loading import load_yaml  # deferred: PyYAML, only where a file is not in the cache
+
     try:
         return load_yaml(data), [], data
     except LoadFailed as exc:
@@ -134,15 +145,39 @@ def _in_line_order(*groups: list[Problem]) -> list[Problem]:
     return sorted((p for group in groups for p in group), key=lambda p: p.line or 0)
 
 
+@dataclass(frozen=True)
+class _ManifestLines:
+    """Where a manifest's top-level keys and its suite references are (1-based lines):
+    what its messages point at, kept in the suite cache with the manifest itself."""
+
+    keys: dict[str, int]
+    suites: tuple[int, ...]
+
+    @classmethod
+    def of(cls, data: Any, manifest: Manifest) -> _ManifestLines:
+        suites: tuple[int, ...] = ()
+        if manifest.evaluation is not None:
+            evaluation = data["evaluation"]
+            if isinstance(evaluation.get("suites"), YamlSequence):
+                suites = tuple(item.key_lines.get("suite", item.key_lines.get("probes",
+                                                                              item.line))
+                               for item in evaluation["suites"])
+            else:
+                suites = (evaluation.key_lines["suite"],)
+        return cls(dict(data.key_lines) if isinstance(data, YamlMapping) else {}, suites)
+
+
 def _validated_manifest(path: Path, display: str, cache: SuiteCache | None
-                        ) -> tuple[Manifest, Any]:
-    """The manifest's data and its validated content, from the suite cache when its bytes
-    were validated before."""
+                        ) -> tuple[Manifest, _ManifestLines]:
+    """The manifest's validated content and its lines, from the suite cache when its bytes
+    were validated before (then the file is not parsed at all)."""
     code = errors.ELIZON_MANIFEST_INVALID
-    data, read_problems, raw = _read(path, display, code)
+    raw = _bytes(path, display, code)
     found = cache.get("manifest", path, raw) if cache is not None else None
-    if isinstance(found, Manifest) and not read_problems:
-        return found, data
+    if isinstance(found, tuple) and len(found) == 2 and isinstance(found[0], Manifest) \
+            and isinstance(found[1], _ManifestLines):
+        return found[0], found[1]
+    data, read_problems, raw = _parse(raw, display, code)
     from . import model  # deferred: pydantic, only for a file not validated before
 
     validated, problems = model.validate(model.Manifest, data, model.manifest_shape)
@@ -150,29 +185,24 @@ def _validated_manifest(path: Path, display: str, cache: SuiteCache | None
     if problems or validated is None:
         raise ElizonError.from_problems(code, display, problems)
     manifest: Manifest = from_model(validated)
+    lines = _ManifestLines.of(data, manifest)
     if cache is not None:
-        cache.put("manifest", path, raw, manifest)
-    return manifest, data
+        cache.put("manifest", path, raw, (manifest, lines))
+    return manifest, lines
 
 
 def load_manifest(path: Path, display: str, cache: SuiteCache | None = None) -> Package:
     """Read and validate ``elizon.yaml``; suite paths are resolved and must stay inside the
     package folder (a missing suite is left for the caller to report)."""
     code = errors.ELIZON_MANIFEST_INVALID
-    manifest, data = _validated_manifest(path, display, cache)
+    manifest, lines = _validated_manifest(path, display, cache)
     problems: list[Problem] = []
     folder = path.parent
     suites: list[SuiteSpec] = []
     if manifest.evaluation is not None:
-        evaluation = data["evaluation"]
-        if isinstance(evaluation.get("suites"), YamlSequence):
-            lines = [item.key_lines.get("suite", item.key_lines.get("probes", item.line))
-                     for item in evaluation["suites"]]
-        else:
-            lines = [evaluation.key_lines["suite"]]
         root = folder.resolve()
         seen: dict[Path, int] = {}
-        for ref, line in zip(manifest.evaluation.refs(), lines, strict=True):
+        for ref, line in zip(manifest.evaluation.refs(), lines.suites, strict=True):
             if ref.probes is not None:  # the shipped pack: one test set per category
                 problems.extend(_add_probes(suites, ref, line, seen, root))
                 continue
@@ -190,7 +220,7 @@ def load_manifest(path: Path, display: str, cache: SuiteCache | None = None) -> 
                                     ref.repeat, ref.min_pass_rate))
         if problems:
             raise ElizonError.from_problems(code, display, problems)
-    key_lines = data.key_lines if isinstance(data, YamlMapping) else {}
+    key_lines = lines.keys
     labels = None
     if manifest.alignment is not None:
         labels = _alignment_labels(manifest.alignment, folder, display,
@@ -209,6 +239,7 @@ def load_manifest(path: Path, display: str, cache: SuiteCache | None = None) -> 
         secrets=tuple(manifest.secrets or ()),
         secrets_line=key_lines.get("secrets"),
         alignment=labels,
+        version=manifest.version,
     )
 
 

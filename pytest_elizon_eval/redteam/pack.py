@@ -28,7 +28,7 @@ from ..decide.outcomes import CaseResult
 from ..errors import ELIZON_PROBES_INVALID as PROBES_INVALID
 from ..errors import ELIZON_SECRETS_INVALID as SECRETS_INVALID
 from ..errors import ElizonError
-from ..load.loading import LoadFailed, Problem, load_yaml
+from ..load.documents import LoadFailed, Problem
 from ..load.runtime import Case, Expect, JudgeExpect, ToolCallsExpect, Turn
 from ..records import dataclass
 from ..run.assertions import AssertionResult
@@ -137,6 +137,8 @@ def load_probes(path: Path, display: str, cache: SuiteCache | None = None
     found = cache.get("probes", path, raw) if cache is not None else None
     if isinstance(found, tuple):
         return found
+    from ..load.loading import load_yaml  # deferred: PyYAML, only where a file is not cached
+
     try:
         data = load_yaml(raw)
     except LoadFailed as exc:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..decide.results_data import CaseResult, file_case
-from ..load.loading import read_json
+from ..load.documents import read_json
 from . import compliance, security
 from .aggregate import Aggregate
 from .regression import Regression, verdict

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import errors
-from ..load.loading import read_json
+from ..load.documents import read_json
 from .calls import EntryCall
 
 __all__ = ["FORMAT", "Cassette", "CassetteMiss", "case_key", "input_sha256", "recording",

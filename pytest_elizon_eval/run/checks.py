@@ -34,7 +34,7 @@ from typing import Any
 from .. import errors
 from ..bind.calling import run_blocking
 from ..errors import ElizonError
-from ..load.loading import YamlMapping, YamlSequence
+from ..load.documents import YamlMapping, YamlSequence
 from ..load.runtime import Case, CheckSpec, Expect
 from ..records import dataclass
 from .assertions import AssertionResult

@@ -15,21 +15,23 @@ process does that, once per file). No pytest import here.
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import field
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from .. import errors
 from ..errors import ElizonError
-from ..load.loading import LoadFailed, Problem, YamlMapping, line_of, load_yaml
+from ..load.documents import LoadFailed, Problem, YamlMapping, line_of
 from ..records import dataclass
 from . import cassette_secrets
 from .assertions import AssertionResult
 from .cassette import input_sha256  # one canonical input hash: a cassette's and a snapshot's
+
+if TYPE_CHECKING:
+    import yaml
 
 __all__ = ["DIRECTORY", "FORMAT", "SUFFIX", "Comparison", "Pin", "SnapshotFile", "compare",
            "input_sha256", "is_snapshot_file", "load", "snapshot_path", "suite_gone",
@@ -150,11 +152,15 @@ def load(path: Path, display: str) -> SnapshotFile:
     ``bad``, so only its own case fails."""
     found = SnapshotFile(path, display)
     try:
-        data = load_yaml(path.read_bytes())
+        raw = path.read_bytes()
     except FileNotFoundError:
         return found
     except OSError as exc:
         raise _problems(display, [Problem(None, f"cannot read it: {exc.strerror}")]) from None
+    from ..load.loading import load_yaml  # deferred: PyYAML, only where snapshots are kept
+
+    try:
+        data = load_yaml(raw)
     except LoadFailed as exc:
         raise _problems(display, exc.problems) from None
     if not isinstance(data, YamlMapping):
@@ -289,16 +295,20 @@ def compare(file: SnapshotFile, case_id: str, texts: Sequence[str | None],
 
 # -- writing (the session's owning process) -------------------------------------------------
 
-class _Dumper(yaml.SafeDumper):
-    """Multi-line text as a block scalar: the file diffs line by line."""
+@functools.cache
+def _dumper() -> type[yaml.SafeDumper]:
+    """A YAML dumper writing multi-line text as a block scalar: the file diffs line by line."""
+    import yaml  # deferred: PyYAML, only where snapshots are written
 
+    def text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+        style = "|" if "\n" in value else None
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
-def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    style = "|" if "\n" in value else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+    class Dumper(yaml.SafeDumper):
+        pass
 
-
-_Dumper.add_representer(str, _text)
+    Dumper.add_representer(str, text)
+    return Dumper
 
 
 def dump(suite_display: str, entries: Mapping[str, Any]) -> str:
@@ -309,7 +319,9 @@ def dump(suite_display: str, entries: Mapping[str, Any]) -> str:
         if isinstance(value, dict) and set(value) == set(_FIELDS):
             value = {k: value[k] for k in _FIELDS}
         ordered[case_id] = value
-    body = yaml.dump({"format": FORMAT, "snapshots": ordered}, Dumper=_Dumper,
+    import yaml  # deferred: PyYAML, only where snapshots are written
+
+    body = yaml.dump({"format": FORMAT, "snapshots": ordered}, Dumper=_dumper(),
                      sort_keys=False, allow_unicode=True, width=1_000_000,
                      default_flow_style=False)
     return _HEADER.format(suite=suite_display) + body

@@ -21,7 +21,6 @@ import subprocess
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
-from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,8 +28,8 @@ if TYPE_CHECKING:  # the plugin's side only: elizon-eval merges provenance witho
     from ..bind.binding import Kind
     from ..load.discovery import PackageIndex
     from ..load.packages import Package
+from .. import __version__
 from ..errors import ElizonError
-from ..load.loading import load_yaml
 from ..reporting.aggregate import Aggregate
 
 __all__ = ["command_options", "git_state", "merge", "now", "packages", "record"]
@@ -50,10 +49,7 @@ def now() -> str:
 
 
 def plugin_version() -> str:
-    try:
-        return metadata.version("pytest-elizon-eval")
-    except metadata.PackageNotFoundError:  # run from a checkout that is not installed
-        return "unknown"
+    return __version__
 
 
 def _describe(raw: str, kind: Kind) -> str:
@@ -153,20 +149,12 @@ class GitLookahead:
         return git_state(folder) if folder.is_dir() else None
 
 
-def _manifest(path: Path) -> tuple[str | None, str | None]:
-    """The manifest's SHA-256 and its ``version:`` (as text), each None if unknown."""
+def _manifest_sha256(path: Path) -> str | None:
+    """The manifest's SHA-256, None if it cannot be read now."""
     try:
-        raw = path.read_bytes()
+        return hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError:
-        return None, None
-    version = None
-    try:
-        data = load_yaml(raw)
-        if isinstance(data, dict) and data.get("version") is not None:
-            version = str(data["version"])
-    except Exception:  # the manifest was validated when collected; this is information only
-        version = None
-    return hashlib.sha256(raw).hexdigest(), version
+        return None
 
 
 def packages(aggregate: Aggregate, index: PackageIndex,
@@ -196,7 +184,9 @@ def packages(aggregate: Aggregate, index: PackageIndex,
         key = str(manifest) if manifest else f"{info.package}:{info.path}"
         record = found.get(key)
         if record is None:
-            sha, version = _manifest(manifest) if manifest else (None, None)
+            # the version as validated when collected (a string: the format says so)
+            sha = _manifest_sha256(manifest) if manifest else None
+            version = owner.version if owner else None
             if folder not in git_cache:
                 git_cache[folder] = lookahead.state(folder) if lookahead is not None \
                     else git_state(folder) if folder.is_dir() else None
