@@ -1,7 +1,7 @@
 """Reading suite and manifest files, tested directly (no pytest run inside the test).
 
 ``loading.load_yaml``, ``packages.load_suite`` / ``load_manifest``, ``model.validate`` and
-``loading.read_json``: the guards against hostile files, where problems are reported and
+``documents.read_json``: the guards against hostile files, where problems are reported and
 what the messages say.
 """
 
@@ -20,7 +20,8 @@ import yaml
 from pytest_elizon_eval import errors
 from pytest_elizon_eval.errors import ElizonError
 from pytest_elizon_eval.load import loading
-from pytest_elizon_eval.load.loading import LoadFailed, Problem, load_yaml, read_json
+from pytest_elizon_eval.load.documents import LoadFailed, Problem, YamlMapping, read_json
+from pytest_elizon_eval.load.loading import load_yaml
 from pytest_elizon_eval.load.model import Suite, validate
 from pytest_elizon_eval.load.packages import load_manifest, load_suite
 
@@ -79,7 +80,7 @@ for name in ("CSafeLoader", "SafeLoader"):
         try:
             loading.load_yaml(text.encode())
             found[f"{name}/{form}"] = "loaded"
-        except loading.LoadFailed as exc:
+        except LoadFailed as exc:
             found[f"{name}/{form}"] = [[p.line, p.message] for p in exc.problems]
 print(json.dumps(found))
 """
@@ -200,7 +201,7 @@ def test_problems_that_still_let_the_document_be_read(
         load_yaml(text.encode())
     assert [(p.line, p.message) for p in info.value.problems] == expected
     assert info.value.complete
-    assert isinstance(info.value.data, loading.YamlMapping)
+    assert isinstance(info.value.data, YamlMapping)
 
 
 @pytest.mark.usefixtures("parser")

@@ -34,7 +34,8 @@ from urllib.parse import unquote
 
 import yaml
 
-from ..load.loading import MAX_ALIAS_EXPANSION, MAX_FILE_BYTES, LoadFailed, Problem, load_yaml
+from ..load.documents import MAX_ALIAS_EXPANSION, MAX_FILE_BYTES, LoadFailed, Problem
+from ..load.loading import load_yaml
 from ..load.model import Manifest, Suite, manifest_shape, suite_checks, validate
 from ..records import dataclass
 from ..trust.evidence import replace_file

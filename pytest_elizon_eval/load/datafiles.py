@@ -1,7 +1,7 @@
 """Data files as suites: ``.jsonl``, ``.json`` and ``.csv`` read into a suite's data.
 
 Owns the step from a data file's bytes to the same line-carrying data a YAML suite
-becomes (:class:`~.loading.YamlMapping` ``{"cases": [...]}``), so a data file gets
+becomes (:class:`~.documents.YamlMapping` ``{"cases": [...]}``), so a data file gets
 the same validation, the same error codes and line numbers that point at its row:
 the JSONL line, the CSV record's first line, the line where a JSON array's
 object starts (docs/format.md#data-files). One case per row or object: ``id``,

@@ -13,11 +13,11 @@ crashes the process on a deep enough file before any check of ours could
 run. Reading events is iterative, so nesting is bounded before it costs
 anything.
 
-Mappings come back as :class:`YamlMapping` and sequences as
-:class:`YamlSequence`, ordinary ``dict``/``list`` subclasses that carry the
-1-based line of themselves and of each key / item, so validation errors can
-point at ``file:line``. :func:`read_json` reads the plugin's own JSON files
-(results, cassettes). No pytest import here.
+Mappings come back as :class:`~.documents.YamlMapping` and sequences as
+:class:`~.documents.YamlSequence` (:mod:`.documents`, which holds what a read
+file becomes without importing PyYAML), carrying the 1-based line of
+themselves and of each key / item, so validation errors can point at
+``file:line``. No pytest import here.
 """
 
 from __future__ import annotations
@@ -47,22 +47,9 @@ from .documents import (
     Problem,
     YamlMapping,
     YamlSequence,
-    line_of,
-    read_json,
 )
 
-__all__ = [
-    "MAX_ALIAS_EXPANSION",
-    "MAX_DEPTH",
-    "MAX_FILE_BYTES",
-    "LoadFailed",
-    "Problem",
-    "YamlMapping",
-    "YamlSequence",
-    "line_of",
-    "load_yaml",
-    "read_json",
-]
+__all__ = ["load_yaml"]  # what a file becomes: .documents
 
 try:  # libyaml is much faster on large suites; the pure-Python parser is the fallback.
     _Loader: type[yaml.SafeLoader] = yaml.CSafeLoader  # type: ignore[assignment]

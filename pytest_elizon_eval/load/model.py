@@ -1,7 +1,7 @@
 """The Elizon file formats as strict pydantic models, and their error messages.
 
 Owns what a valid ``elizon.yaml`` and a valid suite file are (docs/format.md)
-and turns every way a file can be wrong into a :class:`~.loading.Problem`
+and turns every way a file can be wrong into a :class:`~.documents.Problem`
 with a line number and a sentence a person can act on. Unknown keys are
 errors (with a "did you mean" hint), types are strict (``contains: 3`` is
 not silently a list). No pytest import here.
