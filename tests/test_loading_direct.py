@@ -80,7 +80,7 @@ for name in ("CSafeLoader", "SafeLoader"):
         try:
             loading.load_yaml(text.encode())
             found[f"{name}/{form}"] = "loaded"
-        except LoadFailed as exc:
+        except loading.LoadFailed as exc:
             found[f"{name}/{form}"] = [[p.line, p.message] for p in exc.problems]
 print(json.dumps(found))
 """
