@@ -173,3 +173,17 @@ def test_detectable_drop_inverts_runs_needed() -> None:
     assert stats.detectable_drop(0, 0.9) is None
     with pytest.raises(ValueError, match="0 < drop <= rate"):
         stats.runs_needed(0.5, 0.6)
+
+
+@pytest.mark.parametrize("p", [1e-15, 1e-9, 1e-4, 0.025, 0.05, 0.2, 0.5, 0.6, 0.8, 0.9, 0.95,
+                               0.975, 0.995, 1 - 1e-6, 1 - 1e-12])
+def test_normal_ppf_is_the_standard_librarys(p: float) -> None:
+    from statistics import NormalDist
+
+    assert stats.normal_ppf(p) == pytest.approx(NormalDist().inv_cdf(p), rel=1e-13, abs=1e-13)
+
+
+@pytest.mark.parametrize("p", [0.0, 1.0, -0.1, float("nan")])
+def test_normal_ppf_refuses_what_is_not_a_probability(p: float) -> None:
+    with pytest.raises(ValueError, match="p must be between 0 and 1"):
+        stats.normal_ppf(p)
