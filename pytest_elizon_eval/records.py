@@ -16,14 +16,18 @@ decorator. No pytest import here.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import sys
 import threading
+from collections.abc import Iterator
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 __all__ = ["dataclass", "fields", "is_record", "realize"]
 
-#: Classes decorated but not yet made: their decorator's options.
-_pending: dict[type, dict[str, Any]] = {}
+#: Classes decorated but not yet made: their decorator's options and their module.
+_pending: dict[type, tuple[dict[str, Any], ModuleType | None]] = {}
 # Cases started ahead under --elizon-concurrency can make a class's first instance in two
 # threads at once; re-entrant, since making a class makes its pending bases first.
 _lock = threading.RLock()
@@ -36,10 +40,12 @@ def realize(cls: type) -> None:
         return
     with _lock:
         for klass in reversed(cls.__mro__):
-            options = _pending.get(klass)
-            if options is None:
+            found = _pending.get(klass)
+            if found is None:
                 continue
-            dataclasses.dataclass(klass, **options)
+            options, module = found
+            with _module_present(klass.__module__, module):
+                dataclasses.dataclass(klass, **options)
             # made before the stub goes: another thread that still finds the stub waits
             # on the lock above, then finds the class made
             del _pending[klass]
@@ -47,6 +53,22 @@ def realize(cls: type) -> None:
                 # not deleted: CPython would keep calling the inherited object.__new__
                 # through the slot with the call's arguments, which it refuses
                 klass.__new__ = _PLAIN_NEW  # type: ignore[assignment]
+
+
+@contextlib.contextmanager
+def _module_present(name: str, module: ModuleType | None) -> Iterator[None]:
+    """The decorator reads the class's module from ``sys.modules`` (string annotations):
+    one that has left it since (pytester's in-process runs drop the modules they imported)
+    is put back while the class is made."""
+    if module is None or sys.modules.get(name) is not None:
+        yield
+        return
+    sys.modules[name] = module
+    try:
+        yield
+    finally:
+        if sys.modules.get(name) is module:
+            del sys.modules[name]
 
 
 def _first_new(cls: type, *args: Any, **kwargs: Any) -> Any:
@@ -71,7 +93,7 @@ def _lazy(cls: type, options: dict[str, Any]) -> type:
             for klass in cls.__mro__[:-1]):
         # slots make a new class, and a __new__ of its own must keep working: made now
         return dataclasses.dataclass(cls, **options)
-    _pending[cls] = options
+    _pending[cls] = (options, sys.modules.get(cls.__module__))
     cls.__new__ = _FIRST_NEW  # type: ignore[assignment]
     return cls
 

@@ -116,3 +116,24 @@ def test_a_class_with_its_own_new_or_slots_is_made_at_once() -> None:
     assert Slotted not in records._pending
     assert "__slots__" in Slotted.__dict__
     assert Numbered not in records._pending
+
+
+def test_a_class_whose_module_left_sys_modules_is_still_made(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # pytester's in-process runs drop the modules first imported inside them; a class of
+    # such a module made afterwards needs its module for its string annotations
+    (tmp_path / "dropped_shapes.py").write_text(textwrap.dedent("""
+        from __future__ import annotations
+        from pytest_elizon_eval.records import dataclass
+
+        @dataclass(frozen=True)
+        class Box:
+            size: int
+            label: str = "box"
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import dropped_shapes  # type: ignore[import-not-found]
+
+    del sys.modules["dropped_shapes"]
+    assert dropped_shapes.Box(2) == dropped_shapes.Box(2, "box")
+    assert "dropped_shapes" not in sys.modules  # put back only while the class was made
