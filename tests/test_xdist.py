@@ -128,14 +128,16 @@ def junit_cases(path: Path) -> list[tuple[str | None, ...]]:
                   for c in root.iter("testcase"))
 
 
-def start_pytest(pytester: pytest.Pytester, *args: str) -> Callable[[], pytest.RunResult]:
+def start_pytest(pytester: pytest.Pytester, *args: str, name: str = "started"
+                 ) -> Callable[[], pytest.RunResult]:
     """``pytester.runpytest_subprocess(*args)`` started now, its result when the returned
     function is called: the process runs meanwhile. (Output goes to files, as pytester's
-    does, so a long output never blocks the process.)"""
-    basetemp = pytester.path / "runpytest-started"
+    does, so a long output never blocks the process; ``name`` tells apart the files of
+    runs started side by side.)"""
+    basetemp = pytester.path / f"runpytest-{name}"
     basetemp.mkdir()
-    with (pytester.path / "started.out").open("w", encoding="utf-8") as out, \
-            (pytester.path / "started.err").open("w", encoding="utf-8") as err:
+    with (pytester.path / f"{name}.out").open("w", encoding="utf-8") as out, \
+            (pytester.path / f"{name}.err").open("w", encoding="utf-8") as err:
         process = pytester.popen([sys.executable, "-mpytest", f"--basetemp={basetemp}", *args],
                                  stdout=out, stderr=err)
 
@@ -146,8 +148,8 @@ def start_pytest(pytester: pytest.Pytester, *args: str) -> Callable[[], pytest.R
             if process.poll() is None:
                 process.kill()
                 process.wait()
-        lines = [(pytester.path / f"started.{name}").read_text(encoding="utf-8").splitlines()
-                 for name in ("out", "err")]
+        lines = [(pytester.path / f"{name}.{stream}").read_text(encoding="utf-8").splitlines()
+                 for stream in ("out", "err")]
         with contextlib.suppress(ValueError):  # as pytester gives it: an ExitCode if one
             ret = pytest.ExitCode(ret)
         return pytest.RunResult(ret, *lines, 0.0)
