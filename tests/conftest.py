@@ -181,3 +181,32 @@ def loopback(handler: type[http.server.BaseHTTPRequestHandler]) -> Iterator[str]
     finally:
         server.shutdown()
         server.server_close()
+
+
+def start_pytest(pytester: pytest.Pytester, *args: str, name: str = "started"
+                 ) -> Callable[[], pytest.RunResult]:
+    """``pytester.runpytest_subprocess(*args)`` started now, its result when the returned
+    function is called: the process runs meanwhile. (Output goes to files, as pytester's
+    does, so a long output never blocks the process; ``name`` tells apart the files of
+    runs started side by side.)"""
+    basetemp = pytester.path / f"runpytest-{name}"
+    basetemp.mkdir()
+    with (pytester.path / f"{name}.out").open("w", encoding="utf-8") as out, \
+            (pytester.path / f"{name}.err").open("w", encoding="utf-8") as err:
+        process = pytester.popen([sys.executable, "-mpytest", f"--basetemp={basetemp}", *args],
+                                 stdout=out, stderr=err)
+
+    def result() -> pytest.RunResult:
+        try:
+            ret = process.wait(timeout=120)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        lines = [(pytester.path / f"{name}.{stream}").read_text(encoding="utf-8").splitlines()
+                 for stream in ("out", "err")]
+        with contextlib.suppress(ValueError):  # as pytester gives it: an ExitCode if one
+            ret = pytest.ExitCode(ret)
+        return pytest.RunResult(ret, *lines, 0.0)
+
+    return result

@@ -19,8 +19,7 @@ import pytest
 from pytest_elizon_eval.bind.entries import entry_from
 from pytest_elizon_eval.load.runtime import CommandEntry, UrlEntry
 
-from .conftest import Packages
-from .test_xdist import start_pytest
+from .conftest import Packages, start_pytest
 
 PY = json.dumps(sys.executable)
 
