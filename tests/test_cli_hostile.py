@@ -8,8 +8,6 @@ test runs the real console script on copies of it.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import shutil
@@ -20,35 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from pytest_elizon_eval import cli
 from pytest_elizon_eval.reporting import results
 from pytest_elizon_eval.trust import evidence, signing
 
 from .test_cli import _env  # the environment of a CI step: the plugins a user has
+from .test_cli import command as run  # elizon-eval, in this process, in that environment
 
 SCRIPT = Path(sys.executable).with_name("elizon-eval")
-
-
-def run(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    """``elizon-eval *args`` in ``cwd``, with a CI step's environment and ``env``: in this
-    process, through ``cli.main``, which is what the console script calls (test_cli runs the
-    script itself, in CI's workflow); a process for each of these runs would only add its
-    start-up to what the files are checked for."""
-    out, err = io.StringIO(), io.StringIO()
-    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(out), \
-            contextlib.redirect_stderr(err):
-        patch.chdir(cwd)
-        step = _env()
-        for name in [name for name in os.environ if name not in step]:
-            patch.delenv(name)  # what a CI step does not have (test_cli._env)
-        for name, value in env.items():
-            patch.setenv(name, value)
-        try:
-            status = cli.main(list(args))
-        except SystemExit as exit_:  # argparse's usage errors
-            status = exit_.code if isinstance(exit_.code, int) else 1
-    return subprocess.CompletedProcess([SCRIPT.name, *args], status, out.getvalue(),
-                                       err.getvalue())
 
 
 @dataclass
