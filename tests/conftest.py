@@ -160,6 +160,24 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     # collection (each of the hundreds of inner pytest runs would otherwise walk it again).
     gc.collect()
     gc.freeze()
+    # The inner runs allocate millions of short-lived objects: fewer, larger young
+    # collections, and so fewer full ones (garbage is still collected, a little later).
+    gc.set_threshold(10_000, 10, 10)
+    _frozen_at[0] = len(sys.modules)
+
+
+_frozen_at = [0]  # len(sys.modules) when the heap was last frozen
+
+
+def pytest_runtest_logfinish() -> None:
+    # Test-only libraries (the SDKs, scipy, selenium...) are imported by the tests that need
+    # them and stay imported: once a test has imported many modules, collect and freeze
+    # again, or every later full collection walks all of their objects (seconds in all).
+    # (A module an in-process pytest run imported is dropped after it, so not counted.)
+    if len(sys.modules) > _frozen_at[0] + 50:
+        gc.collect()
+        gc.freeze()
+        _frozen_at[0] = len(sys.modules)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
