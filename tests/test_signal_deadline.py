@@ -140,8 +140,14 @@ def test_a_real_ctrl_c_the_call_swallows_still_stops_the_session(restored: None)
             ran.append("swallowed")
         return "answered anyway"
 
-    with pytest.raises(KeyboardInterrupt):
-        call(swallows_ctrl_c, limit_s=30)
+    # Ctrl-C as a terminal gives it, even when this process inherited SIGINT ignored (a
+    # shell's background job), where the signal would never arrive
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            call(swallows_ctrl_c, limit_s=30)
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def test_its_own_keyboard_interrupt_is_the_entry_points_error(restored: None) -> None:
