@@ -22,7 +22,7 @@ from pytest_elizon_eval.reporting import results
 from pytest_elizon_eval.trust import evidence, signing
 
 from .test_cli import _env  # the environment of a CI step: the plugins a user has
-from .test_cli import command as run  # elizon-eval, in this process, in that environment
+from .test_cli import elizon_eval as run  # elizon-eval, in this process, in that environment
 
 SCRIPT = Path(sys.executable).with_name("elizon-eval")
 
