@@ -163,6 +163,24 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     # collection (each of the hundreds of inner pytest runs would otherwise walk it again).
     gc.collect()
     gc.freeze()
+    # The inner runs allocate millions of short-lived objects: fewer, larger young
+    # collections, and so fewer full ones (garbage is still collected, a little later).
+    gc.set_threshold(10_000, 10, 10)
+    _frozen_at[0] = len(sys.modules)
+
+
+_frozen_at = [0]  # len(sys.modules) when the heap was last frozen
+
+
+def pytest_runtest_logfinish() -> None:
+    # Test-only libraries (the SDKs, scipy, selenium...) are imported by the tests that need
+    # them and stay imported: once a test has imported many modules, collect and freeze
+    # again, or every later full collection walks all of their objects (seconds in all).
+    # (A module an in-process pytest run imported is dropped after it, so not counted.)
+    if len(sys.modules) > _frozen_at[0] + 50:
+        gc.collect()
+        gc.freeze()
+        _frozen_at[0] = len(sys.modules)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -184,3 +202,32 @@ def loopback(handler: type[http.server.BaseHTTPRequestHandler]) -> Iterator[str]
     finally:
         server.shutdown()
         server.server_close()
+
+
+def start_pytest(pytester: pytest.Pytester, *args: str, name: str = "started"
+                 ) -> Callable[[], pytest.RunResult]:
+    """``pytester.runpytest_subprocess(*args)`` started now, its result when the returned
+    function is called: the process runs meanwhile. (Output goes to files, as pytester's
+    does, so a long output never blocks the process; ``name`` tells apart the files of
+    runs started side by side.)"""
+    basetemp = pytester.path / f"runpytest-{name}"
+    basetemp.mkdir()
+    with (pytester.path / f"{name}.out").open("w", encoding="utf-8") as out, \
+            (pytester.path / f"{name}.err").open("w", encoding="utf-8") as err:
+        process = pytester.popen([sys.executable, "-mpytest", f"--basetemp={basetemp}", *args],
+                                 stdout=out, stderr=err)
+
+    def result() -> pytest.RunResult:
+        try:
+            ret = process.wait(timeout=120)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        lines = [(pytester.path / f"{name}.{stream}").read_text(encoding="utf-8").splitlines()
+                 for stream in ("out", "err")]
+        with contextlib.suppress(ValueError):  # as pytester gives it: an ExitCode if one
+            ret = pytest.ExitCode(ret)
+        return pytest.RunResult(ret, *lines, 0.0)
+
+    return result

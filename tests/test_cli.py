@@ -2,12 +2,15 @@
 
 One module-scoped run of docs/ci.md's "From CI to activation" workflow (its ``pytest`` and
 ``elizon-eval`` commands as written, the matrix expanded, beside one full run of the
-examples) gives the material; the other tests run the real console script on it.
+examples) gives the material; the other tests run the command on it (the console script
+where a process of its own is the point: a terminal, a key file's mode; else ``cli.main``).
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
+import io
 import json
 import os
 import pty
@@ -48,6 +51,28 @@ def run(*args: str, cwd: Path, env: dict[str, str] | None = None
         ) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(SCRIPT), *args], cwd=cwd, env=env or _env(), text=True,
                           capture_output=True, timeout=60, check=False)
+
+
+def elizon_eval(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """``elizon-eval *args`` in ``cwd``, with a CI step's environment and ``env``, as
+    :func:`run` gives it, but in this process, through ``cli.main``, which is what the
+    console script calls (the workflow's steps, the terminal session and keygen run the
+    script itself): a process per call would only add its start-up."""
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(out), \
+            contextlib.redirect_stderr(err):
+        patch.chdir(cwd)
+        step = _env()
+        for name in [name for name in os.environ if name not in step]:
+            patch.delenv(name)  # what a CI step does not have (test_cli._env)
+        for name, value in env.items():
+            patch.setenv(name, value)
+        try:
+            status = cli.main(list(args))
+        except SystemExit as exit_:  # argparse's usage errors
+            status = exit_.code if isinstance(exit_.code, int) else 1
+    return subprocess.CompletedProcess([SCRIPT.name, *args], status, out.getvalue(),
+                                       err.getvalue())
 
 
 def workflow() -> dict[str, Any]:
@@ -108,7 +133,7 @@ def material(tmp_path_factory: pytest.TempPathFactory) -> Material:
          "--elizon-results=full.json", "--elizon-junit=full.xml"],
         cwd=tmp, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)]
     keys = tmp.parent / f"{tmp.name}-keys"
-    done = run("keygen", str(keys), cwd=tmp)
+    done = elizon_eval("keygen", str(keys), cwd=tmp)  # the script's keygen: test_keygen_...
     assert done.returncode == 0, done.stderr
     shutil.copy(keys / signing.PUBLIC_KEY_FILE, tmp / "elizon-eval.pub")
     key_pem = (keys / signing.KEY_FILE).read_text()
@@ -212,7 +237,8 @@ def test_every_results_file_records_its_provenance(material: Material) -> None:
 
 def test_sign_then_verify_ok_and_a_flipped_byte_is_invalid(material: Material) -> None:
     tmp = material.tmp
-    ok = run("verify", "reports/shard-rest.json", "--public-key", "elizon-eval.pub", cwd=tmp)
+    ok = elizon_eval("verify", "reports/shard-rest.json", "--public-key", "elizon-eval.pub",
+                     cwd=tmp)
     assert ok.returncode == 0, ok.stderr
     assert "signature valid" in ok.stdout
     edited = tmp / "flipped.json"
@@ -220,7 +246,7 @@ def test_sign_then_verify_ok_and_a_flipped_byte_is_invalid(material: Material) -
     at = text.index('"output": "') + len('"output": "')
     edited.write_text(text[:at] + chr(ord(text[at]) ^ 1) + text[at + 1:])
     shutil.copy(tmp / "reports" / "shard-rest.json.sig", tmp / "flipped.json.sig")
-    bad = run("verify", "flipped.json", "--public-key", "elizon-eval.pub", cwd=tmp)
+    bad = elizon_eval("verify", "flipped.json", "--public-key", "elizon-eval.pub", cwd=tmp)
     assert bad.returncode == 1
     assert bad.stderr.startswith("ELIZON_RESULTS_SIGNATURE_INVALID: flipped.json: the "
                                  "signature is for another document")
@@ -231,7 +257,8 @@ def test_verify_with_another_key_or_no_signature_is_invalid(
         material: Material, capsys: pytest.CaptureFixture[str]) -> None:
     tmp = material.tmp
     signing.generate(tmp / "other")
-    bad = run("verify", "reports/elizon.json", "--public-key", "other/elizon-eval.pub", cwd=tmp)
+    bad = elizon_eval("verify", "reports/elizon.json", "--public-key",
+                      "other/elizon-eval.pub", cwd=tmp)
     assert bad.returncode == 1
     assert bad.stderr.startswith("ELIZON_RESULTS_SIGNATURE_INVALID: reports/elizon.json: "
                                  "signed with another key")
@@ -251,13 +278,14 @@ def test_acknowledge_then_edit_is_not_acknowledged(
     assert "EVALUATION_NOT_ACKNOWLEDGED: no terminal" in refused.err
     assert not evidence.ack_path(doc).exists()
     assert "MUST-PASS GATE: PASSED" in refused.out  # shown before refusing
-    done = run("acknowledge", str(doc), "--by", "alice", "--acknowledge-evaluation", cwd=tmp)
+    done = elizon_eval("acknowledge", str(doc), "--by", "alice", "--acknowledge-evaluation",
+                       cwd=tmp)
     assert done.returncode == 0, done.stderr
     assert cli.main(["verify", str(doc), "--require-ack"]) == 0
     data = json.loads(doc.read_text())
     data["suites"][0]["cases"][0]["output"] = "edited after the acknowledgement"
     doc.write_text(json.dumps(data, indent=2))
-    bad = run("verify", str(doc), "--require-ack", cwd=tmp)
+    bad = elizon_eval("verify", str(doc), "--require-ack", cwd=tmp)
     assert bad.returncode == 1
     assert bad.stderr.startswith("EVALUATION_NOT_ACKNOWLEDGED: ")
     assert "acknowledges another document" in bad.stderr
@@ -317,7 +345,7 @@ def _regressed(source: Path, target: Path) -> None:
 
 def test_show_and_diff(material: Material, capsys: pytest.CaptureFixture[str]) -> None:
     tmp = material.tmp
-    shown = run("show", "full.json", cwd=tmp)
+    shown = elizon_eval("show", "full.json", cwd=tmp)
     assert shown.returncode == 0, shown.stderr
     out = shown.stdout
     assert "\x1b[" not in out  # no colour off a terminal
@@ -333,7 +361,7 @@ def test_show_and_diff(material: Material, capsys: pytest.CaptureFixture[str]) -
     assert "failed:\n  example_suites/legal-practice/eval/publish-gate-core.yaml::" \
         "route-overdue-invoices — ✗ contains: missing: 'x'" in worse
     assert "verdict: FAIL" in worse
-    diff = run("diff", "full.json", "worse.json", cwd=tmp)
+    diff = elizon_eval("diff", "full.json", "worse.json", cwd=tmp)
     assert diff.returncode == 0
     lines = diff.stdout.splitlines()
     total = sum(len(s["cases"]) for s in json.loads((tmp / "full.json").read_text())["suites"])

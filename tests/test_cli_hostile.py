@@ -22,13 +22,9 @@ from pytest_elizon_eval.reporting import results
 from pytest_elizon_eval.trust import evidence, signing
 
 from .test_cli import _env  # the environment of a CI step: the plugins a user has
+from .test_cli import elizon_eval as run  # elizon-eval, in this process, in that environment
 
 SCRIPT = Path(sys.executable).with_name("elizon-eval")
-
-
-def run(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(SCRIPT), *args], cwd=cwd, env=_env(**env), text=True,
-                          capture_output=True, timeout=60, check=False)
 
 
 @dataclass

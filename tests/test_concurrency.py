@@ -18,7 +18,7 @@ from .conftest import PYTEST_WITH_CTRL_C, Packages, interrupt_when
 
 # Logs each call's input and how many calls were running at its start.
 TRACING_APP = """
-import asyncio, json, pathlib, threading, time
+import asyncio, json, os, pathlib, threading, time
 
 LOG = pathlib.Path(__file__).with_name("calls.log")
 LOOPS = pathlib.Path(__file__).with_name("loops.log")
@@ -42,7 +42,7 @@ def answer(text):
     try:
         if text.startswith("hang"):
             time.sleep(3600)
-        time.sleep(0.15)
+        time.sleep(float(os.environ.get("TRACING_SLEEP", "0.15")))  # long enough to overlap
         return "ok " + text
     finally:
         _leave()
@@ -232,10 +232,13 @@ def comparable(path: Path) -> dict[str, Any]:
 
 
 def test_a_concurrent_run_reports_exactly_what_a_serial_run_does(
-    packages: Packages, pytester: pytest.Pytester
+    packages: Packages, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     packages.package(app=TRACING_APP, suite=suite(5, MIXED))
     packages.package("adv", app=TRACING_APP, suite=suite(2, MIXED), gate="advisory")
+    # what is compared is the reports, not overlap (test_cases_overlap_up_to_n): short calls
+    # spare the serial run its sleeps
+    monkeypatch.setenv("TRACING_SLEEP", "0.02")
     args = ["--elizon-timeout=0.3", "-p", "no:xdist"]
     serial = pytester.runpytest(*args, "--elizon-results=serial.json")
     fast = pytester.runpytest(*args, "--elizon-concurrency=16",

@@ -19,7 +19,7 @@ import pytest
 from pytest_elizon_eval.bind.entries import entry_from
 from pytest_elizon_eval.load.runtime import CommandEntry, UrlEntry
 
-from .conftest import Packages
+from .conftest import Packages, start_pytest
 
 PY = json.dumps(sys.executable)
 
@@ -179,14 +179,19 @@ def test_leftover_processes_are_killed_and_a_case_never_passes_late(
     # The cases that answer get a generous limit: they pass only if their grandchildren,
     # which sleep for an hour, keep neither the case nor pytest waiting. The cases that
     # hang never answer, so a short limit ends them whatever the machine's load. In each
-    # run the cases run at once (their time limits overlap); pytest itself must exit.
-    answered = pytester.runpytest_subprocess("answers", "--elizon-timeout=30",
-                                             "--elizon-concurrency=2",
-                                             "--elizon-results=answers.json", timeout=120)
-    assert answered.parseoutcomes() == {"passed": 2}
+    # run the cases run at once (their time limits overlap); pytest itself must exit. The
+    # two runs go side by side: the answering one is over while the other waits its limit.
     # 2 s: time for the scripts to note their processes on a loaded machine; they never answer
-    hung = pytester.runpytest_subprocess("hangs", "--elizon-timeout=2", "--elizon-concurrency=2",
-                                         "--elizon-results=hangs.json", timeout=120)
+    finish_hung = start_pytest(pytester, "hangs", "--elizon-timeout=2",
+                               "--elizon-concurrency=2", "--elizon-results=hangs.json",
+                               name="hangs")
+    try:
+        answered = pytester.runpytest_subprocess("answers", "--elizon-timeout=30",
+                                                 "--elizon-concurrency=2",
+                                                 "--elizon-results=answers.json", timeout=120)
+    finally:
+        hung = finish_hung()
+    assert answered.parseoutcomes() == {"passed": 2}
     assert hung.parseoutcomes() == {"timeout": 2}
     outcomes = {**results(pytester, "answers.json"), **results(pytester, "hangs.json")}
     assert {k: c["outcome"] for k, c in outcomes.items()} == {

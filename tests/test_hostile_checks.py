@@ -160,8 +160,9 @@ def test_a_check_past_the_time_limit_makes_the_case_a_timeout(
     ''')
     packages.write("pkg/slow.py", HANGING_CHECKS)
     # a process of its own, so the abandoned check threads end with it; the limit leaves the
-    # instant entry points room on a loaded machine, the checks never finish whatever it is
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--elizon-timeout=2",
+    # instant entry points (and the instant checks) room on a loaded machine, the hanging
+    # checks never finish whatever it is
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--elizon-timeout=1",
                                            "--elizon-concurrency=3", "--elizon-results=r.json",
                                            timeout=120)
     assert result.parseoutcomes() == {"passed": 1, "timeout": 2}
@@ -181,9 +182,9 @@ def test_a_check_past_the_time_limit_makes_the_case_a_timeout(
     assert len(talk["turns"]) == 2
     result.stdout.fnmatch_lines([
         "timed out:",
-        "  pkg/eval/suite.yaml::single — no answer within 2 s (--elizon-timeout=2)",
-        "  pkg/eval/suite.yaml::in-a-conversation — turn 2 of 3: no answer within 2 s "
-        "(--elizon-timeout=2)",
+        "  pkg/eval/suite.yaml::single — no answer within 1 s (--elizon-timeout=1)",
+        "  pkg/eval/suite.yaml::in-a-conversation — turn 2 of 3: no answer within 1 s "
+        "(--elizon-timeout=1)",
     ])
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import Packages
+from .conftest import Packages, start_pytest
 from .test_multi_turn_probes import APP
 
 SECRET = "PLANTED-SECRET-42"
@@ -55,11 +55,15 @@ def leaky(text, messages=None):
     tmp = pytester.path
     args = ["pkg", "-p", "no:cacheprovider", "-m", "multi-turn or not (prompt-injection or "
             "data-extraction)", "--elizon-compliance=SOC 2"]
-    serial = pytester.runpytest(*args, f"--elizon-results={tmp}/serial.json",
-                                f"--elizon-record={tmp}/serial-cassette.json")
-    parallel = pytester.runpytest_subprocess(*args, "-n", "2",
-                                             f"--elizon-results={tmp}/xdist.json",
-                                             f"--elizon-record={tmp}/xdist-cassette.json")
+    # the xdist run starts its workers while the serial one runs (each writes its own files)
+    finish_parallel = start_pytest(pytester, *args, "-n", "2",
+                                   f"--elizon-results={tmp}/xdist.json",
+                                   f"--elizon-record={tmp}/xdist-cassette.json")
+    try:
+        serial = pytester.runpytest(*args, f"--elizon-results={tmp}/serial.json",
+                                    f"--elizon-record={tmp}/serial-cassette.json")
+    finally:
+        parallel = finish_parallel()
     # 4 multi-turn probes compromised at their last turn; the case that tells the code
     assert serial.parseoutcomes() == {"failed": 5, "passed": 1, "deselected": 15}
     # (xdist's summary does not count what the workers deselected)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -59,10 +60,17 @@ def _imports(module: str, tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom
             yield node
 
 
+@functools.cache
+def _source(module: str) -> tuple[str, ast.Module]:
+    """The module's text and syntax tree, read once for every test here."""
+    text = MODULES[module].read_text(encoding="utf-8")
+    return text, ast.parse(text)
+
+
 def _graph() -> dict[str, set[str]]:
     edges: dict[str, set[str]] = {}
-    for module, path in MODULES.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+    for module in MODULES:
+        tree = _source(module)[1]
         edges[module] = {t for node in _imports(module, tree) for t in _targets(module, node)
                          if t != module}
     return edges
@@ -117,11 +125,12 @@ def _function_imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
                     yield node
 
 
-def _unexplained(source: str) -> list[int]:
+def _unexplained(source: str, tree: ast.AST | None = None) -> list[int]:
     """Lines of function-level imports with no comment on their lines or on the line above;
-    imports that directly follow one another share the comment above the first."""
+    imports that directly follow one another share the comment above the first. (``tree``:
+    the source's, when already parsed.)"""
     lines = source.splitlines()
-    nodes = sorted(_function_imports(ast.parse(source)), key=lambda n: n.lineno)
+    nodes = sorted(_function_imports(tree or ast.parse(source)), key=lambda n: n.lineno)
     explained: dict[int, bool] = {}  # end line -> explained
     bad = []
     for node in nodes:
@@ -137,7 +146,7 @@ def _unexplained(source: str) -> list[int]:
 
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_each_function_level_import_says_why(module: str) -> None:
-    assert _unexplained(MODULES[module].read_text(encoding="utf-8")) == []
+    assert _unexplained(*_source(module)) == []
 
 
 def test_an_import_without_a_reason_is_found() -> None:

@@ -15,7 +15,7 @@ from pytest_elizon_eval.load.packages import load_manifest
 from pytest_elizon_eval.redteam import pack as redteam
 from pytest_elizon_eval.reporting import results as results_module
 
-from .conftest import Packages
+from .conftest import Packages, start_pytest
 
 SECRET = "PLANTED-SECRET-42"
 APP = f"""
@@ -208,11 +208,15 @@ def test_last_failed_reruns_only_the_compromised_probes(
 def test_canary_differs_between_runs_and_is_shared_by_xdist_workers(
         pkg: Packages, pytester: pytest.Pytester) -> None:
     pkg.write("pkg/elizon.yaml", _manifest("weak", "[prompt-injection, tool-misuse]"))
-    serial = pytester.runpytest("pkg", "-p", "no:cacheprovider",
-                                f"--elizon-results={pytester.path}/serial.json")
+    # the xdist run starts its workers while the serial one runs (each writes its own files)
+    finish_parallel = start_pytest(pytester, "pkg", "-p", "no:cacheprovider", "-n", "2",
+                                   f"--elizon-results={pytester.path}/xdist.json")
+    try:
+        serial = pytester.runpytest("pkg", "-p", "no:cacheprovider",
+                                    f"--elizon-results={pytester.path}/serial.json")
+    finally:
+        parallel = finish_parallel()
     first = (pytester.path / "canary-main.txt").read_text()
-    parallel = pytester.runpytest_subprocess("pkg", "-p", "no:cacheprovider", "-n", "2",
-                                             f"--elizon-results={pytester.path}/xdist.json")
     workers = {p.read_text() for p in pytester.path.glob("canary-gw*.txt")}
     assert len(list(pytester.path.glob("canary-gw*.txt"))) == 2
     assert len(workers) == 1, "every worker checks for the run's one canary"

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import copy
 import json
+import sys
 import time
+import warnings
 import xml.etree.ElementTree as ET
 from typing import Any
 
@@ -105,11 +107,32 @@ def test_each_sdk_answer_is_read_with_its_tool_calls_and_usage(
         text, call.tool_calls, usage)
 
 
+def litellm_model_response(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """LiteLLM's own ModelResponse class, from its own module, without running the
+    package's ``__init__`` (routers, cost maps, every provider: ~2 s that nothing here
+    uses): for the import, ``litellm`` is a bare package over LiteLLM's own folder."""
+    import importlib.util  # only for this SDK
+    import types  # only for this SDK
+
+    spec = importlib.util.find_spec("litellm")
+    assert spec is not None
+    assert spec.submodule_search_locations is not None
+    package = types.ModuleType("litellm")
+    package.__path__ = list(spec.submodule_search_locations)
+    package.__spec__ = spec
+    monkeypatch.setitem(sys.modules, "litellm", package)
+    from litellm.types.utils import ModelResponse  # test-only SDK, heavy: here only
+
+    return ModelResponse
+
+
 def test_litellm_model_response_keeps_its_cost(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network at import
-    from litellm.types.utils import ModelResponse  # test-only SDK, heavy: imported here only
-
-    response = ModelResponse(**copy.deepcopy(CHAT))
+    with warnings.catch_warnings():
+        # the filter LiteLLM's __init__ itself sets (its _process_defaults): pydantic cannot
+        # enforce its TypedDicts' ReadOnly items, and says so as it builds the models
+        warnings.filterwarnings("ignore", message=".*`ReadOnly` qualifier.*")
+        response = litellm_model_response(monkeypatch)(**copy.deepcopy(CHAT))
     response._hidden_params["response_cost"] = 4.89e-05
     call = from_return(response)
     assert call.tool_calls == (ToolCall("get_weather", {"city": "Paris"}, id="call_abc"),)

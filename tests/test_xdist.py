@@ -8,14 +8,11 @@ and the probe pack's shared canary in test_probes.)"""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 import shutil
-import sys
 import xml.etree.ElementTree as ET
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +20,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 from . import test_collection, test_concurrency, test_outcomes, test_record_replay, test_reports
-from .conftest import ECHO_APP, Packages
+from .conftest import ECHO_APP, Packages, start_pytest
 from .test_reports import cases_by_id, results_of
 
 
@@ -128,33 +125,6 @@ def junit_cases(path: Path) -> list[tuple[str | None, ...]]:
                   for c in root.iter("testcase"))
 
 
-def start_pytest(pytester: pytest.Pytester, *args: str) -> Callable[[], pytest.RunResult]:
-    """``pytester.runpytest_subprocess(*args)`` started now, its result when the returned
-    function is called: the process runs meanwhile. (Output goes to files, as pytester's
-    does, so a long output never blocks the process.)"""
-    basetemp = pytester.path / "runpytest-started"
-    basetemp.mkdir()
-    with (pytester.path / "started.out").open("w", encoding="utf-8") as out, \
-            (pytester.path / "started.err").open("w", encoding="utf-8") as err:
-        process = pytester.popen([sys.executable, "-mpytest", f"--basetemp={basetemp}", *args],
-                                 stdout=out, stderr=err)
-
-    def result() -> pytest.RunResult:
-        try:
-            ret = process.wait(timeout=120)
-        finally:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
-        lines = [(pytester.path / f"started.{name}").read_text(encoding="utf-8").splitlines()
-                 for name in ("out", "err")]
-        with contextlib.suppress(ValueError):  # as pytester gives it: an ExitCode if one
-            ret = pytest.ExitCode(ret)
-        return pytest.RunResult(ret, *lines, 0.0)
-
-    return result
-
-
 def test_xdist_shows_and_writes_what_a_serial_run_does_and_replays_the_same(
     packages: Packages, pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory,
     monkeypatch: pytest.MonkeyPatch
@@ -167,6 +137,9 @@ def test_xdist_shows_and_writes_what_a_serial_run_does_and_replays_the_same(
     shutil.copytree(pytester.path, copy)
     finish_parallel = start_pytest(pytester, *report_args("xdist"), "-n", "2",
                                    "--elizon-concurrency=4")
+    # The xdist run has its environment: the serial one's concurrency entry need not sleep
+    # long enough to overlap (it never overlaps), so it sleeps 20 ms a call, not 150.
+    monkeypatch.setenv("TRACING_SLEEP", "0.02")
     monkeypatch.chdir(copy)
     try:
         serial = pytester.runpytest(*report_args("serial"), "-p", "no:xdist")
@@ -239,17 +212,21 @@ def test_xdist_shows_and_writes_what_a_serial_run_does_and_replays_the_same(
     assert rec_calls.read_text() == "x" * 4  # rec's entry: each case called once
 
     # -- replay under xdist: the same outcomes, and no entry point called
-    replayed = pytester.runpytest_subprocess("-n", "2", "--elizon-replay=xdist/tape.json",
-                                             "--elizon-results=replay/r.json",
-                                             "--elizon-html=replay/page.html",
-                                             "--elizon-history=replay/xdist.sqlite")
+    finish_replay = start_pytest(pytester, "-n", "2", "--elizon-replay=xdist/tape.json",
+                                 "--elizon-results=replay/r.json",
+                                 "--elizon-html=replay/page.html",
+                                 "--elizon-history=replay/xdist.sqlite", name="replayed")
+    try:
+        # the HTML page, written once by the controller, is the page a serial replay writes
+        # (replayed, the latencies are the recorded ones, so the pages are equal byte for
+        # byte); the serial replay runs while xdist starts its workers
+        pytester.runpytest("-p", "no:xdist", "--elizon-replay=xdist/tape.json",
+                           "--elizon-html=replay/serial-page.html",
+                           "--elizon-history=replay/serial.sqlite")  # each its own trend strip
+    finally:
+        replayed = finish_replay()
     assert replayed.parseoutcomes() == expected, "a replay under xdist differs"
     assert replayed.ret == serial.ret
-    # the HTML page, written once by the controller, is the page a serial replay writes
-    # (replayed, the latencies are the recorded ones, so the pages are equal byte for byte)
-    pytester.runpytest("-p", "no:xdist", "--elizon-replay=xdist/tape.json",
-                       "--elizon-html=replay/serial-page.html",
-                       "--elizon-history=replay/serial.sqlite")  # each its own trend strip
     page = (pytester.path / "replay/page.html").read_text(encoding="utf-8")
     assert page.count('<details class="case"') == 29
     assert page.count('class="chart-trend"') == 9  # each suite's trend, from the store
