@@ -229,7 +229,10 @@ class Aggregate:
         self.override_note: str | None = None
 
     def add(self, data: Mapping[str, Any]) -> None:
-        result = CaseResult.from_data(data)
+        self.add_result(CaseResult.from_data(data))
+
+    def add_result(self, result: CaseResult) -> None:
+        """Add a case's result as it is (a re-run case replaces its earlier one)."""
         self._results[result.nodeid] = result
         self._suites = None
 
