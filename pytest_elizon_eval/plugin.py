@@ -199,11 +199,10 @@ def annotate(report: Any, result: outcomes.CaseResult, recording: Mapping[str, A
     rather than rebuild it from the data; else None."""
     faithful: outcomes.CaseResult | None = None
     try:
-        from .decide.results_data import to_data  # loaded already: outcomes imports it
-
-        raw = to_data(result)
-        data = outcomes.encodable(raw)  # what result.to_data() gives, with raw kept
-        if data == raw:
+        data = result.to_data()
+        # Data that was plain already shares the result's strings (a JSON round trip makes
+        # new ones): then nothing was escaped or rewritten, and the result is what it says.
+        if len(result.nodeid) > 1 and data.get("nodeid") is result.nodeid:
             faithful = result
         if recording is not None:  # the controller writes the one cassette
             data["recording"] = outcomes.encodable(recording)
