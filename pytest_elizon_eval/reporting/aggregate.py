@@ -111,13 +111,20 @@ class SuiteSummary:
     #: ini elizon_confidence and elizon_alpha (docs/contract.md#intervals).
     confidence: float = 0.95
     alpha: float = 0.05
+    _intervals: tuple[int, dict[str, MetricInterval]] | None = field(
+        default=None, init=False, repr=False, compare=False)
 
     def intervals(self) -> dict[str, MetricInterval]:
         """An interval for each rate and mean metric measured, task metrics included
         (:mod:`.intervals`)."""
-        measured = self.measures()
-        return {**suite_intervals(self.results, self.confidence),
-                **task_intervals(measured.proportions, measured.samples, self.confidence)}
+        # every reporter asks (terminal, results, history…): made again only when cases
+        # were added, as the measures
+        if self._intervals is None or self._intervals[0] != len(self.results):
+            measured = self.measures()
+            self._intervals = (len(self.results), {
+                **suite_intervals(self.results, self.confidence),
+                **task_intervals(measured.proportions, measured.samples, self.confidence)})
+        return dict(self._intervals[1])
 
     def detectable_drop(self) -> DetectableDrop | None:
         """The smallest pass-rate drop this suite detects at alpha with 80 % power."""
