@@ -37,13 +37,15 @@ def plain_copy(value: Any) -> Any | None:
 
 
 def _copy(value: Any) -> Any:
-    if type(value) in _SCALARS:
-        return value
+    # scalars, most of a case's values, are taken where they stand: no call for each
     if isinstance(value, dict):
         for key in value:
             if type(key) is not str:
                 raise _NotPlain
-        return {key: _copy(item) for key, item in value.items()}
+        return {key: item if type(item) in _SCALARS else _copy(item)
+                for key, item in value.items()}
     if type(value) is list:  # a tuple (a list once rebuilt) goes the round trip
-        return [_copy(item) for item in value]
+        return [item if type(item) in _SCALARS else _copy(item) for item in value]
+    if type(value) in _SCALARS:
+        return value
     raise _NotPlain
