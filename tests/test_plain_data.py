@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from pytest_elizon_eval.decide.plain_data import plain_copy
-from pytest_elizon_eval.decide.results_data import encodable
+from pytest_elizon_eval.decide.results_data import CaseResult, SuiteInfo, encodable
+from pytest_elizon_eval.reporting.aggregate import Aggregate
 
 from .conftest import Packages
 
@@ -77,3 +78,20 @@ def test_the_reporter_keeps_the_cases_own_result_and_the_data_its_strings(
     result = pytester.runpytest("-p", "no:cacheprovider", "-s")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*KEPT plain True True*", "*KEPT escaped False False*"])
+
+
+def test_cases_from_report_data_share_their_suites_record() -> None:
+    """An xdist worker's reports each carry the suite: the run keeps one record of it."""
+    suite = SuiteInfo(path="pkg/eval/s.yaml", package="pkg", sha256="ab", gate="must-pass",
+                      advisory=False)
+    other = SuiteInfo(path="pkg/eval/s.yaml", package="pkg", sha256="cd", gate="must-pass",
+                      advisory=False)
+    aggregate = Aggregate()
+    for n, info in enumerate((suite, suite, other)):
+        aggregate.add(CaseResult(nodeid=f"pkg/eval/s.yaml::c{n}", case_id=f"c{n}", line=n,
+                                 suite=info, outcome="passed").to_data())
+    first, second, changed = (aggregate._results[f"pkg/eval/s.yaml::c{n}"].suite
+                              for n in range(3))
+    assert first is second
+    assert first == suite
+    assert changed == other  # a suite whose data differs keeps its own record

@@ -229,6 +229,8 @@ class Aggregate:
         self.confidence = confidence
         self.alpha = alpha
         self._results: dict[str, CaseResult] = {}
+        #: By suite path: the suite's data and record as the first case gave them.
+        self._infos: dict[str, tuple[dict[str, Any], SuiteInfo]] = {}
         self._suites: list[SuiteSummary] | None = None
         #: The compliance framework the Compliance section names (``--elizon-compliance``).
         self.framework: str | None = None
@@ -236,7 +238,17 @@ class Aggregate:
         self.override_note: str | None = None
 
     def add(self, data: Mapping[str, Any]) -> None:
-        self.add_result(CaseResult.from_data(data))
+        """Add a case's result from its report's data (an xdist worker's)."""
+        suite = data.get("suite")
+        if isinstance(suite, Mapping):  # one SuiteInfo per suite, not one per case
+            path = suite.get("path")
+            known = self._infos.get(path) if isinstance(path, str) else None
+            if known is not None and known[0] == suite:
+                data = {**data, "suite": known[1]}  # taken as it is by from_data
+        result = CaseResult.from_data(data)
+        if isinstance(suite, Mapping) and result.suite.path not in self._infos:
+            self._infos[result.suite.path] = (dict(suite), result.suite)
+        self.add_result(result)
 
     def add_result(self, result: CaseResult) -> None:
         """Add a case's result as it is (a re-run case replaces its earlier one)."""
