@@ -144,8 +144,11 @@ def pytest_runtest_makereport(
     if isinstance(item, collect.CaseItem):
         found = item.result_for(call.when, call.excinfo if report.failed else None)
         if found is not None:
-            annotate(report, *found)
+            faithful = annotate(report, *found)
             setattr(report, KEY_ATTR, item.history_key())  # for the history store
+            reporter = item.config.pluginmanager.get_plugin(_REPORTER)
+            if faithful is not None and isinstance(reporter, SessionReporter):
+                reporter.hand(report, faithful)  # this process owns the session
     return report
 
 
@@ -186,12 +189,21 @@ def with_usage(status: tuple[str, str, str] | None, data: Mapping[str, Any],
 # -- the case's result on pytest's reports -----------------------------------------------
 
 def annotate(report: Any, result: outcomes.CaseResult, recording: Mapping[str, Any] | None = None
-             ) -> None:
+             ) -> outcomes.CaseResult | None:
     """Put ``result`` on a pytest test report as plain data; apply the advisory gate: an
     advisory case that did not pass never fails the run, and its message is kept as a
-    section of the passing report (where tools show a passed test's details)."""
+    section of the passing report (where tools show a passed test's details).
+
+    Returns ``result`` when the data says exactly what it holds (nothing in it had to be
+    escaped or written as text), so that a reader in this process may take the object
+    rather than rebuild it from the data; else None."""
+    faithful: outcomes.CaseResult | None = None
     try:
         data = result.to_data()
+        # Data that was plain already shares the result's strings (a JSON round trip makes
+        # new ones): then nothing was escaped or rewritten, and the result is what it says.
+        if len(result.nodeid) > 1 and data.get("nodeid") is result.nodeid:
+            faithful = result
         if recording is not None:  # the controller writes the one cassette
             data["recording"] = outcomes.encodable(recording)
     except Exception as exc:  # a value no serialiser foresaw: the case is still reported
@@ -199,6 +211,7 @@ def annotate(report: Any, result: outcomes.CaseResult, recording: Mapping[str, A
                                          result.suite)
         result = outcomes.escaped(identity, (result.timeout_s, result.timeout_source), exc)
         data = result.to_data()
+        faithful = None
         report.outcome, report.longrepr = "failed", outcomes.failure_message(result)
     setattr(report, outcomes.REPORT_ATTR, data)
     if result.outcome in (outcomes.FAILED, outcomes.TIMEOUT, outcomes.INCONCLUSIVE) \
@@ -206,6 +219,7 @@ def annotate(report: Any, result: outcomes.CaseResult, recording: Mapping[str, A
         report.outcome = "passed"
         report.sections.append(("elizon advisory " + result.outcome,
                                 outcomes.failure_message(result)))
+    return faithful
 
 
 def teststatus(data: Mapping[str, Any], when: str) -> tuple[str, str, str] | None:
@@ -275,6 +289,7 @@ class SessionReporter:
         self.summarizing = False
         self.unwritten: list[str] = []
         self.recordings: list[dict[str, Any]] = []
+        self._handed: tuple[pytest.TestReport, outcomes.CaseResult] | None = None
         self.started = provenance.now()
         self.git: provenance.GitLookahead | None = None
         self.guard: Guard | None = None
@@ -332,10 +347,19 @@ class SessionReporter:
         report.location = (identity.suite.path, identity.line - 1, f"case {identity.case_id}")
         annotate(report, result)
 
+    def hand(self, report: pytest.TestReport, result: outcomes.CaseResult) -> None:
+        """``result``, which ``report`` (made in this process) carries as data: its
+        log report takes the object instead of rebuilding it (one copy of each case)."""
+        self._handed = (report, result)
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         data = getattr(report, outcomes.REPORT_ATTR, None)
+        handed, self._handed = self._handed, None
         if data is not None:
-            self.aggregate.add(data)
+            if handed is not None and handed[0] is report:
+                self.aggregate.add_result(handed[1])
+            else:  # made by an xdist worker, or by another plugin: the data is the result
+                self.aggregate.add(data)
             if "recording" in data:
                 self.recordings.append(data["recording"])
 

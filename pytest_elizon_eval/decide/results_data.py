@@ -530,8 +530,15 @@ class CaseResult:
         return any(a.name == "errorContains" for a in self.assertions)
 
     def to_data(self) -> dict[str, Any]:
-        """Plain data; every string encodable (it crosses xdist and goes into files)."""
-        data: dict[str, Any] = encodable(to_data(self))
+        """Plain data; every string encodable (it crosses xdist and goes into files). Data
+        that is plain already is copied sharing the record's own strings (see
+        :func:`.plain_data.plain_copy`), else made plain by :func:`encodable`."""
+        from .plain_data import plain_copy  # small, stdlib only; kept apart from the records
+
+        raw = to_data(self)
+        data: dict[str, Any] | None = plain_copy(raw)
+        if data is None:
+            data = encodable(raw)
         return data
 
     @classmethod

@@ -112,13 +112,20 @@ class SuiteSummary:
     #: ini elizon_confidence and elizon_alpha (docs/contract.md#intervals).
     confidence: float = 0.95
     alpha: float = 0.05
+    _intervals: tuple[int, dict[str, MetricInterval]] | None = field(
+        default=None, init=False, repr=False, compare=False)
 
     def intervals(self) -> dict[str, MetricInterval]:
         """An interval for each rate and mean metric measured, task metrics included
         (:mod:`.intervals`)."""
-        measured = self.measures()
-        return {**suite_intervals(self.results, self.confidence),
-                **task_intervals(measured.proportions, measured.samples, self.confidence)}
+        # every reporter asks (terminal, results, history…): made again only when cases
+        # were added, as the measures
+        if self._intervals is None or self._intervals[0] != len(self.results):
+            measured = self.measures()
+            self._intervals = (len(self.results), {
+                **suite_intervals(self.results, self.confidence),
+                **task_intervals(measured.proportions, measured.samples, self.confidence)})
+        return dict(self._intervals[1])
 
     def detectable_drop(self) -> DetectableDrop | None:
         """The smallest pass-rate drop this suite detects at alpha with 80 % power."""
@@ -223,6 +230,8 @@ class Aggregate:
         self.confidence = confidence
         self.alpha = alpha
         self._results: dict[str, CaseResult] = {}
+        #: By suite path: the suite's data and record as the first case gave them.
+        self._infos: dict[str, tuple[dict[str, Any], SuiteInfo]] = {}
         self._suites: list[SuiteSummary] | None = None
         #: The compliance framework the Compliance section names (``--elizon-compliance``).
         self.framework: str | None = None
@@ -230,7 +239,20 @@ class Aggregate:
         self.override_note: str | None = None
 
     def add(self, data: Mapping[str, Any]) -> None:
+        """Add a case's result from its report's data (an xdist worker's)."""
+        suite = data.get("suite")
+        if isinstance(suite, Mapping):  # one SuiteInfo per suite, not one per case
+            path = suite.get("path")
+            known = self._infos.get(path) if isinstance(path, str) else None
+            if known is not None and known[0] == suite:
+                data = {**data, "suite": known[1]}  # taken as it is by from_data
         result = CaseResult.from_data(data)
+        if isinstance(suite, Mapping) and result.suite.path not in self._infos:
+            self._infos[result.suite.path] = (dict(suite), result.suite)
+        self.add_result(result)
+
+    def add_result(self, result: CaseResult) -> None:
+        """Add a case's result as it is (a re-run case replaces its earlier one)."""
         self._results[result.nodeid] = result
         self._suites = None
 
