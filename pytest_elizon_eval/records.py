@@ -10,7 +10,7 @@ a ``__new__`` that applies the real :func:`dataclasses.dataclass` to the class
 (in place: the class object stays the same) the first time an instance is made
 — by a call, by pickle or by :func:`copy.copy` alike. :func:`fields` and
 :func:`is_record` do the same for code that looks at a class before it has
-instances (docs/performance.md#start-up). Type checkers see the standard
+instances (docs/performance.md#measured-figures). Type checkers see the standard
 decorator. No pytest import here.
 """
 

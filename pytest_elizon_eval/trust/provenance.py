@@ -125,7 +125,7 @@ def git_state(folder: Path) -> dict[str, Any] | None:
 class GitLookahead:
     """:func:`git_state` of the run's package folders, asked in a background thread while
     the cases run: up to three git processes per folder would otherwise be started, one
-    after the other, when the session ends (docs/performance.md#start-up)."""
+    after the other, when the session ends (docs/performance.md#measured-figures)."""
 
     def __init__(self, folders: Iterable[Path]) -> None:
         self._folders = sorted(set(folders))
