@@ -307,7 +307,8 @@ class SessionReporter:
                 raise pytest.UsageError(f"--elizon-baseline={settings.baseline}: {exc}") from None
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        if self.settings.results is None and self.settings.history is None:
+        if (self.settings.results is None and self.settings.history is None) \
+                or session.config.option.collectonly:
             return  # no provenance is written
         folders = {item.parent.package.folder for item in session.items
                    if isinstance(item.parent, collect.SuiteFile)}
