@@ -21,11 +21,13 @@ interrupt must still be made to end:
   tick gets the interrupt out of one swallowing ``try``.
 * What this cannot stop: code that swallows it at two levels and re-enters the
   inner one from the outer one's loop (each tick leaves one level, the loop
-  goes back in), and code that never returns to the interpreter (a C extension
-  that blocks with signals ignored or retried by itself). Such a call holds the
-  session; the worker thread has no such limit, and any SIGALRM handler installed
-  before the session (``signal.signal(signal.SIGALRM, signal.SIG_IGN)`` in a
-  ``conftest.py``) makes every call use it.
+  goes back in), code that never returns to the interpreter (a C extension
+  that blocks with signals ignored or retried by itself), and code that installs
+  a SIGALRM handler of its own during the call (an alarm-based timeout of its
+  own). Such a call holds the session; the worker thread has no such limit,
+  and any SIGALRM handler installed before the session
+  (``signal.signal(signal.SIGALRM, signal.SIG_IGN)`` in a ``conftest.py``)
+  makes every call use it.
 
 A real Ctrl-C during the call is told apart from an entry point that raises
 ``KeyboardInterrupt`` itself, and still stops the session when the code
@@ -121,8 +123,14 @@ def _start_tracing(frame: FrameType) -> None:
 
 
 def _on_alarm(signum: int, frame: FrameType | None) -> None:
-    if not _state.active or frame is None or frame.f_code in _OWN_CODE:
+    if not _state.active:
         return  # the call is over: nothing of it is left to interrupt
+    if frame is None or frame.f_code in _OWN_CODE:
+        # Not in the call's code: a deadline only microseconds away can fire before the
+        # call starts. Ask again shortly, so a call that starts late is still interrupted
+        # (run_signalled disarms the timer when the call is over).
+        signal.setitimer(signal.ITIMER_REAL, RETRY_S)
+        return
     _state.ticks += 1
     signal.setitimer(signal.ITIMER_REAL, RETRY_S)  # again, should the call swallow this one
     if _state.ticks > 1:  # it swallowed the last one: trace its frames until it ends
