@@ -111,11 +111,6 @@ class JudgeExpect(_Strict):
     samples: int = Field(1, ge=1, le=MAX_SAMPLES)
     tolerance: float = Field(0.1, ge=0.0, le=1.0)
 
-    @property
-    def assertion(self) -> str:
-        """The name of its assertion line: ``judge``, or ``judge.NAME`` when named."""
-        return "judge" if self.name is None else f"judge.{self.name}"
-
 
 def _judge_form(value: Any) -> str:
     return "judge-list" if isinstance(value, list) else "judge-mapping"
@@ -237,10 +232,6 @@ class RagExpect(_Strict):
                              "passages that should be retrieved: add 'relevant:' with them")
         return self
 
-    @property
-    def judged(self) -> bool:
-        return self.faithfulness is not None or self.answer_relevancy is not None
-
 
 def _check_path(path: str) -> str:
 
@@ -303,18 +294,6 @@ class Expect(_Strict):
     label: Annotated[str, Field(min_length=1, max_length=MAX_LABEL),
                      AfterValidator(_check_label)] | None = None
     rag: RagExpect | None = None
-
-    @property
-    def checks_output(self) -> bool:
-        """Whether ``output:`` was given (it may be null)."""
-        return "output" in self.model_fields_set
-
-    @property
-    def rubrics(self) -> tuple[JudgeExpect, ...]:
-        """``judge:`` as a list: the one mapping, or each rubric of the list."""
-        if self.judge is None:
-            return ()
-        return tuple(self.judge) if isinstance(self.judge, list) else (self.judge,)
 
 
 def _check_input(value: object) -> object:
@@ -442,21 +421,6 @@ class Case(_Strict):
             raise ValueError("snapshot: is a key of the case's own expect, not of a turn's "
                              "(a conversation's snapshot pins every turn's answer)")
         return self
-
-    @property
-    def conversation(self) -> bool:
-        return self.turns is not None
-
-    @property
-    def inputs(self) -> list[Any]:
-        """What the entry point is given, turn by turn (one item for a single call)."""
-        return [t.input for t in self.turns] if self.turns is not None else [self.input]
-
-    @property
-    def judged(self) -> bool:
-        expects = [self.expect, *(t.expect for t in self.turns or ())]
-        return any(e is not None and e.judge is not None for e in expects) or bool(
-            self.expect and self.expect.rag and self.expect.rag.judged)
 
 
 class Suite(_Strict):

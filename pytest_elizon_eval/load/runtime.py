@@ -2,9 +2,10 @@
 
 :mod:`.model` stays the validator of record (its pydantic models say what a
 valid file is, and every error message); :func:`from_model` turns what it
-validated into these classes, with the same names, attributes and
-properties. The rest of the plugin (collection, binding, running, deciding,
-reporting) reads only these, so a session whose files come from the suite
+validated into these classes, with the same names and attributes, and the
+properties a run asks (the models keep only what their validators use). The
+rest of the plugin (collection, binding, running, deciding, reporting) reads
+only these, so a session whose files come from the suite
 cache (:mod:`.suite_cache`) never imports pydantic or builds its models.
 Frozen slotted records: small, immutable like the models they mirror, and
 picklable for the cache. No pytest or pydantic import here.
