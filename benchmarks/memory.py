@@ -4,7 +4,7 @@ Issue 27's memory goal: a run of 100,000 cases writes its results JSON
 (``--elizon-results``) and its HTML page (``--elizon-html``) without holding a
 second copy of every case, and the page stays under 10 MB. Measured as the
 lead's ``benchmarks/run.py`` does: a synthetic package of N instant cases
-(``make_tree``, as run.py builds it), run in a fresh pytest process of the
+(run.py's ``make_tree``), run in a fresh pytest process of the
 given interpreter with the user's defaults (history store on, started afresh
 each run) once without and once with both reports; peak RSS is the child's
 ``ru_maxrss`` from ``os.wait4``.
@@ -17,80 +17,19 @@ printed, never asserted; the script fails only if a run fails.
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
-import subprocess
 import sys
 import tempfile
-import textwrap
-import time
 from pathlib import Path
 
-APP = '''
-import time
-
-DELAY = {delay!r}
-
-def answer(request):
-    if DELAY:
-        time.sleep(DELAY)
-    return "Priority: routine. " + request
-'''
-
-
-def suite_yaml(n: int) -> str:
-    lines = ["cases:"]
-    for i in range(n):
-        lines += [
-            f"  - id: case-{i:06d}",
-            f"    description: Synthetic case number {i}.",
-            "    input:",
-            f"      request: Please look at ticket {i} about the conveyor belt.",
-            "    expect:",
-            "      contains: [routine]",
-            "      notContains: [immediate]",
-        ]
-    return "\n".join(lines) + "\n"
-
-
-def make_tree(root: Path, n: int, delay_s: float = 0.0) -> Path:
-    """The plugin's package of ``n`` cases (run.py's make_tree, without the floor: the
-    goal compares the plugin's run with and without its reports)."""
-    plugin = root / f"plugin-{n}-{delay_s}"
-    (plugin / "eval").mkdir(parents=True, exist_ok=True)
-    (plugin / "app.py").write_text(APP.format(delay=delay_s))
-    (plugin / "eval" / "suite.yaml").write_text(suite_yaml(n))
-    (plugin / "elizon.yaml").write_text(textwrap.dedent("""
-        name: bench
-        entry: app:answer
-        evaluation:
-          suite: ./eval/suite.yaml
-    """).lstrip())
-    return plugin
-
-
-#: Children cache bytecode like a user's machine does, even where the parent was told not
-#: to (PYTHONDONTWRITEBYTECODE would make every run recompile pytest and pydantic).
-CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+# the benchmarks' one synthetic package and way of running pytest
+from run import Run, make_tree
 
 
 def run_with_rss(python: str, args: list[str], cwd: Path) -> tuple[float, float]:
     """(wall seconds, peak RSS MiB) of one pytest run in a fresh process, its history
     store started afresh (a store of earlier runs would be read for the page's trends)."""
-    shutil.rmtree(cwd / ".elizon", ignore_errors=True)
-    command = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args]
-    started = time.perf_counter()
-    process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, env=CHILD_ENV)
-    assert process.stdout is not None
-    output = process.stdout.read()
-    _, status, usage = os.wait4(process.pid, 0)
-    wall = time.perf_counter() - started
-    code = os.waitstatus_to_exitcode(status)
-    if code != 0:
-        sys.stdout.write(output.decode(errors="replace")[-3000:])
-        raise SystemExit(f"benchmark run failed ({code}): {' '.join(command)} in {cwd}")
-    return wall, usage.ru_maxrss / 1024
+    return Run(cwd, ("-p", "no:cacheprovider", *args), clear=(".elizon",)).once(python)
 
 
 def measure(n: int, python: str, options: tuple[str, ...] = ()) -> dict[str, float]:
@@ -98,7 +37,7 @@ def measure(n: int, python: str, options: tuple[str, ...] = ()) -> dict[str, flo
     ``--elizon-results`` and ``--elizon-html``, what the reports added, and the sizes of
     the JSON and the page (MB, 10^6 bytes); ``options`` are given to both runs."""
     with tempfile.TemporaryDirectory(prefix="elizon-memory-") as tmp:
-        tree = make_tree(Path(tmp), n)
+        tree, _ = make_tree(Path(tmp), n, 0.0)  # the plugin's package; its floor is unused
         json_path, html_path = Path(tmp) / "results.json", Path(tmp) / "report.html"
         run_with_rss(python, ["--collect-only", "-q"], tree)  # warm-up: bytecode, file cache
         wall_without, rss_without = run_with_rss(python, [*options], tree)
