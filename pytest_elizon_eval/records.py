@@ -11,17 +11,26 @@ a ``__new__`` that applies the real :func:`dataclasses.dataclass` to the class
 — by a call, by pickle or by :func:`copy.copy` alike. :func:`fields` and
 :func:`is_record` do the same for code that looks at a class before it has
 instances (docs/performance.md#measured-figures). Type checkers see the standard
-decorator. No pytest import here.
+decorator.
+
+Making a class still compiles its methods' generated source; :class:`_CompiledMethods`
+keeps what was compiled, by that source, in a file beside the package's own bytecode
+(``__pycache__``, per interpreter, as ``.pyc`` files are), so a later session only
+looks it up. No pytest import here.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import dataclasses
+import marshal
+import os
 import sys
 import threading
 from collections.abc import Iterator
-from types import ModuleType
+from pathlib import Path
+from types import CodeType, ModuleType
 from typing import TYPE_CHECKING, Any
 
 __all__ = ["dataclass", "fields", "is_record", "realize"]
@@ -31,6 +40,84 @@ _pending: dict[type, tuple[dict[str, Any], ModuleType | None]] = {}
 # Cases started ahead under --elizon-concurrency can make a class's first instance in two
 # threads at once; re-entrant, since making a class makes its pending bases first.
 _lock = threading.RLock()
+
+
+class _CompiledMethods:
+    """The code objects of methods :mod:`dataclasses` generated, by their source text.
+
+    :mod:`dataclasses` makes every method by ``exec(source, globals, namespace)``; while
+    :func:`realize` runs, a module-level ``exec`` in :mod:`dataclasses` (found before the
+    builtin) runs the code compiled from that source instead, compiled at most once per
+    interpreter version. The same source always compiles to the same code, so the class
+    made is the one the builtin would make. The file is read once per process and
+    rewritten (atomically) at exit when a class needed new source; it is skipped where bytecode
+    is not written (``PYTHONDONTWRITEBYTECODE``) or cannot be."""
+
+    #: Past this many sources the file keeps only those this process used.
+    MOST = 2048
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.codes: dict[str, CodeType] | None = None
+        self.used: set[str] = set()
+        self.added = False
+
+    def _load(self) -> dict[str, CodeType]:
+        codes: dict[str, CodeType] = {}
+        if self.path is not None:
+            try:
+                stored = marshal.loads(self.path.read_bytes())
+            except (OSError, ValueError, EOFError, TypeError):  # none yet, or not ours
+                stored = None
+            if isinstance(stored, dict):
+                codes = {k: v for k, v in stored.items()
+                         if isinstance(k, str) and isinstance(v, CodeType)}
+        self.codes = codes
+        return codes
+
+    def exec(self, source: Any, globals: Any = None, locals: Any = None) -> None:
+        if not isinstance(source, str):  # not the generated source we know: as given
+            exec(source, globals, locals)
+            return
+        codes = self.codes if self.codes is not None else self._load()
+        code = codes.get(source)
+        if code is None:
+            # dont_inherit: compiled as dataclasses' own exec compiles it, without this
+            # module's ``from __future__`` flags
+            code = codes[source] = compile(source, "<string>", "exec", dont_inherit=True)
+            if not self.added:
+                self.added = True
+                atexit.register(self.save)  # once, at the end: one write per session
+        self.used.add(source)
+        exec(code, globals, locals)
+
+    def save(self) -> None:
+        """Write the file if this process compiled something new."""
+        if not self.added or self.path is None or self.codes is None \
+                or sys.dont_write_bytecode:
+            return
+        self.added = False
+        codes = self.codes if len(self.codes) <= self.MOST \
+            else {k: v for k, v in self.codes.items() if k in self.used}
+        temporary = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+        try:
+            self.path.parent.mkdir(exist_ok=True)
+            temporary.write_bytes(marshal.dumps(codes))
+            os.replace(temporary, self.path)
+        except OSError:  # a read-only install: compile each time, as without the file
+            self.path = None
+            with contextlib.suppress(OSError):
+                temporary.unlink()
+
+
+def _methods_file() -> Path | None:
+    tag = sys.implementation.cache_tag
+    if tag is None:
+        return None
+    return Path(__file__).with_name("__pycache__") / f"records.{tag}.methods"
+
+
+_compiled = _CompiledMethods(_methods_file())
 
 
 def realize(cls: type) -> None:
@@ -45,7 +132,7 @@ def realize(cls: type) -> None:
                 continue
             options, module = found
             with _module_present(klass.__module__, module):
-                dataclasses.dataclass(klass, **options)
+                _make(klass, options)
             # made before the stub goes: another thread that still finds the stub waits
             # on the lock above, then finds the class made
             del _pending[klass]
@@ -53,6 +140,19 @@ def realize(cls: type) -> None:
                 # not deleted: CPython would keep calling the inherited object.__new__
                 # through the slot with the call's arguments, which it refuses
                 klass.__new__ = _PLAIN_NEW  # type: ignore[assignment]
+
+
+def _make(cls: type, options: dict[str, Any]) -> Any:
+    """The real decorator, its methods' code taken from :data:`_compiled`."""
+    with _lock:
+        outermost = "exec" not in dataclasses.__dict__
+        if outermost:
+            dataclasses.exec = _compiled.exec  # type: ignore[attr-defined]
+        try:
+            return dataclasses.dataclass(cls, **options)
+        finally:
+            if outermost:
+                del dataclasses.exec  # type: ignore[attr-defined]
 
 
 @contextlib.contextmanager
@@ -92,7 +192,7 @@ def _lazy(cls: type, options: dict[str, Any]) -> type:
             and klass.__dict__["__new__"] not in (_FIRST_NEW, _PLAIN_NEW)
             for klass in cls.__mro__[:-1]):
         # slots make a new class, and a __new__ of its own must keep working: made now
-        return dataclasses.dataclass(cls, **options)
+        return _make(cls, options)  # type: ignore[no-any-return]
     _pending[cls] = (options, sys.modules.get(cls.__module__))
     cls.__new__ = _FIRST_NEW  # type: ignore[assignment]
     return cls

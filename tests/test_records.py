@@ -137,3 +137,65 @@ def test_a_class_whose_module_left_sys_modules_is_still_made(
     del sys.modules["dropped_shapes"]
     assert dropped_shapes.Box(2) == dropped_shapes.Box(2, "box")
     assert "dropped_shapes" not in sys.modules  # put back only while the class was made
+
+
+# -- the compiled methods kept between sessions ------------------------------------------------
+
+def _make_point(methods: records._CompiledMethods, monkeypatch: pytest.MonkeyPatch) -> type:
+    monkeypatch.setattr(records, "_compiled", methods)
+
+    @dataclass(frozen=True)
+    class Point:
+        x: int
+        y: int = 2
+
+    assert Point(1) == Point(1, 2)
+    assert repr(Point(1)).endswith(".Point(x=1, y=2)")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Point(1).x = 3  # type: ignore[misc]
+    return Point
+
+
+def test_methods_compiled_once_are_read_back_by_the_next_session_and_behave_alike(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    path = tmp_path / "__pycache__" / "records.test.methods"
+    first = records._CompiledMethods(path)
+    _make_point(first, monkeypatch)
+    assert first.added
+    assert first.codes
+    first.save()
+    assert path.exists()
+    assert not first.added
+    assert "exec" not in dataclasses.__dict__  # the stand-in is gone after the class is made
+
+    later = records._CompiledMethods(path)  # the next session: nothing is compiled again
+    monkeypatch.setattr(records, "compile", lambda *a, **k: pytest.fail("compiled again"),
+                        raising=False)
+    _make_point(later, monkeypatch)
+    assert not later.added
+    assert later.used == set(first.codes)
+
+
+def test_an_unreadable_or_unwritable_methods_file_only_costs_compiling(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    garbage = tmp_path / "garbage.methods"
+    garbage.write_bytes(b"\x00not marshal data")
+    methods = records._CompiledMethods(garbage)
+    _make_point(methods, monkeypatch)
+    assert methods.added
+
+    blocked = tmp_path / "file"  # its "folder" is a file: the write fails quietly
+    blocked.write_text("")
+    methods = records._CompiledMethods(blocked / "records.methods")
+    _make_point(methods, monkeypatch)
+    methods.save()
+    assert methods.path is None
+    assert not list(tmp_path.glob("**/*.tmp"))
+
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)  # PYTHONDONTWRITEBYTECODE
+    quiet = records._CompiledMethods(tmp_path / "quiet.methods")
+    _make_point(quiet, monkeypatch)
+    quiet.save()
+    assert not (tmp_path / "quiet.methods").exists()
