@@ -60,6 +60,11 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE INDEX runs_by_packages ON runs (packages, id)",
         "CREATE INDEX cases_by_case ON cases (suite_path, case_id, run_id)",
     ),
+    (  # 3: no lookup reads cases by case (each asks by run, the primary key's order), and
+        # keeping that index cost every case's write a page of its own (the new run's row
+        # of each case sits among the earlier runs' rows): half its cost on a large store
+        "DROP INDEX IF EXISTS cases_by_case",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
