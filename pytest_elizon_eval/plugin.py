@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from . import process_exit
 from .bind.binding import Binder
 from .collect import _pytest_compat as compat
 from .collect import hookspecs, options, snapshotting
@@ -142,6 +143,7 @@ def pytest_runtest_makereport(
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
     if isinstance(item, collect.CaseItem):
+        process_exit.ran_cases()
         found = item.result_for(call.when, call.excinfo if report.failed else None)
         if found is not None:
             faithful = annotate(report, *found)
@@ -357,6 +359,7 @@ class SessionReporter:
         data = getattr(report, outcomes.REPORT_ATTR, None)
         handed, self._handed = self._handed, None
         if data is not None:
+            process_exit.ran_cases()
             if handed is not None and handed[0] is report:
                 self.aggregate.add_result(handed[1])
             else:  # made by an xdist worker, or by another plugin: the data is the result
