@@ -10,14 +10,11 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 from markdown_it import MarkdownIt
 
-from pytest_elizon_eval.reporting.results import schema
-
 from . import github_runner
-from .conftest import Packages
+from .conftest import Packages, validate_results
 
 APP = '''
 import time
@@ -73,7 +70,7 @@ REPORT_ARGS = ["--elizon-timeout=0.25", "--elizon-junit=out/j.xml", "--elizon-re
 
 def results_of(path: Path) -> dict[str, Any]:
     data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    jsonschema.validate(data, schema())
+    validate_results(data)
     return data
 
 
