@@ -19,8 +19,11 @@ from typing import Any
 
 import cryptography.hazmat.primitives.serialization  # noqa: F401 - see below
 import httpcore  # noqa: F401 - see below
+import httpx  # noqa: F401 - see below
 import jsonschema
+import junit_xml  # noqa: F401 - see below
 import pytest
+import regex  # noqa: F401 - see below
 import yaml  # noqa: F401 - see below
 
 # pytester's in-process runs drop modules first imported inside them; httpx imports httpcore
@@ -28,7 +31,9 @@ import yaml  # noqa: F401 - see below
 # Signing's cryptography classes likewise: a key serialised after an inner run dropped them
 # fails the library's own isinstance checks. PyYAML too: the plugin imports it only for a
 # file not in the suite cache, and its C parser, which outlives a dropped module, would go
-# on making events of the dropped module's classes.
+# on making events of the dropped module's classes. And what the plugin imports lazily that
+# no test module imports (regex for `matches`, junit_xml, httpx): else the dozens of inner
+# runs that need one would each import it again (10-110 ms each).
 
 pytest_plugins = ["pytester"]
 
