@@ -64,7 +64,7 @@ def two_suites(packages: Packages, folder: str = "pkg") -> None:
     packages.write(f"{folder}/eval/extended.yaml", EXTENDED)
 
 
-REPORT_ARGS = ["--elizon-timeout=0.25", "--elizon-junit=out/j.xml", "--elizon-results=out/r.json",
+REPORT_ARGS = ["--elizon-timeout=0.15", "--elizon-junit=out/j.xml", "--elizon-results=out/r.json",
                "--elizon-markdown=out/s.md", "-p", "no:randomly"]
 
 
@@ -219,7 +219,7 @@ def test_step_summary_is_appended_never_overwritten(
     summary = pytester.path / "step_summary.md"
     summary.write_text("# An earlier step\n\nkept\n")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
-    pytester.runpytest("--elizon-timeout=0.25")
+    pytester.runpytest("--elizon-timeout=0.15")
     text = summary.read_text()
     assert text.startswith("# An earlier step\n\nkept\n")
     assert "## ❌ pkg/eval/core.yaml" in text
