@@ -42,7 +42,7 @@ def answer(text):
     try:
         if text.startswith("hang"):
             time.sleep(3600)
-        time.sleep(float(os.environ.get("TRACING_SLEEP", "0.15")))  # long enough to overlap
+        time.sleep(float(os.environ.get("TRACING_SLEEP", "0.1")))  # long enough to overlap
         return "ok " + text
     finally:
         _leave()
@@ -52,7 +52,7 @@ async def async_answer(text):
     with LOOPS.open("a") as fh:
         fh.write(f"{id(asyncio.get_running_loop())}\\n")
     try:
-        await asyncio.sleep(0.15)
+        await asyncio.sleep(0.1)
         return "ok " + text
     finally:
         _leave()

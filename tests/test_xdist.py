@@ -142,7 +142,7 @@ def test_xdist_shows_and_writes_what_a_serial_run_does_and_replays_the_same(
     finish_parallel = start_pytest(pytester, *report_args("xdist"), "-n", "2",
                                    "--elizon-concurrency=4")
     # The xdist run has its environment: the serial one's concurrency entry need not sleep
-    # long enough to overlap (it never overlaps), so it sleeps 20 ms a call, not 150.
+    # long enough to overlap (it never overlaps), so it sleeps 20 ms a call, not 100.
     monkeypatch.setenv("TRACING_SLEEP", "0.02")
     monkeypatch.chdir(copy)
     try:
