@@ -239,7 +239,7 @@ def test_a_concurrent_run_reports_exactly_what_a_serial_run_does(
     # what is compared is the reports, not overlap (test_cases_overlap_up_to_n): short calls
     # spare the serial run its sleeps
     monkeypatch.setenv("TRACING_SLEEP", "0.02")
-    args = ["--elizon-timeout=0.3", "-p", "no:xdist"]
+    args = ["--elizon-timeout=0.2", "-p", "no:xdist"]  # ten times the calls that answer
     serial = pytester.runpytest(*args, "--elizon-results=serial.json")
     fast = pytester.runpytest(*args, "--elizon-concurrency=16",
                                          "--elizon-results=fast.json")
