@@ -97,7 +97,7 @@ def test_an_endless_sync_stream_times_out_and_is_closed() -> None:
         finally:
             closed.set()
 
-    call = call_with_deadline(endless, ("x",), {}, _soon(0.05), output_of)  # never ends
+    call = call_with_deadline(endless, ("x",), {}, _soon(0.2), output_of)
     assert call.timed_out
     assert call.latency_ms is None
     assert closed.wait(5), "the abandoned reader kept pulling chunks"
@@ -114,7 +114,7 @@ def test_an_endless_async_stream_times_out_and_is_closed() -> None:
         finally:
             closed.set()
 
-    call = call_with_deadline(endless, ("x",), {}, _soon(0.05), output_of)  # never ends
+    call = call_with_deadline(endless, ("x",), {}, _soon(0.2), output_of)
     assert call.timed_out
     assert closed.wait(5), "the stream was left open on the event loop"
 
