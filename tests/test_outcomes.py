@@ -457,7 +457,8 @@ def answer(text):
             [sys.executable, "-c", PYTEST_WITH_CTRL_C, "-p", "no:cacheprovider"],
             cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"}) as process:
-        output = interrupt_when(process, log.exists)
+        # (the line written, not just the file opened: Ctrl-C between the two leaves it empty)
+        output = interrupt_when(process, lambda: log.exists() and log.read_text() == "first\n")
     assert process.returncode == pytest.ExitCode.INTERRUPTED, output
     assert "KeyboardInterrupt" in output
     # stopped while the first case was waiting, well inside its 90 s limit: the second case
