@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import http.server
 import os
@@ -16,9 +17,15 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import _pytest._code.code
 import cryptography.hazmat.primitives.serialization  # noqa: F401 - see below
 import httpcore  # noqa: F401 - see below
+import httpx  # noqa: F401 - see below
+import jsonschema
+import junit_xml  # noqa: F401 - see below
+import pluggy
 import pytest
+import regex  # noqa: F401 - see below
 import yaml  # noqa: F401 - see below
 
 # pytester's in-process runs drop modules first imported inside them; httpx imports httpcore
@@ -26,7 +33,9 @@ import yaml  # noqa: F401 - see below
 # Signing's cryptography classes likewise: a key serialised after an inner run dropped them
 # fails the library's own isinstance checks. PyYAML too: the plugin imports it only for a
 # file not in the suite cache, and its C parser, which outlives a dropped module, would go
-# on making events of the dropped module's classes.
+# on making events of the dropped module's classes. And what the plugin imports lazily that
+# no test module imports (regex for `matches`, junit_xml, httpx): else the dozens of inner
+# runs that need one would each import it again (10-110 ms each).
 
 pytest_plugins = ["pytester"]
 
@@ -73,6 +82,21 @@ class Packages:
         if app is not None:
             self.write(f"{name}/app.py", app)
         return self.root / name
+
+
+@functools.cache
+def _results_validator() -> Any:
+    from pytest_elizon_eval.reporting import results
+    schema = results.schema()
+    kind = jsonschema.validators.validator_for(schema)
+    kind.check_schema(schema)
+    return kind(schema)
+
+
+def validate_results(data: Any) -> None:
+    """``jsonschema.validate(data, results.schema())``: the schema checked, and its validator
+    built, once per session rather than once a call (a tenth of a second each)."""
+    _results_validator().validate(data)
 
 
 @pytest.fixture
@@ -131,6 +155,31 @@ def _plugins(request: pytest.FixtureRequest) -> list[str]:
     history = [] if getattr(request.module, "INNER_HISTORY", False) \
         else ["--elizon-history=off"]
     return [f"-p {name}" for name in _INNER_PLUGINS] + named + left_out + history
+
+
+def _share_pytest_source_trees() -> None:
+    """An inner run that ends in a collection error (pytest's ``Interrupted``) has its
+    traceback rendered in full, though only its last line is shown, and rendering parses each
+    source file of the traceback (pytest's and pluggy's own, ~0.1 s a run). Those files do not
+    change during the session: their syntax trees are kept for every later run (files the
+    tests write are parsed as before)."""
+    code = getattr(_pytest._code, "code", None)
+    entry = getattr(code, "TracebackEntry", None)
+    if entry is None or not hasattr(entry, "getsource"):
+        return  # another pytest: every run parses them, as it would anyway
+    roots = tuple(str(Path(m.__file__).parent) + os.sep for m in (_pytest, pluggy))
+    trees: dict[Any, Any] = {}
+    getsource = entry.getsource
+
+    def shared(self: Any, astcache: Any = None) -> Any:
+        if str(self.frame.code.path).startswith(roots):
+            astcache = trees
+        return getsource(self, astcache)
+
+    entry.getsource = shared
+
+
+_share_pytest_source_trees()
 
 
 #: Runs pytest with SIGINT as a terminal gives it, even when this process inherited it ignored

@@ -423,12 +423,12 @@ def test_a_conversation_that_times_out_names_the_turn(
     monkeypatch.setenv("AGENT_LOG", str(pytester.path / "agent.log"))
     monkeypatch.setenv("AGENT_SLOW", "1")
     packages.package(suite=turns_suite(5), app=ECHO_AGENT, entry="app:agent")
-    # 1 s: turns 1 and 2 answer at once (in-process, no start-up inside the limit) even on a
-    # loaded machine; turn 3 sleeps 30 s
-    result = pytester.runpytest("--elizon-timeout=1", "--elizon-results=results.json")
+    # 0.5 s: turns 1 and 2 answer at once (in-process, no start-up inside the limit, a line
+    # appended to a file each) even on a loaded machine; turn 3 sleeps 30 s
+    result = pytester.runpytest("--elizon-timeout=0.5", "--elizon-results=results.json")
     assert result.parseoutcomes() == {"timeout": 1}
     result.stdout.fnmatch_lines(["*pkg/eval/suite.yaml::chat — turn 3 of 5: no answer within "
-                                 "1 s (--elizon-timeout=1)"])
+                                 "0.5 s (--elizon-timeout=0.5)"])
     case = results_of(pytester)["suites"][0]["cases"][0]
     assert (case["outcome"], case["failed_turn"]) == ("timeout", 3)
     said = [json.loads(line)["text"] for line in (pytester.path / "agent.log").read_text()

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import glob
 import io
 import json
 import os
 import pty
 import re
 import select
+import shlex
 import shutil
 import subprocess
 import sys
@@ -154,13 +156,27 @@ def material(tmp_path_factory: pytest.TempPathFactory) -> Material:
     full_run = pytest.RunResult(jobs[0].returncode, outputs[2].splitlines(), [], 0.0)
     for name in ("merge", "activate"):
         for command, step_env in _commands(flow["jobs"][name], base):
-            done = subprocess.run(["bash", "-c", command], cwd=tmp, text=True,
-                                  capture_output=True, timeout=60, check=False,
-                                  env={**env, "PATH": f"{SCRIPT.parent}:{env['PATH']}",
-                                       **step_env})
-            outputs += [done.stdout, done.stderr]
-            assert done.returncode == 0, (command, done.stdout, done.stderr)
+            for part in command.split(" && "):
+                done = _step(part, tmp, {"GITHUB_STEP_SUMMARY": str(summary), **step_env})
+                outputs += [done.stdout, done.stderr]
+                assert done.returncode == 0, (part, done.stdout, done.stderr)
     return Material(tmp, key_pem, outputs, full_run)
+
+
+def _step(command: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """One command of a step: ``elizon-eval ...`` through ``cli.main`` in this process (its
+    words as the shell splits them, a glob expanded as the shell does: sorted, or left as
+    written when nothing matches), anything else (``cat ... >> "$GITHUB_STEP_SUMMARY"``) by
+    the shell. Each ``elizon-eval`` process would only add its start-up: the console script
+    itself runs in test_keygen_..., test_acknowledge_with_a_typed_yes_on_a_terminal and
+    test_reference."""
+    words = shlex.split(command)
+    if words[0] != "elizon-eval":
+        return subprocess.run(["bash", "-c", command], cwd=cwd, text=True, capture_output=True,
+                              timeout=60, check=False, env={**_env(), **env})
+    args = [match for word in words[1:] for match in (
+        sorted(glob.glob(word, root_dir=cwd)) if set("*?[") & set(word) else []) or [word]]
+    return elizon_eval(*args, cwd=cwd, **env)
 
 
 def _comparable_case(case: dict[str, Any]) -> str:

@@ -2,16 +2,18 @@
 writes, shards edited after signing or never signed, case ids that reorder what a person reads.
 
 One module-scoped pair of real signed shards (``pytest --elizon-results`` with
-``$ELIZON_SIGN_KEY``, each shard a ``-k`` selection of one package) is the material; every
-test runs the real console script on copies of it.
+``$ELIZON_SIGN_KEY``, each shard a ``-k`` selection of one package, run in this process) is
+the material; every test runs the command (``cli.main``, as the console script does) on
+copies of it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import shutil
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,8 +25,6 @@ from pytest_elizon_eval.trust import evidence, signing
 
 from .test_cli import _env  # the environment of a CI step: the plugins a user has
 from .test_cli import elizon_eval as run  # elizon-eval, in this process, in that environment
-
-SCRIPT = Path(sys.executable).with_name("elizon-eval")
 
 
 @dataclass
@@ -62,18 +62,41 @@ def shards(tmp_path_factory: pytest.TempPathFactory) -> Shards:
         "  - id: greeting\n    input: {question: there}\n    expect: {contains: [hello]}\n"
         "  - id: refund\n    input: {question: refund}\n    expect: {contains: [3 days]}\n")
     signing.generate(tmp / "keys")
-    env = _env(ELIZON_SIGN_KEY=(tmp / "keys" / signing.KEY_FILE).read_text())
-    jobs = [subprocess.Popen(
-        [sys.executable, "-m", "pytest", "shop", "-p", "no:cacheprovider", "-k", name,
-         f"--elizon-results=shard-{name}.json"],
-        cwd=tmp, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        for name in ("greeting", "refund")]
-    for job, status in zip(jobs, (0, 1), strict=True):
-        out, _ = job.communicate(timeout=120)
-        assert job.returncode == status, out
-    for name in ("greeting", "refund"):
+    key = (tmp / "keys" / signing.KEY_FILE).read_text()
+    for name, status in (("greeting", 0), ("refund", 1)):
+        ret, out = _pytest_in_process("shop", "-p", "no:cacheprovider", "-k", name,
+                                      f"--elizon-results=shard-{name}.json", cwd=tmp,
+                                      ELIZON_SIGN_KEY=key)
+        assert ret == status, out
         assert signing.signature_path(tmp / f"shard-{name}.json").exists()
     return Shards(tmp)
+
+
+def _pytest_in_process(*args: str, cwd: Path, **env: str) -> tuple[int, str]:
+    """``pytest *args`` run in ``cwd`` as a CI step runs it (test_cli._env, and ``env``), in
+    this process, as pytester's in-process runs are (a module-scoped fixture has no pytester):
+    the user's plugins given as ``-p`` does, and the modules the run imported (the package's
+    app) dropped after it. Its exit status and output."""
+    modules, path, meta_path = dict(sys.modules), list(sys.path), list(sys.meta_path)
+    out = io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(out), \
+            contextlib.redirect_stderr(out):
+        patch.chdir(cwd)
+        step = _env(**env)
+        for name in os.environ:
+            if name not in step:
+                patch.delenv(name)
+        for name, value in step.items():
+            patch.setenv(name, value)
+        try:
+            plugins = [sys.modules[name] for name in step["PYTEST_PLUGINS"].split(",")]
+            ret = pytest.main([*args, "-W", "ignore::pytest.PytestAssertRewriteWarning"],
+                              plugins=plugins)
+        finally:
+            sys.modules.clear()
+            sys.modules.update(modules)
+            sys.path[:], sys.meta_path[:] = path, meta_path
+    return int(ret), out.getvalue()
 
 
 #: A terminal shows the text after U+202E reversed ("exe.png"): not what is there.

@@ -42,7 +42,7 @@ def answer(text):
     try:
         if text.startswith("hang"):
             time.sleep(3600)
-        time.sleep(float(os.environ.get("TRACING_SLEEP", "0.15")))  # long enough to overlap
+        time.sleep(float(os.environ.get("TRACING_SLEEP", "0.1")))  # long enough to overlap
         return "ok " + text
     finally:
         _leave()
@@ -52,7 +52,7 @@ async def async_answer(text):
     with LOOPS.open("a") as fh:
         fh.write(f"{id(asyncio.get_running_loop())}\\n")
     try:
-        await asyncio.sleep(0.15)
+        await asyncio.sleep(0.1)
         return "ok " + text
     finally:
         _leave()
@@ -239,7 +239,7 @@ def test_a_concurrent_run_reports_exactly_what_a_serial_run_does(
     # what is compared is the reports, not overlap (test_cases_overlap_up_to_n): short calls
     # spare the serial run its sleeps
     monkeypatch.setenv("TRACING_SLEEP", "0.02")
-    args = ["--elizon-timeout=0.3", "-p", "no:xdist"]
+    args = ["--elizon-timeout=0.2", "-p", "no:xdist"]  # ten times the calls that answer
     serial = pytester.runpytest(*args, "--elizon-results=serial.json")
     fast = pytester.runpytest(*args, "--elizon-concurrency=16",
                                          "--elizon-results=fast.json")

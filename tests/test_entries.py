@@ -393,7 +393,7 @@ def test_http_entry_failures(packages: Packages, pytester: pytest.Pytester, serv
         "fail": f"{{url: '{service}/fail'}}",
         "badjson": f"{{url: '{service}/badjson'}}",
         "endless": f"{{url: '{service}/endless'}}",
-        "own-timeout": f"{{url: '{service}/slow', timeout: 0.5}}",
+        "own-timeout": f"{{url: '{service}/slow', timeout: 0.25}}",
         "refused": f"{{url: '{refused}'}}",
         "slow": f"{{url: '{service}/slow'}}",
         "drip": f"{{url: '{service}/drip'}}",
@@ -409,15 +409,17 @@ def test_http_entry_failures(packages: Packages, pytester: pytest.Pytester, serv
         "*HttpError: the JSON reply from * is malformed*",
         "*HttpError: the response body from * is larger than 8,388,608 bytes",
         # the entry's own limit, shorter than the case's, is the service's error
-        "*HttpTimeout: no answer from */slow within the entry's timeout of 0.5 s",
+        "*HttpTimeout: no answer from */slow within the entry's timeout of 0.25 s",
         f"*HttpError: connection refused by {refused} (is the service running?)",
     ])
-    result = pytester.runpytest("slow", "drip", "--elizon-timeout=1", "--elizon-concurrency=8")
+    # /slow and /drip never finish while the test runs: any limit is reached, and half a
+    # second is ten of /drip's bytes, each read well within it
+    result = pytester.runpytest("slow", "drip", "--elizon-timeout=0.5", "--elizon-concurrency=8")
     assert result.parseoutcomes() == {"timeout": 2}
     result.stdout.fnmatch_lines_random([
         # the whole exchange is limited, not each read: a dripping reply times out too
-        "  slow/s.yaml::a — no answer within 1 s (--elizon-timeout=1)",
-        "  drip/s.yaml::a — no answer within 1 s (--elizon-timeout=1)",
+        "  slow/s.yaml::a — no answer within 0.5 s (--elizon-timeout=0.5)",
+        "  drip/s.yaml::a — no answer within 0.5 s (--elizon-timeout=0.5)",
     ])
 
 

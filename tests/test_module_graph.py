@@ -28,14 +28,28 @@ def _modules() -> dict[str, Path]:
 MODULES = _modules()
 
 
-def _typing_only(tree: ast.AST) -> set[int]:
-    """The nodes under an ``if TYPE_CHECKING:`` (never run, so never a cycle)."""
-    skipped: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            for sub in node.body:
-                skipped.update(id(n) for n in ast.walk(sub))
-    return skipped
+def _scan(tree: ast.AST) -> tuple[list[ast.Import | ast.ImportFrom],
+                                  list[ast.Import | ast.ImportFrom]]:
+    """The tree's import statements, and those of them inside a function (at any depth), in
+    one walk; imports under an ``if TYPE_CHECKING:`` (never run, so never a cycle) left out
+    of both."""
+    everywhere: list[ast.Import | ast.ImportFrom] = []
+    in_functions: list[ast.Import | ast.ImportFrom] = []
+
+    def visit(node: ast.AST, in_function: bool, typing_only: bool) -> None:
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and not typing_only:
+            everywhere.append(node)
+            if in_function:
+                in_functions.append(node)
+        in_function = in_function or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        guarded = isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for name, value in ast.iter_fields(node):
+            for child in value if isinstance(value, list) else [value]:
+                if isinstance(child, ast.AST):
+                    visit(child, in_function, typing_only or (guarded and name == "body"))
+
+    visit(tree, False, False)
+    return everywhere, in_functions
 
 
 def _targets(module: str, node: ast.Import | ast.ImportFrom) -> list[str]:
@@ -54,10 +68,7 @@ def _targets(module: str, node: ast.Import | ast.ImportFrom) -> list[str]:
 
 
 def _imports(module: str, tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
-    skipped = _typing_only(tree)
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in skipped:
-            yield node
+    yield from _scan(tree)[0]
 
 
 @functools.cache
@@ -117,12 +128,7 @@ def test_the_cycle_finder_sees_a_function_level_cycle() -> None:
 
 
 def _function_imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
-    skipped = _typing_only(tree)
-    for fn in ast.walk(tree):
-        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            for node in ast.walk(fn):
-                if isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in skipped:
-                    yield node
+    yield from _scan(tree)[1]
 
 
 def _unexplained(source: str, tree: ast.AST | None = None) -> list[int]:

@@ -312,7 +312,7 @@ def test_timeouts_are_their_own_outcome_and_later_cases_run(
 
 def test_timeout_letter_in_quiet_mode(packages: Packages, pytester: pytest.Pytester) -> None:
     packages.package(app=HANG_APP, entry="app:hang", suite="cases:\n  - id: a\n    input: x\n")
-    result = pytester.runpytest("--elizon-timeout=0.2")
+    result = pytester.runpytest("--elizon-timeout=0.05")  # its one case never answers
     result.stdout.fnmatch_lines(["pkg/eval/suite.yaml T*"])
     assert result.parseoutcomes() == {"timeout": 1}
 
@@ -419,7 +419,7 @@ def test_advisory_timeouts_do_not_fail_the_run(packages: Packages, pytester: pyt
                                                ) -> None:
     packages.package(app=HANG_APP, entry="app:hang", gate="advisory",
                      suite="cases:\n  - id: slow\n    input: x\n")
-    result = pytester.runpytest("--elizon-timeout=0.2", "-v")
+    result = pytester.runpytest("--elizon-timeout=0.05", "-v")  # its one case never answers
     assert result.ret == pytest.ExitCode.OK
     assert result.parseoutcomes() == {"advisory_timeout": 1}
     result.stdout.fnmatch_lines(["pkg/eval/suite.yaml::slow ADVISORY TIMEOUT*"])
@@ -457,7 +457,8 @@ def answer(text):
             [sys.executable, "-c", PYTEST_WITH_CTRL_C, "-p", "no:cacheprovider"],
             cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"}) as process:
-        output = interrupt_when(process, log.exists)
+        # (the line written, not just the file opened: Ctrl-C between the two leaves it empty)
+        output = interrupt_when(process, lambda: log.exists() and log.read_text() == "first\n")
     assert process.returncode == pytest.ExitCode.INTERRUPTED, output
     assert "KeyboardInterrupt" in output
     # stopped while the first case was waiting, well inside its 90 s limit: the second case

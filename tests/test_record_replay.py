@@ -53,7 +53,7 @@ def test_record_then_replay_without_calling_the_entry_point(
     packages: Packages, pytester: pytest.Pytester
 ) -> None:
     packages.package(app=COUNTING_APP, suite=SUITE)
-    recorded = pytester.runpytest("--elizon-record=tape.json", "--elizon-timeout=0.25")
+    recorded = pytester.runpytest("--elizon-record=tape.json", "--elizon-timeout=0.15")
     assert recorded.parseoutcomes() == {"passed": 3, "timeout": 1}
     recorded.stdout.fnmatch_lines(["*generated cassette: *tape.json*"])
     assert calls(pytester) == 4
@@ -61,7 +61,7 @@ def test_record_then_replay_without_calling_the_entry_point(
     assert tape["format"] == "pytest-elizon-eval/cassette/v2"
     assert sorted(tape["cases"]) == [f"pkg:eval/suite.yaml::{name}"
                                      for name in ("hangs", "raises", "routed", "text")]
-    assert {case["timeout_s"] for case in tape["cases"].values()} == {0.25}
+    assert {case["timeout_s"] for case in tape["cases"].values()} == {0.15}
     assert tape["cases"]["pkg:eval/suite.yaml::hangs"]["runs"][0]["timed_out"] is True
     assert tape["cases"]["pkg:eval/suite.yaml::raises"]["runs"][0]["error"]["message"] == \
         "upstream refused"
@@ -95,7 +95,7 @@ def test_re_recording_a_subset_keeps_the_other_cases(
     packages: Packages, pytester: pytest.Pytester
 ) -> None:
     packages.package(app=COUNTING_APP, suite=SUITE)
-    pytester.runpytest("--elizon-record=tape.json", "--elizon-timeout=0.25")
+    pytester.runpytest("--elizon-record=tape.json", "--elizon-timeout=0.15")
     pytester.runpytest("--elizon-record=tape.json", "-k", "routed")
     assert len(cassette(pytester)["cases"]) == 4
 
@@ -103,7 +103,7 @@ def test_re_recording_a_subset_keeps_the_other_cases(
 def test_replay_reports_missing_and_changed_cases(packages: Packages, pytester: pytest.Pytester
                                                   ) -> None:
     packages.package(app=COUNTING_APP, suite=SUITE)
-    pytester.runpytest("--elizon-record=tape.json", "--elizon-timeout=0.25", "-k", "not text")
+    pytester.runpytest("--elizon-record=tape.json", "--elizon-timeout=0.15", "-k", "not text")
     suite = pytester.path / "pkg/eval/suite.yaml"
     suite.write_text(suite.read_text().replace("input: which invoices", "input: which bills"))
     before = calls(pytester)
@@ -186,7 +186,7 @@ def test_repeat_passes_at_the_min_pass_rate(packages: Packages, pytester: pytest
             minPassRate: 0.6
             expect: {equals: good}
     """)
-    result = pytester.runpytest("--elizon-timeout=0.25", "--elizon-results=r.json",
+    result = pytester.runpytest("--elizon-timeout=0.15", "--elizon-results=r.json",
                                 "--elizon-markdown=s.md")
     assert result.parseoutcomes() == {"passed": 2, "failed": 1}
     assert "| `not-good-enough` | failed | 2/4 runs passed (50%, 95% CI 15%–85%; flaky; within " \
@@ -291,15 +291,15 @@ def test_a_replayed_timeout_keeps_the_limit_it_was_recorded_under(
     packages: Packages, pytester: pytest.Pytester
 ) -> None:
     packages.package(app=COUNTING_APP, suite="cases:\n  - id: hangs\n    input: slow\n")
-    pytester.runpytest("--elizon-record=tape.json", "--elizon-timeout=0.25")
-    assert cassette(pytester)["cases"]["pkg:eval/suite.yaml::hangs"]["timeout_s"] == 0.25
+    pytester.runpytest("--elizon-record=tape.json", "--elizon-timeout=0.15")
+    assert cassette(pytester)["cases"]["pkg:eval/suite.yaml::hangs"]["timeout_s"] == 0.15
     result = pytester.runpytest("--elizon-replay=tape.json", "--elizon-results=r.json")
     assert result.parseoutcomes() == {"timeout": 1}
     result.stdout.fnmatch_lines([
-        "  pkg/eval/suite.yaml::hangs — no answer within 0.25 s (the limit it was recorded under)"])
+        "  pkg/eval/suite.yaml::hangs — no answer within 0.15 s (the limit it was recorded under)"])
     assert "90 s" not in result.stdout.str()
     [case] = json.loads((pytester.path / "r.json").read_text())["suites"][0]["cases"]
-    assert (case["timeout_s"], case["timeout_source"]) == (0.25, "the limit it was recorded under")
+    assert (case["timeout_s"], case["timeout_source"]) == (0.15, "the limit it was recorded under")
 
 
 def test_cassette_keys_survive_a_change_of_rootdir(packages: Packages, pytester: pytest.Pytester

@@ -22,6 +22,7 @@ from pytest_elizon_eval.run.calls import EntryCall, ErrorInfo
 from pytest_elizon_eval.run.running import Attempt, CasePlan, CaseRun
 
 from . import github_runner
+from .conftest import validate_results
 
 MUST = SuiteInfo("pkg/eval/core.yaml", "demo", "must-pass", False,
                  {"pass_rate": 1.0, "accuracy": 0.9}, "abc")
@@ -304,10 +305,8 @@ def test_github_annotations() -> None:
 
 
 def test_results_build_is_valid_and_carries_every_field() -> None:
-    import jsonschema
-
     data = results.build(sample(), compare(results.build(sample()), sample(), "b.json"))
-    jsonschema.validate(data, results.schema())
+    validate_results(data)
     [slow] = [c for s in data["suites"] for c in s["cases"] if c["id"] == "slow"]
     assert (slow["timeout_s"], slow["timeout_source"]) == (0.5, "--elizon-timeout=0.5")
     assert data["regression"]["counts"]["unchanged"] == 5

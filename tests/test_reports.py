@@ -10,14 +10,11 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 from markdown_it import MarkdownIt
 
-from pytest_elizon_eval.reporting.results import schema
-
 from . import github_runner
-from .conftest import Packages
+from .conftest import Packages, validate_results
 
 APP = '''
 import time
@@ -67,13 +64,13 @@ def two_suites(packages: Packages, folder: str = "pkg") -> None:
     packages.write(f"{folder}/eval/extended.yaml", EXTENDED)
 
 
-REPORT_ARGS = ["--elizon-timeout=0.25", "--elizon-junit=out/j.xml", "--elizon-results=out/r.json",
+REPORT_ARGS = ["--elizon-timeout=0.15", "--elizon-junit=out/j.xml", "--elizon-results=out/r.json",
                "--elizon-markdown=out/s.md", "-p", "no:randomly"]
 
 
 def results_of(path: Path) -> dict[str, Any]:
     data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    jsonschema.validate(data, schema())
+    validate_results(data)
     return data
 
 
@@ -222,7 +219,7 @@ def test_step_summary_is_appended_never_overwritten(
     summary = pytester.path / "step_summary.md"
     summary.write_text("# An earlier step\n\nkept\n")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
-    pytester.runpytest("--elizon-timeout=0.25")
+    pytester.runpytest("--elizon-timeout=0.15")
     text = summary.read_text()
     assert text.startswith("# An earlier step\n\nkept\n")
     assert "## ❌ pkg/eval/core.yaml" in text

@@ -8,15 +8,13 @@ import json
 import xml.etree.ElementTree as ET
 from typing import Any
 
-import jsonschema
 import pytest
 
 from pytest_elizon_eval.load.model import Suite, validate
-from pytest_elizon_eval.reporting.results import schema
 from pytest_elizon_eval.sequential import Sprt, flaky, similarity, stability, within_noise
 from pytest_elizon_eval.stats import wilson_interval
 
-from .conftest import Packages
+from .conftest import Packages, validate_results
 
 # Each input names its pass probability; every input has its own seeded generator, so a
 # case's runs are the same on every test run. "pattern:PPPPF" cycles through the letters.
@@ -87,7 +85,7 @@ REPORTS = ["--elizon-results=out/r.json", "--elizon-markdown=out/s.md",
 
 def _cases(pytester: pytest.Pytester) -> dict[str, Any]:
     data = json.loads((pytester.path / "out/r.json").read_text(encoding="utf-8"))
-    jsonschema.validate(data, schema())
+    validate_results(data)
     return {c["id"]: c for s in data["suites"] for c in s["cases"]}
 
 

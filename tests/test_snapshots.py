@@ -9,16 +9,14 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 
 from pytest_elizon_eval.errors import ElizonError
 from pytest_elizon_eval.load.loading import load_yaml
-from pytest_elizon_eval.reporting import results
 from pytest_elizon_eval.run import snapshots
 from pytest_elizon_eval.run.snapshots import compare, load, text_sha256
 
-from .conftest import Packages
+from .conftest import Packages, validate_results
 
 # The answer changes when pkg/mode.txt says so: the "model" drifting between runs.
 APP = """
@@ -46,7 +44,7 @@ SNAP = "pkg/eval/__snapshots__/suite.snap.yaml"
 
 def _results(pytester: pytest.Pytester, name: str = "r.json") -> dict[str, dict[str, Any]]:
     data = json.loads((pytester.path / name).read_text())
-    jsonschema.validate(data, results.schema())  # the snapshot record is in the schema
+    validate_results(data)  # the snapshot record is in the schema
     return {c["id"]: c for s in data["suites"] for c in s["cases"]}
 
 

@@ -4,7 +4,8 @@ packages does; a replay under xdist then gives the same outcomes (and the same H
 without calling any entry point. (Starting xdist workers is the slow part, so the behaviours
 share these runs; a crashed worker has its own run in test_reports, the example packages
 theirs in test_cli's CI workflow, where -n 2 shards are merged and compared with a full run,
-and the probe pack's shared canary in test_probes.)"""
+and the probe pack's shared canary in test_probes. An elizon_retry_on warning is given once
+here, not once per worker too.)"""
 
 from __future__ import annotations
 
@@ -57,10 +58,14 @@ def write_the_packages(packages: Packages, pytester: pytest.Pytester) -> None:
                      suite=test_concurrency.suite(8, test_concurrency.MIXED))
     # node ids
     packages.package("ids", app=ECHO_APP, suite=test_collection.SUITE)
+    # a retry-on class of a package not installed here: one warning, not one per worker too
+    # (test_hostile_answers: the warning itself)
+    pytester.makeini("[pytest]\nelizon_retry_on = not_installed_sdk_x.RateLimitError\n")
 
 
 def report_args(folder: str) -> list[str]:
-    return ["--elizon-timeout=0.4", "-v", "-p", "no:randomly",
+    # 0.3 s: three times the concurrency entry's 0.1 s calls, the others answer at once
+    return ["--elizon-timeout=0.3", "-v", "-p", "no:randomly",
             f"--elizon-junit={folder}/j.xml", f"--elizon-results={folder}/r.json",
             f"--elizon-markdown={folder}/s.md", f"--elizon-record={folder}/tape.json"]
 
@@ -138,7 +143,7 @@ def test_xdist_shows_and_writes_what_a_serial_run_does_and_replays_the_same(
     finish_parallel = start_pytest(pytester, *report_args("xdist"), "-n", "2",
                                    "--elizon-concurrency=4")
     # The xdist run has its environment: the serial one's concurrency entry need not sleep
-    # long enough to overlap (it never overlaps), so it sleeps 20 ms a call, not 150.
+    # long enough to overlap (it never overlaps), so it sleeps 20 ms a call, not 100.
     monkeypatch.setenv("TRACING_SLEEP", "0.02")
     monkeypatch.chdir(copy)
     try:
@@ -154,7 +159,7 @@ def test_xdist_shows_and_writes_what_a_serial_run_does_and_replays_the_same(
 
     # -- what pytest shows: outcomes, exit status, node ids and each case's outcome word
     expected = {"passed": 18, "failed": 5, "timeout": 4, "advisory_failed": 1,
-                "advisory_timeout": 1}
+                "advisory_timeout": 1, "warnings": 1}
     assert serial.parseoutcomes() == expected, "the serial reference run"
     assert parallel.parseoutcomes() == expected, "xdist counts outcomes as a serial run does"
     assert serial.ret == parallel.ret == pytest.ExitCode.TESTS_FAILED
@@ -166,6 +171,7 @@ def test_xdist_shows_and_writes_what_a_serial_run_does_and_replays_the_same(
     assert [nodeid for nodeid, _ in verbose_lines(parallel, xdist=True)
             if nodeid.startswith("ids/")] == ids
     parallel.stdout.fnmatch_lines(["*case 'bad' failed (must-pass suite outc/eval/suite.yaml:4)"])
+    parallel.stdout.fnmatch_lines(["*skipped not_installed_sdk_x.RateLimitError: not installed*"])
 
     # -- each package's outcomes, as their own tests expect them (in both runs)
     for run in (serial_data, data):
