@@ -354,7 +354,8 @@ def test_an_endless_stream_times_out_and_is_closed(packages: Packages,
     pulled = pytester.path / "pulled"
     packages.package(app=f"PULLED = {str(pulled)!r}\n" + ENDLESS_APP, entry="app:endless",
                      suite="cases:\n  - id: streams\n    input: x\n")
-    result = pytester.runpytest("--elizon-timeout=0.25")
+    # 0.5 s: the generator must have made its first step (a stalled machine can delay it)
+    result = pytester.runpytest("--elizon-timeout=0.5")
     assert result.parseoutcomes() == {"timeout": 1}
     closed = pulled.with_name("pulled.closed")
     for _ in range(100):  # the reader notices the deadline at the next chunk
