@@ -33,7 +33,7 @@ from pytest_elizon_eval.history.store import Store
 from tests import postgres_server
 
 APP = """
-import os, signal, time
+import os, signal
 
 def answer(text=None):
     log = os.environ.get("CALLS_LOG")
@@ -41,7 +41,6 @@ def answer(text=None):
         with open(log, "a") as out:
             out.write(text + "\\n")
     if text == os.environ.get("KILL_AT"):
-        time.sleep(0.5)  # killed while a model answers: what was reported is written
         os.kill(os.getpid(), signal.SIGKILL)
     return text
 """

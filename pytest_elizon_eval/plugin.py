@@ -127,7 +127,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         config.pluginmanager.unregister(reporter)
     history = config.pluginmanager.get_plugin(_HISTORY)
     if history is not None:
-        history.close()
         config.pluginmanager.unregister(history)
     running = config.stash.get(elizon_session.SESSION, None)
     if running is not None:

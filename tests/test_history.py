@@ -37,16 +37,14 @@ _NO_PSYCOPG = "psycopg 3 (the PostgreSQL store's driver) is not installed: pip i
 #: Inner runs keep the default history store (conftest turns it off elsewhere).
 INNER_HISTORY = True
 
-#: Logs every call; SIGKILLs its own session while answering the input named by $KILL_AT
-#: (a crash, or a CI job's time running out while a model answers).
+#: Logs every call; SIGKILLs its own session at the input named by $KILL_AT (a crash).
 LOGGING_APP = """
-import os, signal, time
+import os, signal
 
 def answer(text=None):
     with open(os.environ["CALLS_LOG"], "a", encoding="utf-8") as log:
         log.write(text + "\\n")
     if text == os.environ.get("KILL_AT"):
-        time.sleep(0.5)  # answering: the cases reported before are written meanwhile
         os.kill(os.getpid(), signal.SIGKILL)
     return text
 """

@@ -28,7 +28,6 @@ from ..decide import outcomes
 from ..reporting.trend import RUNS_SHOWN
 from ..trust import provenance
 from .store import CaseRow, HistoryError, Store
-from .writer import CaseWriter
 
 if TYPE_CHECKING:
     from ..collect.options import Settings
@@ -93,8 +92,6 @@ class HistoryRecorder:
         #: store that stays locked then costs one wait, not one per case.
         self.deferred: list[tuple[CaseRow, str]] | None = None
         self._deferred_problem: str | None = None
-        #: Writes the rows a moment after their reports (made with the run's first row).
-        self.writer: CaseWriter | None = None
         #: Every case's report data, by node id: the results document is made of them.
         self.reported: dict[str, dict[str, Any]] = {}
         self.resumed = 0
@@ -187,33 +184,22 @@ class HistoryRecorder:
             return
         try:
             row = (CaseRow.of(data, case_sha, entry), provenance.now())
+            if self.deferred is not None:
+                self.deferred.append(row)
+                return
+            store.record_case(run_id, *row)  # as it finishes: a session killed later keeps it
+        except HistoryError as exc:
+            self._deferred_problem = str(exc)
+            self.problem = self.problem or str(exc)
+            self.deferred = [row]
         except Exception as exc:  # a value no writer foresaw costs that row, not the run
             self.problem = self.problem or (f"cannot record {data.get('nodeid')} in the history "
                                             f"store {store.where}: {type(exc).__name__}: {exc}")
             self.failed_writes += 1
-            return
-        if self.writer is None:
-            self.writer = CaseWriter(store, run_id)
-        self.writer.put(row)  # written a moment later: a session killed after that keeps it
-
-    def _close_writer(self) -> None:
-        """Every row written, or kept for the one more try at the end."""
-        writer, self.writer = self.writer, None
-        if writer is None:
-            return
-        writer.close()
-        if writer.problem is not None:
-            self._deferred_problem = str(writer.problem)
-            self.problem = self.problem or self._deferred_problem
-            self.deferred = writer.unwritten
-        if writer.lost:
-            self.failed_writes += writer.lost
-            self.problem = self.problem or writer.lost_problem
 
     def finish(self, session: pytest.Session, aggregate: Aggregate,
                made: dict[str, Any] | None) -> None:
         """The session ended: its status, suites, metrics and results document."""
-        self._close_writer()
         store = self.store
         if store is not None and self.run_id is not None:
             self._finish(store, self.run_id, session, aggregate, made)
@@ -253,13 +239,6 @@ class HistoryRecorder:
                                             f"{store.where}: {type(exc).__name__}: {exc}")
         finally:
             store.close()
-            self.store = None
-
-    def close(self) -> None:
-        """At unconfigure: a session that never reached its end still writes what finished."""
-        self._close_writer()
-        if self.store is not None:
-            self.store.close()
             self.store = None
 
     def summary_lines(self) -> list[tuple[str, dict[str, bool]]]:
