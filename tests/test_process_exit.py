@@ -15,7 +15,8 @@ import pytest
 from .conftest import Packages
 
 #: A cyclic object whose __del__ leaves a mark, turned into garbage by an exit handler of
-#: the user's (registered after the plugin's, so it runs before it).
+#: the user's (registered after the plugin's, so it runs before it); and a log file held
+#: in a cycle that is never closed, whose last line is only in its buffer at exit.
 MARKS = """
 import atexit, os
 
@@ -29,15 +30,24 @@ class Marked:
 
 _dropped = [Marked("garbage-at-exit")]
 atexit.register(_dropped.clear)
+
+class Log:
+    def __init__(self):
+        self.me = self
+        self.out = open(os.path.join(os.environ["MARKS"], "log"), "w")
+
+LOG = Log()
+LOG.out.write("written, never flushed")
 """
 
 #: pytest with an exit handler registered before the plugin is imported, so it runs after
-#: the plugin's: it writes how many objects are frozen by then.
+#: the plugin's: it writes how many objects were frozen since the interpreter started.
 PYTEST_THEN_FROZEN = (
     "import atexit, gc, os, sys\n"
+    "at_start = gc.get_freeze_count()\n"
     "def frozen():\n"
     "    with open(os.path.join(os.environ['MARKS'], 'frozen'), 'w') as out:\n"
-    "        out.write(str(gc.get_freeze_count()))\n"
+    "        out.write(str(gc.get_freeze_count() - at_start))\n"
     "atexit.register(frozen)\n"
     "import pytest\n"
     "sys.exit(pytest.main(sys.argv[1:]))\n")
@@ -51,7 +61,8 @@ def _run(folder: Path, marks: Path) -> tuple[set[str], int]:
                     "pytest_elizon_eval.plugin", "-p", "no:cacheprovider"],
                    cwd=folder, env=env, check=True, capture_output=True)
     frozen = int((marks / "frozen").read_text())
-    return {path.name for path in marks.iterdir()} - {"frozen"}, frozen
+    assert (marks / "log").read_text() == "written, never flushed"  # flushed, either way
+    return {path.name for path in marks.iterdir()} - {"frozen", "log"}, frozen
 
 
 def test_after_cases_garbage_is_finalized_and_the_living_are_frozen_not_walked_again(
