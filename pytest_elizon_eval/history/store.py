@@ -55,15 +55,10 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE TABLE metrics (run_id BIGINT NOT NULL, suite_path TEXT NOT NULL, "
         "name TEXT NOT NULL, value DOUBLE PRECISION, PRIMARY KEY (run_id, suite_path, name))",
     ),
-    (  # 2: resumed cases are told apart; the lookups by packages and by case get indexes
+    (  # 2: resumed cases are told apart; the lookup by packages gets an index (an index of
+        # cases by case, made here by earlier versions, is dropped at open: see below)
         "ALTER TABLE cases ADD COLUMN resumed INTEGER NOT NULL DEFAULT 0",
         "CREATE INDEX runs_by_packages ON runs (packages, id)",
-        "CREATE INDEX cases_by_case ON cases (suite_path, case_id, run_id)",
-    ),
-    (  # 3: no lookup reads cases by case (each asks by run, the primary key's order), and
-        # keeping that index cost every case's write a page of its own (the new run's row
-        # of each case sits among the earlier runs' rows): half its cost on a large store
-        "DROP INDEX IF EXISTS cases_by_case",
     ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -245,6 +240,8 @@ class Store:
         """Bring the schema to version ``upto``, in place; refuse a newer store."""
         if self.version() >= upto:
             self._refuse_newer()
+            if upto == SCHEMA_VERSION:
+                self._drop_unread_index()
             return
         with self.transaction() as cursor:
             if self.dialect == "postgresql":  # one migrating session at a time
@@ -262,6 +259,24 @@ class Store:
                 self._run(cursor, "INSERT INTO meta (key, value) VALUES ('schema_version', ?)",
                           (str(upto),))
         self._refuse_newer()
+        if upto == SCHEMA_VERSION:
+            self._drop_unread_index()
+
+    def _drop_unread_index(self) -> None:
+        """Schema 2's index of cases by case goes: no lookup reads it (each asks by run, the
+        primary key's order), and keeping it cost every case's write a page of its own
+        (the new run's row of each case sits among the earlier runs'), about half the write
+        on a large store. Dropped without a new schema version, so that an older plugin
+        sharing the store (a team's PostgreSQL) still reads it."""
+        if self.dialect == "sqlite":
+            found = self.rows("SELECT 1 FROM sqlite_master WHERE type = 'index' "
+                              "AND name = 'cases_by_case'")
+        else:
+            found = self.rows("SELECT 1 FROM pg_indexes WHERE indexname = 'cases_by_case' "
+                              "AND schemaname = current_schema()")
+        if found:
+            with self.transaction() as cursor:
+                self._run(cursor, "DROP INDEX IF EXISTS cases_by_case")
 
     def _refuse_newer(self) -> None:
         found = self.version()
