@@ -14,9 +14,9 @@ instances (docs/performance.md#measured-figures). Type checkers see the standard
 decorator.
 
 Making a class still compiles its methods' generated source; :class:`_CompiledMethods`
-keeps what was compiled, by that source, in a file beside the package's own bytecode
-(``__pycache__``, per interpreter, as ``.pyc`` files are), so a later session only
-looks it up. No pytest import here.
+keeps what was compiled, by that source, in a file where this module's own ``.pyc``
+goes (per interpreter, stamped with its bytecode's magic number as a ``.pyc`` is), so a
+later session only looks it up. No pytest import here.
 """
 
 from __future__ import annotations
@@ -27,8 +27,10 @@ import dataclasses
 import marshal
 import os
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
+from importlib.util import MAGIC_NUMBER, cache_from_source
 from pathlib import Path
 from types import CodeType, ModuleType
 from typing import TYPE_CHECKING, Any
@@ -61,13 +63,18 @@ class _CompiledMethods:
         self.codes: dict[str, CodeType] | None = None
         self.used: set[str] = set()
         self.added = False
+        #: The thread making a class through :func:`realize` now (only its source is ours).
+        self.maker: int | None = None
 
     def _load(self) -> dict[str, CodeType]:
         codes: dict[str, CodeType] = {}
         if self.path is not None:
             try:
-                stored = marshal.loads(self.path.read_bytes())
-            except (OSError, ValueError, EOFError, TypeError):  # none yet, or not ours
+                raw = self.path.read_bytes()
+                # made by this very interpreter's bytecode, as a .pyc must be
+                stored = marshal.loads(raw[len(MAGIC_NUMBER):]) \
+                    if raw.startswith(MAGIC_NUMBER) else None
+            except Exception:  # none yet, or not ours: compiled as without the file
                 stored = None
             if isinstance(stored, dict):
                 codes = {k: v for k, v in stored.items()
@@ -76,7 +83,8 @@ class _CompiledMethods:
         return codes
 
     def exec(self, source: Any, globals: Any = None, locals: Any = None) -> None:
-        if not isinstance(source, str):  # not the generated source we know: as given
+        if not isinstance(source, str) or threading.get_ident() != self.maker:
+            # not the generated source we know, or a class made by another thread
             exec(source, globals, locals)
             return
         codes = self.codes if self.codes is not None else self._load()
@@ -99,22 +107,28 @@ class _CompiledMethods:
         self.added = False
         codes = self.codes if len(self.codes) <= self.MOST \
             else {k: v for k, v in self.codes.items() if k in self.used}
-        temporary = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+        temporary: str | None = None
         try:
-            self.path.parent.mkdir(exist_ok=True)
-            temporary.write_bytes(marshal.dumps(codes))
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            handle, temporary = tempfile.mkstemp(dir=self.path.parent,
+                                                 prefix=self.path.name, suffix=".tmp")
+            with os.fdopen(handle, "wb") as out:
+                out.write(MAGIC_NUMBER + marshal.dumps(codes))
             os.replace(temporary, self.path)
         except OSError:  # a read-only install: compile each time, as without the file
             self.path = None
-            with contextlib.suppress(OSError):
-                temporary.unlink()
+            if temporary is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(temporary)
 
 
 def _methods_file() -> Path | None:
-    tag = sys.implementation.cache_tag
-    if tag is None:
+    """Where this module's own ``.pyc`` goes (``__pycache__``, or under
+    ``PYTHONPYCACHEPREFIX``), named for the interpreter: None where there is none."""
+    try:
+        return Path(cache_from_source(__file__)).with_suffix(".methods")
+    except (NotImplementedError, ValueError):  # no cache_tag: no bytecode cache at all
         return None
-    return Path(__file__).with_name("__pycache__") / f"records.{tag}.methods"
 
 
 _compiled = _CompiledMethods(_methods_file())
@@ -147,12 +161,14 @@ def _make(cls: type, options: dict[str, Any]) -> Any:
     with _lock:
         outermost = "exec" not in dataclasses.__dict__
         if outermost:
+            _compiled.maker = threading.get_ident()
             dataclasses.exec = _compiled.exec  # type: ignore[attr-defined]
         try:
             return dataclasses.dataclass(cls, **options)
         finally:
             if outermost:
                 del dataclasses.exec  # type: ignore[attr-defined]
+                _compiled.maker = None
 
 
 @contextlib.contextmanager

@@ -4,6 +4,7 @@ and then behaves as the standard decorator's, from any thread, through pickle.""
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import subprocess
 import sys
 import textwrap
@@ -143,6 +144,7 @@ def test_a_class_whose_module_left_sys_modules_is_still_made(
 
 def _make_point(methods: records._CompiledMethods, monkeypatch: pytest.MonkeyPatch) -> type:
     monkeypatch.setattr(records, "_compiled", methods)
+    monkeypatch.setattr(records.atexit, "register", lambda save: save)  # saved by the test
 
     @dataclass(frozen=True)
     class Point:
@@ -169,12 +171,21 @@ def test_methods_compiled_once_are_read_back_by_the_next_session_and_behave_alik
     assert not first.added
     assert "exec" not in dataclasses.__dict__  # the stand-in is gone after the class is made
 
+    assert path.read_bytes().startswith(importlib.util.MAGIC_NUMBER)  # as a .pyc is stamped
     later = records._CompiledMethods(path)  # the next session: nothing is compiled again
     monkeypatch.setattr(records, "compile", lambda *a, **k: pytest.fail("compiled again"),
                         raising=False)
     _make_point(later, monkeypatch)
     assert not later.added
     assert later.used == set(first.codes)
+
+    namespace: dict[str, object] = {}
+    later.exec("made_elsewhere = 1", None, namespace)  # another thread's class: not kept
+    assert namespace == {"made_elsewhere": 1}
+    assert "made_elsewhere = 1" not in (later.codes or {})
+
+    path.write_bytes(b"\x00\x00\r\n" + path.read_bytes()[4:])  # another interpreter's
+    assert records._CompiledMethods(path)._load() == {}
 
 
 def test_an_unreadable_or_unwritable_methods_file_only_costs_compiling(
