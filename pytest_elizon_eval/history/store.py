@@ -275,7 +275,8 @@ class Store:
             found = self.rows("SELECT 1 FROM pg_indexes WHERE indexname = 'cases_by_case' "
                               "AND schemaname = current_schema()")
         if found:
-            with self.transaction() as cursor:
+            # a store busy past the timeout keeps it until a later open
+            with suppress(HistoryError), self.transaction() as cursor:
                 self._run(cursor, "DROP INDEX IF EXISTS cases_by_case")
 
     def _refuse_newer(self) -> None:
