@@ -19,6 +19,7 @@ import pytest
 from pytest_elizon_eval.cli import main
 from pytest_elizon_eval.decide.outcomes import CaseIdentity, SuiteInfo
 from pytest_elizon_eval.history import resume
+from pytest_elizon_eval.history import store as store_module
 from pytest_elizon_eval.history.store import SCHEMA_VERSION, CaseRow, HistoryError, Store
 from pytest_elizon_eval.load.runtime import Case
 from pytest_elizon_eval.stats import wilson_interval
@@ -87,6 +88,31 @@ def test_an_older_store_is_upgraded_in_place_and_a_newer_one_refused(tmp_path: P
                                            r"newer pytest-elizon-eval \(this one reads up to "
                                            r"2\): upgrade"):
         Store.open(str(path))
+
+
+def test_the_unread_index_of_a_current_store_goes_at_open_unless_the_store_is_busy(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "h.sqlite"
+    Store.open(str(path)).close()
+
+    def indexed() -> bool:
+        with closing(sqlite3.connect(path)) as db:
+            return db.execute("SELECT count(*) FROM sqlite_master "
+                              "WHERE name = 'cases_by_case'").fetchone() == (1,)
+
+    with closing(sqlite3.connect(path)) as db:  # as an earlier version left it
+        db.execute("CREATE INDEX cases_by_case ON cases (suite_path, case_id, run_id)")
+        db.commit()
+    monkeypatch.setattr(store_module, "BUSY_TIMEOUT_S", 0.1)
+    with closing(sqlite3.connect(path, isolation_level=None)) as other:
+        other.execute("BEGIN IMMEDIATE")  # another session writing: no lock for the drop
+        busy = Store.open(str(path))  # still opens: the index waits for a later open
+        assert busy.version() == SCHEMA_VERSION
+        busy.close()
+        other.execute("ROLLBACK")
+    assert indexed()
+    Store.open(str(path)).close()
+    assert not indexed()
 
 
 def test_a_stored_case_is_resumed_only_when_its_entry_and_effective_content_are_unchanged(

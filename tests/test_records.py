@@ -210,3 +210,17 @@ def test_an_unreadable_or_unwritable_methods_file_only_costs_compiling(
     _make_point(quiet, monkeypatch)
     quiet.save()
     assert not (tmp_path / "quiet.methods").exists()
+
+
+def test_past_its_size_the_methods_file_keeps_only_what_this_process_used(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    path = tmp_path / "records.methods"
+    methods = records._CompiledMethods(path)
+    methods.codes = {f"stale_{n} = {n}": compile("pass", "<string>", "exec") for n in range(3)}
+    monkeypatch.setattr(records._CompiledMethods, "MOST", 3)
+    _make_point(methods, monkeypatch)
+    methods.save()
+    kept = records._CompiledMethods(path)._load()
+    assert kept
+    assert set(kept) == methods.used  # the three stale sources are gone
