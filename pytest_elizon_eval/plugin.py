@@ -70,6 +70,7 @@ def pytest_configure(config: pytest.Config) -> None:
         scheduler=concurrency.CaseScheduler(settings.concurrency)
         if settings.concurrency > 1 else None,
     ).start(config)
+    config.pluginmanager.register(CollectedHeap(), "elizon-collected-heap")
     # the probe pack: the run's canary (one for all xdist workers), its fixtures, its checks
     config.pluginmanager.register(redteam_nodes, "elizon-redteam")
     # the task measures: each case's label, passages and RAG scores (docs/contract.md#task-metrics)
@@ -110,6 +111,20 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None
     finally:
         if scheduler is not None and (item.session.shouldfail or item.session.shouldstop):
             scheduler.stop()  # this item's failure ends the run (-x, --maxfail): start no more
+
+
+class CollectedHeap:
+    """What is alive when collection ends lives all session: the garbage collections
+    while the cases run skip it (docs/contract.md#the-collected-heap)."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        if any(isinstance(item, collect.CaseItem) for item in session.items):
+            process_exit.freeze_collected()
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self) -> None:
+        process_exit.thaw()  # before any plugin's end-of-session hook
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

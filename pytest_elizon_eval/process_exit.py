@@ -1,4 +1,13 @@
-"""The end of a process that ran Elizon cases: Python's last collections skipped.
+"""The heap of a process that runs Elizon cases: what lives all session is not walked.
+
+A session that collected Elizon cases freezes what is alive when collection ends
+(:func:`freeze_collected`, :func:`gc.freeze`): the items, their suites and every module
+imported by then live until the session ends, so the garbage collections made while the
+cases run skip them. :func:`thaw` puts them back before any plugin's end-of-session hook
+(``gc.get_referrers`` does not see frozen objects), so a session run in-process
+(``pytester``, ``pytest.main``) leaves nothing frozen behind. A process where something
+else has frozen objects since the plugin was imported manages its own heap: nothing is
+frozen or thawed then (docs/contract.md#the-collected-heap).
 
 When the interpreter exits, CPython tears its modules down and collects garbage several
 times on the way, each time walking every object still alive. After a session of
@@ -24,9 +33,33 @@ import atexit
 import gc
 import io
 
-__all__ = ["ran_cases"]
+__all__ = ["freeze_collected", "ran_cases", "thaw"]
 
 _ran = False
+_frozen = False
+#: Objects frozen when the plugin was imported: the interpreter's own (3.12 starts with
+#: some); more later means another piece of code freezes the heap itself.
+_FROZEN_AT_IMPORT = gc.get_freeze_count()
+
+
+def freeze_collected() -> None:
+    """Collection ended with Elizon cases: leave what is alive out of every later
+    collection until :func:`thaw`, unless something else has frozen objects since the
+    plugin was imported (Python has one permanent generation: thawing ours would thaw
+    theirs)."""
+    global _frozen
+    if not _frozen and gc.get_freeze_count() == _FROZEN_AT_IMPORT:
+        gc.freeze()
+        _frozen = True
+
+
+def thaw() -> None:
+    """The session is over: what :func:`freeze_collected` froze is collected as usual
+    again."""
+    global _frozen
+    if _frozen:
+        _frozen = False
+        gc.unfreeze()
 
 
 def ran_cases() -> None:
@@ -36,6 +69,7 @@ def ran_cases() -> None:
 
 
 def _at_exit() -> None:
+    thaw()  # a session that never reached its cleanup: its files are found and flushed
     if _ran:
         gc.collect()
         _flush_open_files()

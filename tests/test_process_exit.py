@@ -5,10 +5,13 @@ does."""
 
 from __future__ import annotations
 
+import gc
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -77,3 +80,67 @@ def test_after_cases_garbage_is_finalized_and_the_living_are_frozen_not_walked_a
     marks, frozen = _run(pytester.path / "plain", pytester.path / "plain-marks")
     assert marks == {"garbage-at-exit"}
     assert frozen == 0  # no case ran: the interpreter's own exit
+
+
+#: A conftest that watches the heap: how many objects are frozen when it is imported, while
+#: each case runs, at the end of the session once the plugin's own end-of-session hook has
+#: run, and at unconfigure; written to seen.json.
+WATCH_HEAP = """
+import gc, json, pathlib
+import pytest
+
+SEEN = {"at_import": gc.get_freeze_count(), "running": []}
+
+def pytest_runtest_call(item):
+    SEEN["running"].append(gc.get_freeze_count())
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session):
+    SEEN["at_sessionfinish"] = gc.get_freeze_count()
+
+def pytest_unconfigure(config):
+    SEEN["at_unconfigure"] = gc.get_freeze_count()
+    pathlib.Path(__file__).with_name("seen.json").write_text(json.dumps(SEEN))
+"""
+
+TWO_CASES = "cases:\n  - id: one\n    input: hi\n  - id: two\n    input: ho\n"
+
+
+def _heap_seen(pytester: pytest.Pytester, *args: str, in_process: bool = False
+               ) -> dict[str, Any]:
+    pytester.makeconftest(WATCH_HEAP)
+    run = pytester.runpytest_inprocess if in_process else pytester.runpytest_subprocess
+    result = run("-p", "no:cacheprovider", "--elizon-history=off", *args)
+    assert result.ret == 0, result.stdout.str()
+    seen: dict[str, Any] = json.loads((pytester.path / "seen.json").read_text())
+    return seen
+
+
+def test_the_heap_alive_after_collection_is_frozen_while_cases_run_and_thawed_at_the_end(
+        packages: Packages, pytester: pytest.Pytester) -> None:
+    packages.package(suite=TWO_CASES, app="def answer(text):\n    return text\n")
+    seen = _heap_seen(pytester)
+    start = seen["at_import"]
+    # while the cases ran: the items, the suites, every module (thousands of objects)
+    assert len(seen["running"]) == 2
+    assert min(seen["running"]) > start + 10_000
+    # thawed before any other plugin's end-of-session hook (gc.get_referrers sees all)
+    assert seen["at_sessionfinish"] == seen["at_unconfigure"] == start
+
+
+def test_a_session_without_elizon_cases_freezes_nothing(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
+    seen = _heap_seen(pytester)
+    assert seen["running"] == [seen["at_import"]] == [seen["at_sessionfinish"]]
+
+
+def test_a_heap_frozen_by_someone_else_is_left_to_them(
+        packages: Packages, pytester: pytest.Pytester) -> None:
+    packages.package(suite=TWO_CASES, app="def answer(text):\n    return text\n")
+    gc.freeze()  # as this very test suite's conftest does, or a pre-forking server
+    before = gc.get_freeze_count()
+    seen = _heap_seen(pytester, in_process=True)
+    # neither frozen further nor thawed: theirs stays theirs (fewer only as frozen objects
+    # are freed by reference counts)
+    for count in [*seen["running"], seen["at_unconfigure"], gc.get_freeze_count()]:
+        assert before * 0.9 < count <= before
