@@ -19,7 +19,8 @@ Goals (docs/performance.md#measured-figures):
   floor's run of the same N checks;
 - concurrency: N cases whose entry point sleeps 50 ms at ``--elizon-concurrency`` 64 and
   16, against the ideal max(N·L/C, N × the floor's per-case cost) + the floor's fixed cost
-  (one process cannot beat its own CPU);
+  (one process cannot beat its own CPU), that fixed cost measured by the floor's one-case
+  runs interleaved with these;
 - memory: peak RSS of collecting many cases against the floor's, and of a run writing the
   results JSON and the HTML page against the same run without them (benchmarks/memory.py).
 
@@ -178,11 +179,6 @@ def paired(plugin: Run, floor: Run, repeat: int, python: str
     return min(plugin_runs), min(floor_runs)
 
 
-def best(run: Run, repeat: int, python: str) -> tuple[float, float]:
-    run.once(python)
-    return min(run.once(python) for _ in range(repeat))
-
-
 @dataclass
 class Goal:
     name: str
@@ -313,9 +309,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         plugin_slow, _ = make_tree(root, concurrent, delay)
         for width, target in ((64, 1.25), (16, 1.15)):
             step(f"{concurrent:,} cases × 50 ms at concurrency {width}")
-            wall, _ = best(plugin_run(plugin_slow, f"--elizon-concurrency={width}"),
-                           max(repeat // 2, 1), python)
-            ideal = max(concurrent * delay / width, concurrent * f_case) + f_warm
+            # the floor's fixed cost is measured between these runs too: a slow spell of
+            # the machine then raises the ideal with the run it slows
+            (wall, _), (f_fixed, _) = paired(
+                plugin_run(plugin_slow, f"--elizon-concurrency={width}"),
+                floor_run(one_floor), repeat, python)
+            ideal = max(concurrent * delay / width, concurrent * f_case) + f_fixed
             goals.append(Goal(f"{concurrent:,} cases × 50 ms at concurrency {width}",
                               seconds(wall), f"ideal {seconds(ideal)}", wall / ideal, target))
         step(f"collect {collected:,} cases")

@@ -55,6 +55,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # First, and its cleanup added before pytest's own plugins add theirs (this hook runs
+    # before theirs; cleanups run last-in first-out): a nested session thaws the heap after
+    # pytest's end-of-session collections, which the frozen heap spares
+    # (docs/contract.md#the-heap).
+    process_exit.session_started()
+    config.add_cleanup(process_exit.session_ended)
     problem = compat.unsupported_pytest()
     if problem:
         config.issue_config_time_warning(pytest.PytestConfigWarning(problem), stacklevel=2)
@@ -70,7 +76,8 @@ def pytest_configure(config: pytest.Config) -> None:
         scheduler=concurrency.CaseScheduler(settings.concurrency)
         if settings.concurrency > 1 else None,
     ).start(config)
-    config.pluginmanager.register(CollectedHeap(), "elizon-collected-heap")
+    if settings.freeze_heap:
+        config.pluginmanager.register(FrozenHeap(), "elizon-frozen-heap")
     # the probe pack: the run's canary (one for all xdist workers), its fixtures, its checks
     config.pluginmanager.register(redteam_nodes, "elizon-redteam")
     # the task measures: each case's label, passages and RAG scores (docs/contract.md#task-metrics)
@@ -113,18 +120,40 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None
             scheduler.stop()  # this item's failure ends the run (-x, --maxfail): start no more
 
 
-class CollectedHeap:
-    """What is alive when collection ends lives all session: the garbage collections
-    while the cases run skip it (docs/contract.md#the-collected-heap)."""
+class FrozenHeap:
+    """What is alive when collection ends, and when the session finishes, lives to the end:
+    Python's garbage collections after those points skip it (docs/contract.md#the-heap)."""
+
+    def __init__(self) -> None:
+        self.collected_cases = False
+        self.reported_cases = False
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        if any(isinstance(item, collect.CaseItem) for item in session.items):
-            process_exit.freeze_collected()
+        self.collected_cases = any(isinstance(item, collect.CaseItem)
+                                   for item in session.items)
+        # only when nothing but cases runs: other tests may count on collecting what they
+        # drop (gc.collect(), then a weak reference is dead)
+        if self.collected_cases and all(isinstance(item, collect.CaseItem)
+                                        for item in session.items):
+            process_exit.freeze(collect=1)  # collection's garbage is young
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if not self.reported_cases and hasattr(report, outcomes.REPORT_ATTR):
+            self.reported_cases = True  # the xdist controller: it collects nothing
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self) -> None:
-        process_exit.thaw()  # before any plugin's end-of-session hook
+        # before any plugin writes its reports: the run's results live to the end
+        if self.collected_cases or self.reported_cases:
+            process_exit.freeze(collect=2)
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_terminal_summary(self) -> Generator[None, None, None]:
+        # other plugins' summaries may ask gc.get_referrers() (hypothesis, when it is
+        # imported there): they see every object
+        with process_exit.thawed():
+            return (yield)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -83,8 +83,9 @@ def test_after_cases_garbage_is_finalized_and_the_living_are_frozen_not_walked_a
 
 
 #: A conftest that watches the heap: how many objects are frozen when it is imported, while
-#: each case runs, at the end of the session once the plugin's own end-of-session hook has
-#: run, and at unconfigure; written to seen.json.
+#: each case runs, once every plugin's end-of-session hook has run, during the terminal
+#: summary, and at unconfigure (where pytest's own end-of-session collections are made);
+#: written to seen.json.
 WATCH_HEAP = """
 import gc, json, pathlib
 import pytest
@@ -98,12 +99,17 @@ def pytest_runtest_call(item):
 def pytest_sessionfinish(session):
     SEEN["at_sessionfinish"] = gc.get_freeze_count()
 
+def pytest_terminal_summary(terminalreporter):
+    SEEN["in_summary"] = gc.get_freeze_count()
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_unconfigure(config):
     SEEN["at_unconfigure"] = gc.get_freeze_count()
     pathlib.Path(__file__).with_name("seen.json").write_text(json.dumps(SEEN))
 """
 
 TWO_CASES = "cases:\n  - id: one\n    input: hi\n  - id: two\n    input: ho\n"
+ECHO = "def answer(text):\n    return text\n"
 
 
 def _heap_seen(pytester: pytest.Pytester, *args: str, in_process: bool = False
@@ -116,27 +122,70 @@ def _heap_seen(pytester: pytest.Pytester, *args: str, in_process: bool = False
     return seen
 
 
-def test_the_heap_alive_after_collection_is_frozen_while_cases_run_and_thawed_at_the_end(
+def test_the_heap_is_frozen_while_cases_run_and_again_when_the_session_finishes(
         packages: Packages, pytester: pytest.Pytester) -> None:
-    packages.package(suite=TWO_CASES, app="def answer(text):\n    return text\n")
+    packages.package(suite=TWO_CASES, app=ECHO)
     seen = _heap_seen(pytester)
     start = seen["at_import"]
     # while the cases ran: the items, the suites, every module (thousands of objects)
     assert len(seen["running"]) == 2
     assert min(seen["running"]) > start + 10_000
-    # thawed before any other plugin's end-of-session hook (gc.get_referrers sees all)
-    assert seen["at_sessionfinish"] == seen["at_unconfigure"] == start
+    # the session's end froze the run's results too, before any report was written
+    assert seen["at_sessionfinish"] > max(seen["running"])
+    # other plugins' summaries see every object (gc.get_referrers: hypothesis asks there)
+    assert seen["in_summary"] == start
+    # and frozen again after them: pytest's own collections at unconfigure skip it all
+    assert seen["at_unconfigure"] > max(seen["running"])
 
 
 def test_a_session_without_elizon_cases_freezes_nothing(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
     seen = _heap_seen(pytester)
     assert seen["running"] == [seen["at_import"]] == [seen["at_sessionfinish"]]
+    assert seen["at_unconfigure"] == seen["at_import"]
+
+
+def test_with_other_tests_the_heap_is_frozen_only_when_the_session_finishes(
+        packages: Packages, pytester: pytest.Pytester) -> None:
+    packages.package(suite=TWO_CASES, app=ECHO)
+    # a test that counts on collecting an object it drops (frozen, it never would be)
+    packages.write("test_plain.py", """
+        import gc, weakref
+
+        class Cyclic:
+            def __init__(self):
+                self.me = self
+
+        KEPT = [Cyclic()]
+
+        def test_dropped_object_is_collected():
+            dead = weakref.ref(KEPT.pop())
+            gc.collect()
+            assert dead() is None
+    """)
+    seen = _heap_seen(pytester)
+    start = seen["at_import"]
+    assert seen["running"] == [start] * 3
+    assert seen["at_sessionfinish"] > start + 10_000
+
+
+def test_elizon_freeze_heap_false_freezes_nothing(packages: Packages,
+                                                  pytester: pytest.Pytester) -> None:
+    packages.package(suite=TWO_CASES, app=ECHO)
+    pytester.makeini("[pytest]\nelizon_freeze_heap = false\n")
+    seen = _heap_seen(pytester)
+    assert seen["running"] == [seen["at_import"]] * 2
+    assert seen["at_sessionfinish"] == seen["at_import"]
+
+    pytester.makeini("[pytest]\nelizon_freeze_heap = sometimes\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*elizon_freeze_heap*expected true or false*"])
 
 
 def test_a_heap_frozen_by_someone_else_is_left_to_them(
         packages: Packages, pytester: pytest.Pytester) -> None:
-    packages.package(suite=TWO_CASES, app="def answer(text):\n    return text\n")
+    packages.package(suite=TWO_CASES, app=ECHO)
     gc.freeze()  # as this very test suite's conftest does, or a pre-forking server
     before = gc.get_freeze_count()
     seen = _heap_seen(pytester, in_process=True)
@@ -144,3 +193,44 @@ def test_a_heap_frozen_by_someone_else_is_left_to_them(
     # are freed by reference counts)
     for count in [*seen["running"], seen["at_unconfigure"], gc.get_freeze_count()]:
         assert before * 0.9 < count <= before
+
+
+#: Three sessions in one process, as a script that calls pytest.main does: Elizon cases
+#: (the process's last session so far: its heap stays frozen after it), then a plain
+#: session whose test runs the cases again in a session inside it.
+SESSIONS = """
+import gc, json
+import pytest
+
+seen = {"start": gc.get_freeze_count()}
+
+def test_nested():
+    seen["outer_test"] = gc.get_freeze_count()
+    assert pytest.main(["-q", "-p", "no:cacheprovider", "--elizon-history=off", "pkg"]) == 0
+    seen["after_inner"] = gc.get_freeze_count()
+
+assert pytest.main(["-q", "-p", "no:cacheprovider", "--elizon-history=off", "pkg"]) == 0
+seen["after_first"] = gc.get_freeze_count()
+assert pytest.main(["-q", "-p", "no:cacheprovider", "--elizon-history=off",
+                    "test_outer.py"]) == 0
+seen["after_outer"] = gc.get_freeze_count()
+with open("sessions.json", "w") as out:
+    json.dump(seen, out)
+"""
+
+
+def test_a_later_session_thaws_the_heap_and_a_nested_one_leaves_nothing_frozen(
+        packages: Packages, pytester: pytest.Pytester) -> None:
+    packages.package(suite=TWO_CASES, app=ECHO)
+    packages.write("test_outer.py", "from sessions import test_nested\n")
+    packages.write("sessions.py", SESSIONS)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    done = subprocess.run([sys.executable, "-c", "import sessions"], cwd=pytester.path,
+                          env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    seen = json.loads((pytester.path / "sessions.json").read_text())
+    start = seen["start"]
+    assert seen["after_first"] > start + 10_000  # the last session so far: left frozen
+    assert seen["outer_test"] == start  # the next session thawed it, and froze nothing
+    assert seen["after_inner"] == start  # the session inside it thawed its own
+    assert seen["after_outer"] == start

@@ -169,6 +169,11 @@ OPTIONS: tuple[Option, ...] = (
     Option(ini="elizon_history_strict", ini_type="bool", ini_default=False, unset="false",
            help="A history store that cannot be used is an error (exit status 4) instead of "
                 "one warning."),
+    Option(ini="elizon_freeze_heap", ini_type="bool", ini_default=True, unset="true",
+           help="Freeze the heap alive when collection ends and when the session finishes "
+                "(gc.freeze), so Python's garbage collections stop walking it: false keeps "
+                "every object visible to gc.get_objects() and gc.get_referrers() all "
+                "session."),
     Option(cli="--elizon-resume", action="store_true", default=False, unset="false",
            help="Continue the last unfinished session of the same packages: cases it "
                 "finished (same entry point, and same case with its suite's defaults) are "
@@ -239,6 +244,9 @@ class Settings:
     history: str | None = None
     #: ini ``elizon_history_strict``: a store that cannot be used is an error.
     history_strict: bool = False
+    #: ini ``elizon_freeze_heap``: freeze the heap after collection and at the session's
+    #: end (docs/contract.md#the-heap).
+    freeze_heap: bool = True
     #: ``--elizon-resume`` (docs/contract.md#resume).
     resume: bool = False
     #: ini ``elizon_confidence`` / ``elizon_alpha`` (docs/contract.md#intervals).
@@ -631,6 +639,7 @@ def resolve(config: pytest.Config) -> Settings:
         inconclusive_passes=_inconclusive(config),
         history=history,
         history_strict=_ini_bool(config, "elizon_history_strict"),
+        freeze_heap=_ini_bool(config, "elizon_freeze_heap"),
         resume=resume,
         confidence=_level(config, "elizon_confidence", 0.95, "a confidence level"),
         alpha=_level(config, "elizon_alpha", 0.05, "a significance level"),
