@@ -55,11 +55,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    # First, and its cleanup added before pytest's own plugins add theirs (this hook runs
-    # before theirs; cleanups run last-in first-out): a nested session thaws the heap after
-    # pytest's end-of-session collections, which the frozen heap spares
-    # (docs/contract.md#the-heap).
-    process_exit.session_started()
+    # The cleanup is added before pytest's own plugins add theirs (this hook runs before
+    # theirs; cleanups run last-in first-out): the heap is thawed after pytest's
+    # end-of-session collections, which it spares (docs/contract.md#the-heap).
+    outermost = process_exit.session_started()
     config.add_cleanup(process_exit.session_ended)
     problem = compat.unsupported_pytest()
     if problem:
@@ -76,7 +75,7 @@ def pytest_configure(config: pytest.Config) -> None:
         scheduler=concurrency.CaseScheduler(settings.concurrency)
         if settings.concurrency > 1 else None,
     ).start(config)
-    if settings.freeze_heap:
+    if settings.freeze_heap and outermost:
         config.pluginmanager.register(FrozenHeap(), "elizon-frozen-heap")
     # the probe pack: the run's canary (one for all xdist workers), its fixtures, its checks
     config.pluginmanager.register(redteam_nodes, "elizon-redteam")
@@ -121,8 +120,9 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None
 
 
 class FrozenHeap:
-    """What is alive when collection ends, and when the session finishes, lives to the end:
-    Python's garbage collections after those points skip it (docs/contract.md#the-heap)."""
+    """What is alive when collection ends, and once the session has finished, lives to the
+    end: Python's garbage collections after those points skip it
+    (docs/contract.md#the-heap)."""
 
     def __init__(self) -> None:
         self.collected_cases = False
@@ -130,30 +130,31 @@ class FrozenHeap:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        self.collected_cases = any(isinstance(item, collect.CaseItem)
-                                   for item in session.items)
+        items = session.items
+        self.collected_cases = any(isinstance(item, collect.CaseItem) for item in items)
         # only when nothing but cases runs: other tests may count on collecting what they
         # drop (gc.collect(), then a weak reference is dead)
-        if self.collected_cases and all(isinstance(item, collect.CaseItem)
-                                        for item in session.items):
+        if self.collected_cases and all(isinstance(item, collect.CaseItem) for item in items):
             process_exit.freeze(collect=1)  # collection's garbage is young
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if not self.reported_cases and hasattr(report, outcomes.REPORT_ATTR):
             self.reported_cases = True  # the xdist controller: it collects nothing
 
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_sessionfinish(self) -> None:
-        # before any plugin writes its reports: the run's results live to the end
-        if self.collected_cases or self.reported_cases:
-            process_exit.freeze(collect=2)
-
     @pytest.hookimpl(wrapper=True, tryfirst=True)
-    def pytest_terminal_summary(self) -> Generator[None, None, None]:
-        # other plugins' summaries may ask gc.get_referrers() (hypothesis, when it is
-        # imported there): they see every object
-        with process_exit.thawed():
+    def pytest_sessionfinish(self) -> Generator[None, None, None]:
+        if not (self.collected_cases or self.reported_cases):
             return (yield)
+        # While the reports are written, the session's fixtures torn down and the summary
+        # shown, every object is visible to gc.get_referrers() (hypothesis asks in its
+        # summary) and no automatic collection walks them all. Then what they dropped is
+        # collected (finalized under pytest's check for unraisable exceptions) and the rest
+        # frozen: pytest's own end-of-session collections skip it.
+        with process_exit.collections_paused():
+            process_exit.thaw()
+            result = yield
+        process_exit.freeze(collect=2)
+        return result
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

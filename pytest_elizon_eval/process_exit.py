@@ -8,16 +8,17 @@ frozen (:func:`gc.freeze`, by :func:`freeze`) where what is alive lives to the e
 
 * when collection ends, in a session of nothing but Elizon cases (other tests may count
   on collecting what they drop), its young garbage collected first;
-* when the session finishes, before any plugin writes its reports, the garbage there is
-  by then collected first, so whatever the run dropped is finalized.
+* once the session has finished, its garbage collected first, so whatever the run, its
+  reports and its teardown dropped is finalized (while it finishes the heap is thawed
+  and automatic collection paused: :func:`collections_paused`).
 
 Frozen objects are left out of every later collection, pytest's included, and out of
-``gc.get_objects()`` and ``gc.get_referrers()`` (:func:`thawed` lets code that asks them
-see everything). :func:`thaw` puts them back at the cleanup of a session run inside
-another one (``pytester``, ``pytest.main`` in a test), when the next session of the
-process starts, and at exit. A heap someone else froze since the plugin was imported (a
-``conftest.py`` that calls ``gc.freeze()``) is theirs: nothing is frozen or thawed then
-(Python has one permanent generation). The plugin freezes nothing with ini
+``gc.get_objects()`` and ``gc.get_referrers()``. :func:`thaw` puts them back; every
+session's cleanup does (:func:`session_ended`), and so does the exit handler. Only the
+process's outermost session freezes (:func:`session_started`): one run inside a test
+leaves its garbage to that test. A heap someone else froze before this module first
+freezes (a ``conftest.py`` that calls ``gc.freeze()``) is theirs: nothing is frozen or
+thawed then (Python has one permanent generation). The plugin freezes nothing with ini
 ``elizon_freeze_heap = false`` (docs/contract.md#the-heap).
 
 When the interpreter exits, CPython tears its modules down and collects several times on
@@ -39,66 +40,70 @@ import gc
 import io
 from collections.abc import Iterator
 
-__all__ = ["freeze", "ran_cases", "session_ended", "session_started", "thaw", "thawed"]
+__all__ = ["collections_paused", "freeze", "ran_cases", "session_ended", "session_started", "thaw"]
 
 _ran = False
-#: Whether objects this module froze are in the permanent generation now.
+#: Whether objects this module froze are in the permanent generation now, and whether it
+#: ever froze any (a process that collected cases without running them, --collect-only).
 _frozen = False
-#: Objects frozen by the interpreter or by someone else when this module last looked:
-#: more than that, and not by us, means someone else freezes the heap.
-_baseline = gc.get_freeze_count()
+_froze = False
+#: Frozen when the plugin was imported (Python 3.12 starts with a few hundred objects of
+#: its own): more than that, before this module freezes, means someone else freezes.
+_AT_IMPORT = gc.get_freeze_count()
 #: pytest sessions configured in this process and not yet cleaned up (nesting).
 _sessions = 0
 
 
-def session_started() -> None:
-    """A pytest session is configured: a heap an earlier session of the process left
-    frozen is thawed (that session is over)."""
+def session_started() -> bool:
+    """A pytest session is configured; whether it is the process's outermost one, the only
+    one that freezes (a session inside a test would leave its garbage to that test)."""
     global _sessions
-    if _sessions == 0:
-        thaw()
     _sessions += 1
+    return _sessions == 1
 
 
 def session_ended() -> None:
-    """The session's cleanup: a session run inside another leaves nothing frozen."""
+    """The session's cleanup, after pytest's end-of-session collections: nothing is left
+    frozen (a host that embeds pytest, a notebook, keeps collecting its garbage)."""
     global _sessions
     _sessions = max(_sessions - 1, 0)
-    if _sessions:
-        thaw()
+    thaw()
 
 
 def freeze(*, collect: int) -> None:
     """Leave what is alive now out of every later collection, after collecting the garbage
-    of generations up to ``collect``; nothing if someone else froze objects."""
-    global _frozen
-    if not _frozen and gc.get_freeze_count() != _baseline:
-        return  # theirs: thawing ours later would thaw theirs too
+    of generations up to ``collect``; nothing if someone else had frozen objects first
+    (Python has one permanent generation: thawing ours would thaw theirs)."""
+    global _frozen, _froze
+    if not _frozen and gc.get_freeze_count() > _AT_IMPORT:
+        return
     gc.collect(collect)
+    _frozen = _froze = True
     gc.freeze()
-    _frozen = True
 
 
 def thaw() -> None:
-    """What :func:`freeze` froze is collected as usual again."""
-    global _frozen, _baseline
+    """What :func:`freeze` froze is collected as usual again (and whatever other code
+    froze since: gc.unfreeze() cannot tell them apart, and only the collector's walks
+    change)."""
+    global _frozen
     if _frozen:
         _frozen = False
         gc.unfreeze()
-        _baseline = gc.get_freeze_count()
 
 
 @contextlib.contextmanager
-def thawed() -> Iterator[None]:
-    """Everything unfrozen while the block runs (for code that asks ``gc.get_referrers``),
-    frozen again after it."""
-    was = _frozen
-    thaw()
+def collections_paused() -> Iterator[None]:
+    """No automatic garbage collection while the block runs; what it drops is collected by
+    the next one, or by :func:`freeze`."""
+    enabled = gc.isenabled()
+    if enabled:
+        gc.disable()
     try:
         yield
     finally:
-        if was:
-            freeze(collect=0)
+        if enabled:
+            gc.enable()
 
 
 def ran_cases() -> None:
@@ -108,9 +113,11 @@ def ran_cases() -> None:
 
 
 def _at_exit() -> None:
-    if not (_ran or _frozen):
+    if not (_ran or _froze):
         return
-    thaw()  # every object is walked once more: garbage frozen alive is finalized now
+    # every object is walked once more: garbage frozen alive is finalized now, and every
+    # open file object is found (frozen or not; all is frozen again below anyway)
+    gc.unfreeze()
     gc.collect()
     _flush_open_files()
     gc.freeze()

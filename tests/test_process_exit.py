@@ -5,7 +5,6 @@ does."""
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import subprocess
@@ -56,15 +55,16 @@ PYTEST_THEN_FROZEN = (
     "sys.exit(pytest.main(sys.argv[1:]))\n")
 
 
-def _run(folder: Path, marks: Path) -> tuple[set[str], int]:
+def _run(folder: Path, marks: Path, *args: str) -> tuple[set[str], int]:
     marks.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     env.update(MARKS=str(marks), PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
     subprocess.run([sys.executable, "-c", PYTEST_THEN_FROZEN, "-q", "-p",
-                    "pytest_elizon_eval.plugin", "-p", "no:cacheprovider"],
+                    "pytest_elizon_eval.plugin", "-p", "no:cacheprovider", *args],
                    cwd=folder, env=env, check=True, capture_output=True)
     frozen = int((marks / "frozen").read_text())
-    assert (marks / "log").read_text() == "written, never flushed"  # flushed, either way
+    if "--collect-only" not in args:  # the app is imported only when a case runs
+        assert (marks / "log").read_text() == "written, never flushed"  # flushed either way
     return {path.name for path in marks.iterdir()} - {"frozen", "log"}, frozen
 
 
@@ -76,6 +76,10 @@ def test_after_cases_garbage_is_finalized_and_the_living_are_frozen_not_walked_a
     assert marks == {"garbage-at-exit"}  # collected, its __del__ run, before the freeze
     assert frozen > 10_000  # pytest, the plugin, the cases: left for the OS to reclaim
 
+    # collected, not run: its heap was frozen, so its exit is the plugin's too
+    marks, frozen = _run(folder, pytester.path / "collected", "--collect-only")
+    assert frozen > 10_000
+
     packages.write("plain/test_plain.py", MARKS + "\ndef test_plain():\n    pass\n")
     marks, frozen = _run(pytester.path / "plain", pytester.path / "plain-marks")
     assert marks == {"garbage-at-exit"}
@@ -83,46 +87,55 @@ def test_after_cases_garbage_is_finalized_and_the_living_are_frozen_not_walked_a
 
 
 #: A conftest that watches the heap: how many objects are frozen when it is imported, while
-#: each case runs, once every plugin's end-of-session hook has run, during the terminal
-#: summary, and at unconfigure (where pytest's own end-of-session collections are made);
-#: written to seen.json.
+#: each case runs, once the session has finished, during the terminal summary, at
+#: unconfigure (where pytest's own end-of-session collections are made) and after the
+#: plugin's cleanup (this conftest's runs after it); written to seen.json by the process
+#: that owns the session. With MARK set, whether that file exists at each point.
 WATCH_HEAP = """
-import gc, json, pathlib
+import gc, json, os, pathlib
 import pytest
 
-SEEN = {"at_import": gc.get_freeze_count(), "running": []}
+SEEN = {"at_import": gc.get_freeze_count(), "running": [], "marked": []}
+MARK = os.environ.get("MARK")
+
+def marked():
+    return bool(MARK) and os.path.exists(MARK)
+
+def pytest_configure(config):
+    if not hasattr(config, "workerinput"):
+        config.add_cleanup(done)
+
+def done():
+    SEEN["after_cleanup"] = gc.get_freeze_count()
+    pathlib.Path(__file__).with_name("seen.json").write_text(json.dumps(SEEN))
 
 def pytest_runtest_call(item):
     SEEN["running"].append(gc.get_freeze_count())
-
-@pytest.hookimpl(trylast=True)
-def pytest_sessionfinish(session):
-    SEEN["at_sessionfinish"] = gc.get_freeze_count()
+    SEEN["marked"].append(marked())
 
 def pytest_terminal_summary(terminalreporter):
     SEEN["in_summary"] = gc.get_freeze_count()
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_unconfigure(config):
+def pytest_unconfigure(config):  # after the session finished, before pytest's collections
     SEEN["at_unconfigure"] = gc.get_freeze_count()
-    pathlib.Path(__file__).with_name("seen.json").write_text(json.dumps(SEEN))
+    SEEN["marked_at_unconfigure"] = marked()
 """
 
 TWO_CASES = "cases:\n  - id: one\n    input: hi\n  - id: two\n    input: ho\n"
 ECHO = "def answer(text):\n    return text\n"
 
 
-def _heap_seen(pytester: pytest.Pytester, *args: str, in_process: bool = False
-               ) -> dict[str, Any]:
-    pytester.makeconftest(WATCH_HEAP)
-    run = pytester.runpytest_inprocess if in_process else pytester.runpytest_subprocess
-    result = run("-p", "no:cacheprovider", "--elizon-history=off", *args)
-    assert result.ret == 0, result.stdout.str()
+def _heap_seen(pytester: pytest.Pytester, *args: str, conftest: str = "") -> dict[str, Any]:
+    pytester.makeconftest(WATCH_HEAP + conftest)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--elizon-history=off",
+                                           *args)
+    assert result.ret == 0, result.stdout.str() + result.stderr.str()
     seen: dict[str, Any] = json.loads((pytester.path / "seen.json").read_text())
     return seen
 
 
-def test_the_heap_is_frozen_while_cases_run_and_again_when_the_session_finishes(
+def test_the_heap_is_frozen_while_cases_run_and_once_the_session_has_finished(
         packages: Packages, pytester: pytest.Pytester) -> None:
     packages.package(suite=TWO_CASES, app=ECHO)
     seen = _heap_seen(pytester)
@@ -130,22 +143,53 @@ def test_the_heap_is_frozen_while_cases_run_and_again_when_the_session_finishes(
     # while the cases ran: the items, the suites, every module (thousands of objects)
     assert len(seen["running"]) == 2
     assert min(seen["running"]) > start + 10_000
-    # the session's end froze the run's results too, before any report was written
-    assert seen["at_sessionfinish"] > max(seen["running"])
     # other plugins' summaries see every object (gc.get_referrers: hypothesis asks there)
     assert seen["in_summary"] == start
-    # and frozen again after them: pytest's own collections at unconfigure skip it all
+    # frozen again once the session has finished, the run's results too: pytest's own
+    # collections at unconfigure skip it all
     assert seen["at_unconfigure"] > max(seen["running"])
+    # nothing frozen is left once the session is cleaned up (pytest.main returns)
+    assert seen["after_cleanup"] == start
+
+
+#: An entry point whose every answer leaves garbage that only a collection frees, with
+#: automatic collections off: its __del__ marks the file MARK.
+LEAVES_GARBAGE = """
+import gc, os
+gc.disable()
+
+class Cyclic:
+    def __init__(self):
+        self.me = self
+
+    def __del__(self):
+        open(os.environ["MARK"], "w").close()
+
+def answer(text):
+    Cyclic()
+    return text
+"""
+
+
+def test_the_garbage_a_run_dropped_is_finalized_when_the_session_finishes(
+        packages: Packages, pytester: pytest.Pytester,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    packages.package(suite=TWO_CASES, app=LEAVES_GARBAGE)
+    monkeypatch.setenv("MARK", str(pytester.path / "finalized"))
+    seen = _heap_seen(pytester)
+    assert seen["marked"] == [False, False]  # the first case's garbage still uncollected
+    assert seen["marked_at_unconfigure"]  # collected before the heap was frozen again
 
 
 def test_a_session_without_elizon_cases_freezes_nothing(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
     seen = _heap_seen(pytester)
-    assert seen["running"] == [seen["at_import"]] == [seen["at_sessionfinish"]]
-    assert seen["at_unconfigure"] == seen["at_import"]
+    start = seen["at_import"]
+    assert seen["running"] == [start]
+    assert seen["in_summary"] == seen["at_unconfigure"] == start
 
 
-def test_with_other_tests_the_heap_is_frozen_only_when_the_session_finishes(
+def test_with_other_tests_the_heap_is_frozen_only_once_the_session_has_finished(
         packages: Packages, pytester: pytest.Pytester) -> None:
     packages.package(suite=TWO_CASES, app=ECHO)
     # a test that counts on collecting an object it drops (frozen, it never would be)
@@ -166,7 +210,18 @@ def test_with_other_tests_the_heap_is_frozen_only_when_the_session_finishes(
     seen = _heap_seen(pytester)
     start = seen["at_import"]
     assert seen["running"] == [start] * 3
-    assert seen["at_sessionfinish"] > start + 10_000
+    assert seen["at_unconfigure"] > start + 10_000
+
+
+def test_collect_only_and_the_xdist_controller_freeze_too(
+        packages: Packages, pytester: pytest.Pytester) -> None:
+    packages.package(suite=TWO_CASES, app=ECHO)
+    seen = _heap_seen(pytester, "--collect-only")
+    assert seen["at_unconfigure"] > seen["at_import"] + 10_000
+    # the controller collects nothing; it froze what it had once the reports were in
+    seen = _heap_seen(pytester, "-n", "2")
+    assert seen["running"] == []  # the cases ran in the workers
+    assert seen["at_unconfigure"] > seen["at_import"] + 10_000
 
 
 def test_elizon_freeze_heap_false_freezes_nothing(packages: Packages,
@@ -175,7 +230,7 @@ def test_elizon_freeze_heap_false_freezes_nothing(packages: Packages,
     pytester.makeini("[pytest]\nelizon_freeze_heap = false\n")
     seen = _heap_seen(pytester)
     assert seen["running"] == [seen["at_import"]] * 2
-    assert seen["at_sessionfinish"] == seen["at_import"]
+    assert seen["in_summary"] == seen["at_unconfigure"] == seen["at_import"]
 
     pytester.makeini("[pytest]\nelizon_freeze_heap = sometimes\n")
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
@@ -183,21 +238,21 @@ def test_elizon_freeze_heap_false_freezes_nothing(packages: Packages,
     result.stderr.fnmatch_lines(["*elizon_freeze_heap*expected true or false*"])
 
 
-def test_a_heap_frozen_by_someone_else_is_left_to_them(
+def test_a_heap_someone_else_froze_is_left_to_them(
         packages: Packages, pytester: pytest.Pytester) -> None:
     packages.package(suite=TWO_CASES, app=ECHO)
-    gc.freeze()  # as this very test suite's conftest does, or a pre-forking server
-    before = gc.get_freeze_count()
-    seen = _heap_seen(pytester, in_process=True)
-    # neither frozen further nor thawed: theirs stays theirs (fewer only as frozen objects
-    # are freed by reference counts)
-    for count in [*seen["running"], seen["at_unconfigure"], gc.get_freeze_count()]:
-        assert before * 0.9 < count <= before
+    # frozen before the plugin would freeze: nothing is frozen or thawed by it
+    seen = _heap_seen(pytester, conftest="\ngc.freeze()\nSEEN['theirs'] = gc.get_freeze_count()\n")
+    theirs = seen["theirs"]
+    # neither frozen further nor thawed (fewer only as frozen objects are freed)
+    for count in [*seen["running"], seen["in_summary"], seen["at_unconfigure"],
+                  seen["after_cleanup"]]:
+        assert theirs * 0.9 < count <= theirs
 
 
-#: Three sessions in one process, as a script that calls pytest.main does: Elizon cases
-#: (the process's last session so far: its heap stays frozen after it), then a plain
-#: session whose test runs the cases again in a session inside it.
+#: Sessions in one process, as a script that calls pytest.main does: Elizon cases, then a
+#: plain session whose test runs the cases again in a session inside it. The entry point
+#: writes how many objects are frozen at each call.
 SESSIONS = """
 import gc, json
 import pytest
@@ -205,7 +260,6 @@ import pytest
 seen = {"start": gc.get_freeze_count()}
 
 def test_nested():
-    seen["outer_test"] = gc.get_freeze_count()
     assert pytest.main(["-q", "-p", "no:cacheprovider", "--elizon-history=off", "pkg"]) == 0
     seen["after_inner"] = gc.get_freeze_count()
 
@@ -218,10 +272,19 @@ with open("sessions.json", "w") as out:
     json.dump(seen, out)
 """
 
+COUNTS_FROZEN = """
+import gc
 
-def test_a_later_session_thaws_the_heap_and_a_nested_one_leaves_nothing_frozen(
+def answer(text):
+    with open("calls.txt", "a") as out:
+        out.write(f"{gc.get_freeze_count()}\\n")
+    return text
+"""
+
+
+def test_a_session_leaves_nothing_frozen_and_one_inside_another_freezes_nothing(
         packages: Packages, pytester: pytest.Pytester) -> None:
-    packages.package(suite=TWO_CASES, app=ECHO)
+    packages.package(suite=TWO_CASES, app=COUNTS_FROZEN)
     packages.write("test_outer.py", "from sessions import test_nested\n")
     packages.write("sessions.py", SESSIONS)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
@@ -230,7 +293,9 @@ def test_a_later_session_thaws_the_heap_and_a_nested_one_leaves_nothing_frozen(
     assert done.returncode == 0, done.stdout + done.stderr
     seen = json.loads((pytester.path / "sessions.json").read_text())
     start = seen["start"]
-    assert seen["after_first"] > start + 10_000  # the last session so far: left frozen
-    assert seen["outer_test"] == start  # the next session thawed it, and froze nothing
-    assert seen["after_inner"] == start  # the session inside it thawed its own
-    assert seen["after_outer"] == start
+    calls = [int(line) for line in (pytester.path / "calls.txt").read_text().split()]
+    assert len(calls) == 4
+    assert min(calls[:2]) > start + 10_000  # the first session froze its heap...
+    assert seen["after_first"] == start  # ...and left nothing frozen once it returned
+    assert calls[2:] == [start, start]  # the session inside a test froze nothing
+    assert seen["after_inner"] == seen["after_outer"] == start

@@ -170,10 +170,10 @@ OPTIONS: tuple[Option, ...] = (
            help="A history store that cannot be used is an error (exit status 4) instead of "
                 "one warning."),
     Option(ini="elizon_freeze_heap", ini_type="bool", ini_default=True, unset="true",
-           help="Freeze the heap alive when collection ends and when the session finishes "
-                "(gc.freeze), so Python's garbage collections stop walking it: false keeps "
-                "every object visible to gc.get_objects() and gc.get_referrers() all "
-                "session."),
+           help="Freeze the heap alive (gc.freeze) when collection ends, in a session of "
+                "nothing but Elizon cases, and once the session has finished, so Python's "
+                "garbage collections stop walking it: false keeps every object visible to "
+                "gc.get_objects() and gc.get_referrers() all session."),
     Option(cli="--elizon-resume", action="store_true", default=False, unset="false",
            help="Continue the last unfinished session of the same packages: cases it "
                 "finished (same entry point, and same case with its suite's defaults) are "
@@ -244,8 +244,8 @@ class Settings:
     history: str | None = None
     #: ini ``elizon_history_strict``: a store that cannot be used is an error.
     history_strict: bool = False
-    #: ini ``elizon_freeze_heap``: freeze the heap after collection and at the session's
-    #: end (docs/contract.md#the-heap).
+    #: ini ``elizon_freeze_heap``: freeze the heap after collection (cases only) and once
+    #: the session has finished (docs/contract.md#the-heap).
     freeze_heap: bool = True
     #: ``--elizon-resume`` (docs/contract.md#resume).
     resume: bool = False
