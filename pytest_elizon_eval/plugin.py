@@ -449,10 +449,15 @@ class SessionReporter:
                                                 self.git))
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
-        from .reporting import terminal  # deferred: needed at the end of the session only
-
         self.summarizing = True
-        lines = terminal.render(self.aggregate, self.regression)
+        lines: list[tuple[str, dict[str, bool]]] = []
+        # nothing to say without results, a baseline or a framework (--collect-only: what
+        # an IDE runs on every save does not import the report writers)
+        if len(self.aggregate) or self.regression is not None \
+                or self.aggregate.framework is not None:
+            from .reporting import terminal  # deferred: needed at the end of the session only
+
+            lines = terminal.render(self.aggregate, self.regression)
         if lines:
             terminalreporter.write_sep("=", "elizon eval")
             for text, markup in lines:

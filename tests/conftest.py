@@ -207,6 +207,22 @@ def interrupt_when(process: subprocess.Popen[str], ready: Callable[[], bool]) ->
         process.communicate()
 
 
+def imported_by_a_session(folder: Path, *args: str, among: tuple[str, ...]
+                          ) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    """A fresh process runs ``pytest -q ARGS`` in ``folder`` with only the plugin loaded;
+    its result, and which of the modules ``among`` (full names or top-level packages) the
+    session imported."""
+    script = ("import sys, pytest\n"
+              "code = pytest.main(['-q', '-p', 'pytest_elizon_eval.plugin', *sys.argv[1:]])\n"
+              f"print(sorted(m for m in {among!r} if m in sys.modules))\n"
+              "sys.exit(code)\n")
+    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    done = subprocess.run([sys.executable, "-c", script, *args], cwd=folder, env=env,
+                          capture_output=True, text=True, check=False)
+    last = done.stdout.rstrip().splitlines()[-1] if done.stdout.strip() else ""
+    return done, [m for m in among if repr(m) in last]
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     # Everything loaded so far lives for the whole run: leave it out of every later garbage
     # collection (each of the hundreds of inner pytest runs would otherwise walk it again).

@@ -8,9 +8,6 @@ other heavy module a one-case run does not use).
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,7 +18,7 @@ from pytest_elizon_eval.load import model, runtime
 from pytest_elizon_eval.load.packages import load_manifest, load_suite
 from pytest_elizon_eval.load.suite_cache import SuiteCache, for_pytest_cache
 
-from .conftest import ECHO_APP, Packages
+from .conftest import ECHO_APP, Packages, imported_by_a_session
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "example_suites"
 SUITES = sorted(p for p in EXAMPLES.glob("*/eval/*.yaml"))
@@ -151,16 +148,30 @@ def test_a_warm_session_imports_nothing_heavy(pytester: pytest.Pytester) -> None
     pytester.makepyfile(app="def answer(text):\n    return text\n")
     pytester.runpytest("-p", "no:randomly").assert_outcomes(passed=1)  # cold: writes it
     assert _entries(pytester.path / ".pytest_cache" / "d" / "elizon" / "suites")
-    script = ("import sys, pytest\n"
-              "code = pytest.main(['-q', '-p', 'pytest_elizon_eval.plugin'])\n"
-              f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})))\n"
-              "sys.exit(code)\n")
-    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
-    done = subprocess.run([sys.executable, "-c", script], cwd=pytester.path, env=env,
-                          capture_output=True, text=True, check=False)
+    done, heavy = imported_by_a_session(pytester.path, among=HEAVY)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 passed" in done.stdout
-    assert done.stdout.rstrip().splitlines()[-1] == "[]"
+    assert heavy == []
+
+
+#: What calls an entry point or a judge, and what writes the reports: a session that only
+#: collects (what an IDE runs on every save) imports none of it.
+RUN_ONLY = tuple(f"pytest_elizon_eval.{m}" for m in (
+    "bind.entries", "bind.judging", "bind.http_client", "bind.calling", "run.answers",
+    "run.sdk_answers", "reporting.terminal"))
+
+
+def test_collect_only_imports_nothing_that_runs_or_reports(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".yaml", elizon="entry: app:answer\njudge: app:grade\n"
+                                      "evaluation:\n  suite: suite.yaml\n")
+    pytester.makefile(".yaml", suite="cases:\n  - id: one\n    input: hi\n"
+                                     "    expect: {contains: [hi], judge: {rubric: r, "
+                                     "threshold: 0.5}}\n")
+    pytester.makepyfile(app="def answer(text):\n    return text\n")
+    done, imported = imported_by_a_session(pytester.path, "--collect-only", among=RUN_ONLY)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "suite.yaml::one" in done.stdout
+    assert imported == []
 
 
 def test_probe_files_are_cached_and_probe_cases_are_what_the_model_makes(tmp_path: Path

@@ -35,11 +35,13 @@ from .. import errors
 from ..errors import ElizonError
 from ..load.runtime import CommandEntry, JudgeEndpoint, UrlEntry, from_model
 from ..records import dataclass
-from .entries import Entry, entry_from
-from .judging import Judge, judge_from
 
-if TYPE_CHECKING:  # types only: pydantic is imported where a mapping is validated
+if TYPE_CHECKING:  # types only: pydantic is imported where a mapping is validated, the
+    # entries and judges where one is made (a session that only collects needs neither)
     from pydantic import TypeAdapter, ValidationError
+
+    from .entries import Entry
+    from .judging import Judge
 
 __all__ = ["ENTRY", "JUDGE", "Binder", "ImportExited", "Kind", "Source", "import_attribute",
            "parse_text", "precedence"]
@@ -342,7 +344,11 @@ class Binder:
                 f"{chosen.where} gave {_describe(value)}, which is not callable; "
                 "give a callable or a 'module.path:attribute' string"])
         if kind is JUDGE:
+            from .judging import judge_from  # deferred: see the imports above
+
             return judge_from(value, description)
+        from .entries import entry_from  # deferred: see the imports above
+
         try:
             return entry_from(value, description, folder, output)
         except ValueError as exc:  # an HTTP entry's request keys (a tools file, the output)

@@ -21,7 +21,6 @@ import pytest
 from ..decide.results_data import JudgeRecord, LabelRecord, RagRecord
 from ..load.runtime import MAX_LABEL, Expect, RagExpect
 from ..run.answer_parts import PathMissing, json_from_text, select
-from ..run.answers import priced
 from ..run.assertions import AssertionResult
 from ..run.calls import EntryCall, Usage
 from ..run.grade_cache import cache_key, judge_identity
@@ -112,6 +111,8 @@ def _graded(plan: CasePlan, name: str, threshold: float, rubric: str, question: 
     record = JudgeRecord(f"rag.{name}", identity, threshold, score=grade.score,
                          scores=() if grade.score is None else (grade.score,),
                          cached=int(cached), calls=int(not cached))
+    from ..run.answers import priced  # deferred: read where a case ran, not where collected
+
     usage = priced(grade.usage, plan.prices)
     if grade.score is None:
         why = "gave no grade in time" if grade.timed_out else f"failed: {grade.error}"

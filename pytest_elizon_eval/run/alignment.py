@@ -20,14 +20,16 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import errors
-from ..bind.judging import Judge
 from ..collect import session
 from ..errors import ElizonError
 from ..load.packages import AlignmentLabels, Package, load_suite
 from .grade_cache import GradeCache, cache_key, judge_identity
+
+if TYPE_CHECKING:  # made by the binder, which imports it
+    from ..bind.judging import Judge
 
 __all__ = ["advisory_reason", "alignment_key", "load", "measure", "measured_or_kept",
            "resolve_rubrics", "save"]

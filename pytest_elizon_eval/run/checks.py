@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 from .. import errors
-from ..bind.calling import run_blocking
 from ..errors import ElizonError
 from ..load.documents import YamlMapping, YamlSequence
 from ..load.runtime import Case, CheckSpec, Expect
@@ -391,6 +390,8 @@ def _call_by(function: CheckFunction, wanted: _Makers, threshold: float | None,
     """:func:`_graded` on the deadline runner entry points and judges use, so a hung check
     (or a hung ``__repr__`` of what it returned) is abandoned at the deadline, never waited
     for: None then."""
+    from ..bind.calling import run_blocking  # deferred: needed where a check runs
+
     return run_blocking(lambda: _graded(function, wanted, threshold), deadline)
 
 

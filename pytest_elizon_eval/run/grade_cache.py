@@ -21,10 +21,12 @@ import re
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from ..bind.judging import GRADING_SYSTEM_PROMPT, Grade, Judge, grading_prompt
 from ..records import dataclass
+
+if TYPE_CHECKING:  # the judges are made by the binder, which imports them
+    from ..bind.judging import Grade, Judge
 
 __all__ = ["CACHE_MODES", "GradeCache", "cache_key", "judge_identity", "prompt_template_hash"]
 
@@ -39,6 +41,8 @@ _CHECK_EVERY = 200
 def prompt_template_hash() -> str:
     """The first 12 hex digits of the SHA-256 of what an endpoint judge is sent around the
     rubric, input and output: a changed prompt is another judge."""
+    from ..bind.judging import GRADING_SYSTEM_PROMPT, grading_prompt  # deferred: as above
+
     template = GRADING_SYSTEM_PROMPT + "\0" + grading_prompt("{rubric}", "{input}", "{output}")
     return hashlib.sha256(template.encode()).hexdigest()[:12]
 
@@ -100,6 +104,8 @@ class GradeCache:
             return None
         with contextlib.suppress(OSError):  # a grade another worker just evicted
             os.utime(path)  # recently used: the last to be evicted
+        from ..bind.judging import Grade  # deferred: as above
+
         return Grade(score=float(score), reasoning=reasoning)
 
     def put(self, key: str, grade: Grade) -> None:

@@ -24,16 +24,13 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..bind.entries import Entry
-from ..bind.judging import Judge
 from ..decide.outcomes import PASSED, call_outcome
 from ..decide.results_data import JudgeRecord
 from ..load.runtime import Case, Expect, JudgeExpect
 from ..records import dataclass
 from ..sequential import DEFAULT_CONFIDENCE, Sprt
-from .answers import conversation, priced
 from .assertions import AssertionResult, check
 from .calls import EntryCall, ToolCall, Usage
 from .checks import CaseCopy, CheckFunction, grade_checks
@@ -41,6 +38,10 @@ from .concurrency import gate_for
 from .grade_cache import GradeCache, cache_key, judge_identity
 from .retrying import Tally
 from .sequential_runs import until_decided
+
+if TYPE_CHECKING:  # the entries and judges are made by the binder, which imports them
+    from ..bind.entries import Entry
+    from ..bind.judging import Judge
 
 __all__ = ["Attempt", "CasePlan", "CaseRun", "TurnResult", "run_case", "turn_failed"]
 
@@ -272,6 +273,8 @@ def _checked(plan: CasePlan, expect: Expect | None, case_input: object, call: En
         results, score, reasoning, usage, rubrics = _judged(plan, expect, plan.judge,
                                                             case_input, call, deadline, retries)
         assertions += results
+    from .answers import priced  # deferred: what answers are read with is bound per case
+
     return call, tuple(assertions), score, reasoning, priced(usage, plan.prices), rubrics
 
 
@@ -281,6 +284,8 @@ def _call(plan: CasePlan, case_input: object, deadline: float,
         return recorded
     assert plan.entry is not None  # a plan has an entry or a replay
     call = plan.entry.run(case_input, deadline=deadline, messages=messages)
+    from .answers import priced  # deferred: as above
+
     usage = priced(call.usage, plan.prices)
     return call if usage is call.usage else replace(call, usage=usage)
 
@@ -341,6 +346,8 @@ def _attempt(plan: CasePlan, recorded: tuple[EntryCall, ...] | None) -> Attempt:
     for index, turn in enumerate(case.turns):
         if recorded is not None and index >= len(recorded):
             break  # a recorded run stops where its conversation stopped
+        from .answers import conversation  # deferred: as above
+
         added = conversation(previous, turn.input, first=index - len(previous),
                              tool_results=turn.tool_results)
         unknown = unknown_tool_results(turn.tool_results, previous[-1][1].tool_calls
