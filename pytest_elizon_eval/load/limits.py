@@ -1,11 +1,24 @@
-"""Limits of the file formats that the runtime reads too (no pydantic, no pytest here)."""
+"""Limits and patterns of the file formats that the runtime and the pydantic-free
+validation of the common forms read too (no pydantic, no pytest here)."""
 
 from __future__ import annotations
 
-__all__ = ["MAX_LABEL", "MAX_PRICE"]
+import re
+
+__all__ = ["CASE_ID_PATTERN", "MAX_LABEL", "MAX_PRICE", "MAX_REPEAT", "RESERVED_TAGS",
+           "TAG_PATTERN"]
 
 #: Longest label ``expect.label`` / ``expect.route`` may name (every report's tables show it).
 MAX_LABEL = 200
 #: The most a price may be, in US dollars per 1M tokens: with token counts of at most 64
 #: bits, a cost worked out from prices then stays a finite number, however large.
 MAX_PRICE = 1_000_000.0
+#: Most runs of one case ``repeat`` may ask for.
+MAX_REPEAT = 100
+#: A case id: lowercase words joined by hyphens.
+CASE_ID_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+#: A tag is a pytest marker: a word.
+TAG_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+#: pytest's own markers: a tag with one of these names would change how the case runs.
+RESERVED_TAGS = frozenset({"skip", "skipif", "xfail", "parametrize", "usefixtures",
+                           "filterwarnings", "tryfirst", "trylast"})

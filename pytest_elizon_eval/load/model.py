@@ -32,7 +32,14 @@ from ..redteam.probe_names import CATEGORIES
 from ..run.answer_parts import parse_path
 from ..run.chat_body import check_body, check_tools
 from .documents import Problem, YamlMapping, YamlSequence, line_of
-from .limits import MAX_LABEL, MAX_PRICE
+from .limits import (
+    CASE_ID_PATTERN,
+    MAX_LABEL,
+    MAX_PRICE,
+    MAX_REPEAT,
+    RESERVED_TAGS,
+    TAG_PATTERN,
+)
 
 __all__ = [
     "CASE_ID_PATTERN",
@@ -61,9 +68,6 @@ __all__ = [
 
 _ModelT = TypeVar("_ModelT", bound=BaseModel)
 
-#: Most runs of one case ``repeat`` may ask for.
-MAX_REPEAT = 100
-CASE_ID_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 
 
 class _Strict(BaseModel):
@@ -306,12 +310,6 @@ def _check_input(value: object) -> object:
                          "(quote 'null' if you mean the text)")
     raise ValueError(
         f"input must be a string or a mapping of named inputs, found {_describe(value)}")
-
-
-TAG_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
-#: pytest's own markers: a tag with one of these names would change how the case runs.
-RESERVED_TAGS = frozenset({"skip", "skipif", "xfail", "parametrize", "usefixtures",
-                           "filterwarnings", "tryfirst", "trylast"})
 
 
 def _check_tag(tag: str) -> str:

@@ -23,7 +23,7 @@ from ..errors import ElizonError
 from ..records import dataclass
 from ..redteam import pack as redteam
 from ..run.checks import CheckRef, check_refs
-from . import datafiles
+from . import common_forms, datafiles
 from .documents import LoadFailed, Problem, YamlMapping, YamlSequence
 from .runtime import (
     AlignmentSpec,
@@ -178,13 +178,16 @@ def _validated_manifest(path: Path, display: str, cache: SuiteCache | None
             and isinstance(found[1], _ManifestLines):
         return found[0], found[1]
     data, read_problems, raw = _parse(raw, display, code)
-    from . import model  # deferred: pydantic, only for a file not validated before
+    # the common form needs no pydantic; any other is the model's (docs/performance.md)
+    manifest = None if read_problems else common_forms.manifest(data)
+    if manifest is None:
+        from . import model  # deferred: pydantic, only for a file not validated before
 
-    validated, problems = model.validate(model.Manifest, data, model.manifest_shape)
-    problems = _in_line_order(read_problems, problems)
-    if problems or validated is None:
-        raise ElizonError.from_problems(code, display, problems)
-    manifest: Manifest = from_model(validated)
+        validated, problems = model.validate(model.Manifest, data, model.manifest_shape)
+        problems = _in_line_order(read_problems, problems)
+        if problems or validated is None:
+            raise ElizonError.from_problems(code, display, problems)
+        manifest = from_model(validated)
     lines = _ManifestLines.of(data, manifest)
     if cache is not None:
         cache.put("manifest", path, raw, (manifest, lines))
@@ -347,16 +350,21 @@ def load_suite(path: Path, display: str, cache: SuiteCache | None = None) -> Loa
             found = None  # reported by the reader below, as without the cache
         if isinstance(found, LoadedSuite):
             return found
-    data, read_problems, raw = (datafiles.read(path, display, code) if datafiles.is_data_file(path)
+    data_file = datafiles.is_data_file(path)
+    data, read_problems, raw = (datafiles.read(path, display, code) if data_file
                                 else _read(path, display, code))
-    from . import model  # deferred: pydantic, only for a file not validated before
+    # the common form needs no pydantic; any other is the model's (docs/performance.md)
+    cases = None if read_problems or data_file else common_forms.suite_cases(data)
+    if cases is None:
+        from . import model  # deferred: pydantic, only for a file not validated before
 
-    suite, problems = model.validate(model.Suite, data, model.suite_checks)
-    problems = _in_line_order(read_problems, problems)
-    if problems or suite is None:
-        raise ElizonError.from_problems(code, display, problems)
+        suite, problems = model.validate(model.Suite, data, model.suite_checks)
+        problems = _in_line_order(read_problems, problems)
+        if problems or suite is None:
+            raise ElizonError.from_problems(code, display, problems)
+        cases = from_model(suite.cases)
     loaded = LoadedSuite(
-        cases=tuple(from_model(suite.cases)),
+        cases=tuple(cases),
         lines=tuple(data["cases"].item_lines),
         sha256=hashlib.sha256(raw).hexdigest(),
         check_refs=check_refs(data),
