@@ -16,10 +16,10 @@ Frozen objects are left out of every later collection, pytest's included, and ou
 ``gc.get_objects()`` and ``gc.get_referrers()``. :func:`thaw` puts them back; every
 session's cleanup does (:func:`session_ended`), and so does the exit handler. Only the
 process's outermost session freezes (:func:`session_started`): one run inside a test
-leaves its garbage to that test. A heap someone else froze before this module first
-freezes (a ``conftest.py`` that calls ``gc.freeze()``) is theirs: nothing is frozen or
-thawed then (Python has one permanent generation). The plugin freezes nothing with ini
-``elizon_freeze_heap = false`` (docs/contract.md#the-heap).
+leaves its garbage to that test. A heap someone else froze since the plugin was imported
+(a ``conftest.py`` that calls ``gc.freeze()``) is theirs: nothing is frozen or thawed
+then, at exit neither (Python has one permanent generation). The plugin freezes nothing
+with ini ``elizon_freeze_heap = false`` (docs/contract.md#the-heap).
 
 When the interpreter exits, CPython tears its modules down and collects several times on
 the way, each walk over every object still alive. The exit handler of a process that ran
@@ -29,7 +29,8 @@ cycle would otherwise lose what it buffered: closing it was its finalizer's job)
 freezes what is alive: the interpreter frees it by reference counts as usual, without
 walking it again. It is registered when the plugin is imported, so it runs after every
 exit handler registered later; a process that did none of that (a session of other tests
-where the plugin is merely installed) exits exactly as Python does. No pytest import here.
+where the plugin is merely installed), and a child forked from one, exits exactly as
+Python does. No pytest import here.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ import atexit
 import contextlib
 import gc
 import io
+import os
 from collections.abc import Iterator
 
 __all__ = ["collections_paused", "freeze", "ran_cases", "session_ended", "session_started", "thaw"]
@@ -50,6 +52,9 @@ _froze = False
 #: Frozen when the plugin was imported (Python 3.12 starts with a few hundred objects of
 #: its own): more than that, before this module freezes, means someone else freezes.
 _AT_IMPORT = gc.get_freeze_count()
+#: The process the plugin was imported in: a child forked from it (an entry point that
+#: forks) exits as Python does, its pages left shared with the parent.
+_PID = os.getpid()
 #: pytest sessions configured in this process and not yet cleaned up (nesting).
 _sessions = 0
 
@@ -113,11 +118,13 @@ def ran_cases() -> None:
 
 
 def _at_exit() -> None:
-    if not (_ran or _froze):
+    if not (_ran or _froze) or os.getpid() != _PID:
         return
     # every object is walked once more: garbage frozen alive is finalized now, and every
-    # open file object is found (frozen or not; all is frozen again below anyway)
-    gc.unfreeze()
+    # open file object is found (frozen or not; all is frozen again below anyway), but for
+    # what someone else froze: theirs stays out of every walk, as without the plugin
+    if _frozen or gc.get_freeze_count() <= _AT_IMPORT:
+        gc.unfreeze()
     gc.collect()
     _flush_open_files()
     gc.freeze()

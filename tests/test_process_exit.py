@@ -5,6 +5,7 @@ does."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import subprocess
@@ -115,11 +116,13 @@ def pytest_runtest_call(item):
 
 def pytest_terminal_summary(terminalreporter):
     SEEN["in_summary"] = gc.get_freeze_count()
+    SEEN["collecting_in_summary"] = gc.isenabled()
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_unconfigure(config):  # after the session finished, before pytest's collections
     SEEN["at_unconfigure"] = gc.get_freeze_count()
     SEEN["marked_at_unconfigure"] = marked()
+    SEEN["collecting_at_unconfigure"] = gc.isenabled()
 """
 
 TWO_CASES = "cases:\n  - id: one\n    input: hi\n  - id: two\n    input: ho\n"
@@ -143,8 +146,11 @@ def test_the_heap_is_frozen_while_cases_run_and_once_the_session_has_finished(
     # while the cases ran: the items, the suites, every module (thousands of objects)
     assert len(seen["running"]) == 2
     assert min(seen["running"]) > start + 10_000
-    # other plugins' summaries see every object (gc.get_referrers: hypothesis asks there)
+    # other plugins' summaries see every object (gc.get_referrers: hypothesis asks there),
+    # no automatic collection walking them; collection is back on afterwards
     assert seen["in_summary"] == start
+    assert seen["collecting_in_summary"] is False
+    assert seen["collecting_at_unconfigure"] is True
     # frozen again once the session has finished, the run's results too: pytest's own
     # collections at unconfigure skip it all
     assert seen["at_unconfigure"] > max(seen["running"])
@@ -179,6 +185,18 @@ def test_the_garbage_a_run_dropped_is_finalized_when_the_session_finishes(
     seen = _heap_seen(pytester)
     assert seen["marked"] == [False, False]  # the first case's garbage still uncollected
     assert seen["marked_at_unconfigure"]  # collected before the heap was frozen again
+
+
+def test_collection_is_back_on_when_a_sessionfinish_hook_raises(
+        packages: Packages, pytester: pytest.Pytester) -> None:
+    packages.package(suite=TWO_CASES, app=ECHO)
+    pytester.makeconftest(WATCH_HEAP + "\ndef pytest_sessionfinish(session):\n"
+                                       "    raise RuntimeError('a broken plugin')\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--elizon-history=off")
+    assert "a broken plugin" in result.stdout.str() + result.stderr.str()
+    seen = json.loads((pytester.path / "seen.json").read_text())
+    assert seen["collecting_at_unconfigure"] is True
+    assert seen["at_unconfigure"] == seen["at_import"]  # thawed, not frozen again
 
 
 def test_a_session_without_elizon_cases_freezes_nothing(pytester: pytest.Pytester) -> None:
@@ -248,6 +266,60 @@ def test_a_heap_someone_else_froze_is_left_to_them(
     for count in [*seen["running"], seen["in_summary"], seen["at_unconfigure"],
                   seen["after_cleanup"]]:
         assert theirs * 0.9 < count <= theirs
+
+
+#: Someone freezes the heap after the plugin was imported, with a cycle in it that then
+#: becomes garbage: theirs to collect, never the plugin's (not even at exit).
+THEIR_FREEZE = """
+import gc, os, sys
+import pytest
+import pytest_elizon_eval.plugin  # imported: what is frozen from now on is someone else's
+
+class Cyclic:
+    def __init__(self):
+        self.me = self
+
+    def __del__(self):
+        open(os.environ["MARK"], "w").close()
+
+kept = [Cyclic()]
+gc.freeze()
+kept.clear()  # garbage, in their permanent generation
+sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", "--elizon-history=off", "pkg"]))
+"""
+
+
+def test_at_exit_a_heap_someone_else_froze_stays_theirs(
+        packages: Packages, pytester: pytest.Pytester) -> None:
+    packages.package(suite=TWO_CASES, app=ECHO)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env["MARK"] = str(pytester.path / "finalized")
+    done = subprocess.run([sys.executable, "-c", THEIR_FREEZE], cwd=pytester.path, env=env,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 passed" in done.stdout
+    assert not (pytester.path / "finalized").exists()  # never thawed, never collected
+
+
+def test_a_forked_child_exits_as_python_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_elizon_eval import process_exit
+
+    walks: list[int] = []
+
+    def walked(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            walks.append(info["generation"])
+
+    monkeypatch.setattr(process_exit, "_ran", True)
+    monkeypatch.setattr(process_exit, "_PID", os.getpid() + 1)  # as in a forked child
+    frozen = gc.get_freeze_count()
+    gc.callbacks.append(walked)
+    try:
+        process_exit._at_exit()
+    finally:
+        gc.callbacks.remove(walked)
+    assert walks == []  # no collection, no thaw, no freeze: its pages stay shared
+    assert gc.get_freeze_count() == frozen
 
 
 #: Sessions in one process, as a script that calls pytest.main does: Elizon cases, then a

@@ -121,6 +121,10 @@ def _label(value: object) -> str:
     label = _text(value)
     if not 1 <= len(label) <= MAX_LABEL or label != label.strip() or "\n" in label:
         raise _NotCommon
+    try:
+        label.encode()  # a lone surrogate (PyYAML's pure-Python reader lets "\ud800" in)
+    except UnicodeEncodeError:  # is refused by pydantic's checked strings
+        raise _NotCommon from None
     return label
 
 
