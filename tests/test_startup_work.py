@@ -1,4 +1,4 @@
-"""Start-up and end-of-session work moved out of the way (docs/performance.md#start-up):
+"""Start-up and end-of-session work moved out of the way (docs/performance.md#measured-figures):
 git is asked about the run's packages while the cases run, and what the results file says
 about it is unchanged."""
 
