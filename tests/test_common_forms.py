@@ -324,13 +324,13 @@ def test_every_rule_of_the_common_form_is_the_models() -> None:
     assert refused > 300
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_suites())
 def test_generated_suites_are_the_models_or_its_equal(data: object) -> None:
     _held_to_the_model(*_suite_both(_written(data)))
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_manifests())
 def test_generated_manifests_are_the_models_or_its_equal(data: object) -> None:
     _held_to_the_model(*_manifest_both(_written(data)))

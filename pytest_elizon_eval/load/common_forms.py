@@ -19,29 +19,32 @@ and on generated ones. No pytest or pydantic import here.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, get_args
 
 from .documents import YamlMapping, YamlSequence
 from .limits import CASE_ID_PATTERN, MAX_LABEL, MAX_REPEAT, RESERVED_TAGS, TAG_PATTERN
-from .runtime import Case, Evaluation, Expect, Manifest, SuiteRef
+from .runtime import Case, Evaluation, Expect, Gate, Manifest, OutputMode, SuiteRef
 
 __all__ = ["manifest", "suite_cases"]
 
 #: Keys of a case and of its ``expect`` in the common form (their file spelling), and the
-#: runtime field each ``expect`` key fills.
+#: runtime field each ``expect`` key fills (the runtime class's own aliases).
 _CASE_KEYS = frozenset({"id", "description", "input", "expect", "tags", "repeat",
                         "minPassRate"})
-_TEXT_LISTS = {"contains": "contains", "notContains": "not_contains",
-               "containsAny": "contains_any", "containsExact": "contains_exact",
-               "errorContains": "error_contains"}
-_TEXTS = {"equals": "equals", "startsWith": "starts_with"}
-_LABELS = {"route": "route", "label": "label"}
-_COUNTS = {"maxLatencyMs": "max_latency_ms", "maxTokens": "max_tokens"}
+_TEXT_LISTS = frozenset({"contains", "notContains", "containsAny", "containsExact",
+                         "errorContains"})
+_TEXTS = frozenset({"equals", "startsWith"})
+_LABELS = frozenset({"route", "label"})
+_COUNTS = frozenset({"maxLatencyMs", "maxTokens"})
+_EXPECT_KEYS = _TEXT_LISTS | _TEXTS | _LABELS | _COUNTS
+_EXPECT_FIELD = {alias: name for name, alias in Expect.ALIASES.items()}
 _MANIFEST_TEXTS = ("name", "version", "description", "entry", "judge")
 _MANIFEST_KEYS = frozenset({*_MANIFEST_TEXTS, "output", "evaluation"})
-_OUTPUT_MODES = frozenset({"text", "json", "openai", "answer"})
-_GATES = frozenset({"advisory", "must-pass"})
+_OUTPUT_MODES = frozenset(get_args(OutputMode))
+_GATES = frozenset(get_args(Gate))
 _SET_KEYS = frozenset({"suite", "gate", "authorBaseline"})
+_SUITE_KEYS = frozenset({"cases"})
+_SUITES_FORM = frozenset({"suites"})
 
 
 class _NotCommon(Exception):
@@ -76,7 +79,7 @@ def suite_cases(data: Any) -> list[Case] | None:
 
 
 def _suite_cases(data: Any) -> list[Case]:
-    cases = _mapping(data, frozenset({"cases"})).get("cases")
+    cases = _mapping(data, _SUITE_KEYS).get("cases")
     if type(cases) is not YamlSequence or not cases:
         raise _NotCommon
     seen: set[str] = set()
@@ -102,17 +105,11 @@ def _suite_cases(data: Any) -> list[Case]:
 
 
 def _expect(value: object) -> Expect:
-    expect = _mapping(value, frozenset({*_TEXT_LISTS, *_TEXTS, *_LABELS, *_COUNTS}))
     fields: dict[str, Any] = {}
-    for key, item in expect.items():
-        if key in _TEXT_LISTS:
-            fields[_TEXT_LISTS[key]] = _texts(item)
-        elif key in _TEXTS:
-            fields[_TEXTS[key]] = _text(item)
-        elif key in _LABELS:
-            fields[_LABELS[key]] = _label(item)
-        else:
-            fields[_COUNTS[key]] = _whole(item, 0, None)
+    for key, item in _mapping(value, _EXPECT_KEYS).items():
+        fields[_EXPECT_FIELD.get(key, key)] = (
+            _texts(item) if key in _TEXT_LISTS else _text(item) if key in _TEXTS
+            else _label(item) if key in _LABELS else _whole(item, 0, None))
     return Expect(**fields)
 
 
@@ -181,7 +178,7 @@ def _manifest(data: Any) -> Manifest:
 
 def _evaluation(value: object) -> Evaluation:
     if type(value) is YamlMapping and "suites" in value:
-        refs = _mapping(value, frozenset({"suites"}))["suites"]
+        refs = _mapping(value, _SUITES_FORM)["suites"]
         if type(refs) is not YamlSequence or not refs:
             raise _NotCommon
         return Evaluation(suites=[SuiteRef(**_suite_set(item, "must-pass")) for item in refs])
@@ -202,9 +199,10 @@ def _suite_set(value: object, gate: str | None) -> dict[str, Any]:
 
 
 def _choice(value: object, allowed: frozenset[str]) -> str:
-    if _text(value) not in allowed:
+    text = _text(value)
+    if text not in allowed:
         raise _NotCommon
-    return value  # type: ignore[return-value]  # a str, as _text checked
+    return text
 
 
 def _baseline(value: object) -> dict[str, float]:

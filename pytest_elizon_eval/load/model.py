@@ -69,7 +69,6 @@ __all__ = [
 _ModelT = TypeVar("_ModelT", bound=BaseModel)
 
 
-
 class _Strict(BaseModel):
     # allow_inf_nan=False: YAML reads .inf and .nan as floats; no limit, price or rate is
     # meant by them, and NaN passes every range check by failing each comparison.
