@@ -192,7 +192,8 @@ def pytest_runtest_makereport(
         found = item.result_for(call.when, call.excinfo if report.failed else None)
         if found is not None:
             faithful = annotate(report, *found)
-            setattr(report, KEY_ATTR, item.history_key())  # for the history store
+            if elizon_session.of(item.config).settings.history is not None:
+                setattr(report, KEY_ATTR, item.history_key())  # for the history store
             reporter = item.config.pluginmanager.get_plugin(_REPORTER)
             if faithful is not None and isinstance(reporter, SessionReporter):
                 reporter.hand(report, faithful)  # this process owns the session

@@ -4,6 +4,7 @@ killed mid-run and resumed (under xdist), and stores that cannot be used."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -21,6 +22,7 @@ from pytest_elizon_eval.decide.outcomes import CaseIdentity, SuiteInfo
 from pytest_elizon_eval.history import resume
 from pytest_elizon_eval.history import store as store_module
 from pytest_elizon_eval.history.store import SCHEMA_VERSION, CaseRow, HistoryError, Store
+from pytest_elizon_eval.load.content import CANARY, case_text
 from pytest_elizon_eval.load.runtime import Case
 from pytest_elizon_eval.stats import wilson_interval
 
@@ -38,14 +40,25 @@ _NO_PSYCOPG = "psycopg 3 (the PostgreSQL store's driver) is not installed: pip i
 #: Inner runs keep the default history store (conftest turns it off elsewhere).
 INNER_HISTORY = True
 
-#: Logs every call; SIGKILLs its own session at the input named by $KILL_AT (a crash).
+#: Logs every call; SIGKILLs its own session at the input named by $KILL_AT (a crash),
+#: once the store at $KILL_WHEN_STORED holds that many cases: the background writer
+#: lands them while a case runs (or never, and the test says so).
 LOGGING_APP = """
-import os, signal
+import os, signal, sqlite3, time
 
 def answer(text=None):
     with open(os.environ["CALLS_LOG"], "a", encoding="utf-8") as log:
         log.write(text + "\\n")
     if text == os.environ.get("KILL_AT"):
+        store, count = os.environ["KILL_WHEN_STORED"].rsplit(":", 1)
+        for _ in range(600):
+            db = sqlite3.connect(store)
+            try:
+                if db.execute("SELECT count(*) FROM cases").fetchone()[0] >= int(count):
+                    break
+            finally:
+                db.close()
+            time.sleep(0.05)
         os.kill(os.getpid(), signal.SIGKILL)
     return text
 """
@@ -148,6 +161,30 @@ def test_a_cases_effective_content_is_its_keys_and_resolved_settings_not_the_run
                 sha(probe)}) == 4
 
 
+def test_a_cases_hash_written_in_parts_is_the_canonical_json_of_the_whole() -> None:
+    # the case's part is written once, at validation, and kept in the suite cache: the
+    # hash must still be that of {"case": ..., "effective": ...} written at once
+    effective = {"repeat": 3, "timeout_s": 90.0, "judge": None, "prices": [["m", 1.5]],
+                 "checks": ["mod:fn"], "min_pass_rate": 0.9}
+    for data in ({"id": "a", "input": "Repeat CANARY-0123456789ABCDEF-ELZ back"},
+                 {"id": "b", "input": {"q": "çà ☃", "n": [1, 2.5, None]},
+                  "expect": {"contains": ["x"], "notContains": ["y"]}, "tags": ["t"]},
+                 {"id": "c", "input": "lone \udc80 surrogate"}):
+        case = Case.model_validate(data)
+        for given in (effective, None):
+            content = case.model_dump(by_alias=True, exclude_none=True, warnings=False)
+            whole = json.dumps({"case": content, "effective": given} if given else content,
+                               sort_keys=True, ensure_ascii=False, default=repr)
+            wanted = hashlib.sha256(CANARY.sub("{canary}", whole).encode(
+                "utf-8", "backslashreplace")).hexdigest()
+            assert resume.case_sha256(case, given) == wanted
+            assert resume.case_sha256(case, given, case_text(case)) == wanted
+    cyclic: list[object] = []
+    cyclic.append(cyclic)
+    assert resume.case_sha256(Case.model_validate({"id": "d", "input": "x"}),
+                              {"loop": cyclic}) == ""  # never resumed, never a crash
+
+
 # -- sessions --------------------------------------------------------------------------------
 
 def test_every_case_is_recorded_under_the_rootdir_and_off_records_nothing(
@@ -201,15 +238,20 @@ def test_a_store_that_cannot_be_used_is_one_warning_unless_strict(
 
 #: Another writer takes the store at input b and keeps it until input d.
 LOCKING_APP = """
-import os, sqlite3
+import os, pathlib, sqlite3, threading, time
 
 held = []
 
 def answer(text=None):
-    if text == "b":
+    if text == "b":  # holds the store until d, and sees the background writer give up on a
         db = sqlite3.connect(os.environ["STORE"], isolation_level=None, check_same_thread=False)
         db.execute("BEGIN EXCLUSIVE")
         held.append(db)
+        for _ in range(600):
+            if not any(t.name == "elizon-history-writer" for t in threading.enumerate()):
+                pathlib.Path(os.environ["STORE"] + ".writer-gave-up").touch()
+                break
+            time.sleep(0.05)
     if text == "d":
         db = held.pop()
         db.execute("ROLLBACK")
@@ -227,8 +269,10 @@ def test_a_store_locked_past_its_timeout_costs_one_wait_and_the_rest_land_at_the
     monkeypatch.setattr("pytest_elizon_eval.history.store.BUSY_TIMEOUT_S", 0.05)
     result = pytester.runpytest(f"--elizon-history={store}")
     assert result.ret == 0
-    # b's write timed out: b and c wait for the end instead of each waiting out the lock,
-    # and land with d once it is released — no case lost, so no warning
+    # a's write timed out while b held the lock: the writer stopped, and b, c and d waited
+    # for the end instead of each waiting out the lock; with a, they land once it is
+    # released — no case lost, so no warning
+    assert Path(f"{store}.writer-gave-up").exists()
     assert "elizon history" not in result.stdout.str()
     assert [c[1:3] for c in _cases(store)] == [("a", "passed"), ("b", "passed"),
                                                ("c", "passed"), ("d", "passed")]
@@ -275,10 +319,11 @@ def test_a_killed_session_is_resumed_under_xdist_and_a_finished_one_never(
     packages.package(app=LOGGING_APP, suite=SIX)
     calls = tmp_path / "calls.log"
     monkeypatch.setenv("CALLS_LOG", str(calls))
+    store = pytester.path / ".elizon" / "history.sqlite"
     monkeypatch.setenv("KILL_AT", "c4")
+    monkeypatch.setenv("KILL_WHEN_STORED", f"{store}:3")
     killed = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     assert killed.ret == -9  # the machine "crashed" inside case c4
-    store = pytester.path / ".elizon" / "history.sqlite"
     assert _runs(store) == [(1, "running")]
     assert [c[1:3] for c in _cases(store)] == [("c1", "passed"), ("c2", "failed"),
                                                ("c3", "passed")]

@@ -15,6 +15,7 @@ import pytest
 from pytest_elizon_eval.errors import ElizonError
 from pytest_elizon_eval.history.resume import case_sha256
 from pytest_elizon_eval.load import model, runtime
+from pytest_elizon_eval.load.content import case_text
 from pytest_elizon_eval.load.packages import load_manifest, load_suite
 from pytest_elizon_eval.load.suite_cache import SuiteCache, for_pytest_cache
 
@@ -38,6 +39,9 @@ def test_warm_and_cold_loads_are_equal(tmp_path: Path) -> None:
         assert cold == plain
         assert warm == cold
         assert warm is not cold  # read back from the entry, not the same object
+        # each case's content as resume hashes it is kept with it, and is what it hashes
+        assert warm.case_texts == tuple(case_text(c) for c in warm.cases)
+        assert all(isinstance(text, bytes) for text in warm.case_texts)
     for path in MANIFESTS:
         assert load_manifest(path, path.name, cache) == load_manifest(path, path.name) \
             == load_manifest(path, path.name, cache)

@@ -129,8 +129,11 @@ class SuiteFile(_ShowsElizonErrors, pytest.File):
             marker = f"{tag}: Elizon case tag"
             if marker not in registered:  # registered, so --strict-markers accepts tags
                 self.config.addinivalue_line("markers", marker)
-        for case, line in zip(loaded.cases, loaded.lines, strict=True):
-            yield CaseItem.from_parent(self, name=case.id, case=case, line=line, suite_info=info)
+        texts = loaded.case_texts if len(loaded.case_texts) == len(loaded.cases) \
+            else (None,) * len(loaded.cases)
+        for case, line, text in zip(loaded.cases, loaded.lines, texts, strict=True):
+            yield CaseItem.from_parent(self, name=case.id, case=case, line=line, suite_info=info,
+                                       case_text=text)
 
     def prepare(self, info: SuiteInfo, refs: tuple[Any, ...] = ()) -> None:
         """What the cases' plans share: a check that cannot be imported is a collection
@@ -164,10 +167,13 @@ class CaseItem(compat.FixtureItem):
     #: Whether a judge must be bound for the case's rubrics (else they go ungraded).
     judge_required = True
 
-    def __init__(self, *, case: Case, line: int, suite_info: SuiteInfo, **kwargs: Any) -> None:
+    def __init__(self, *, case: Case, line: int, suite_info: SuiteInfo,
+                 case_text: bytes | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.case = case
         self.line = line
+        #: Its content as its suite file's validation wrote it (resume's hash of it).
+        self.case_text = case_text
         self.identity = outcomes.CaseIdentity(self.nodeid, case.id, line, suite_info)
         for tag in case.tags or ():
             self.add_marker(tag)
@@ -291,7 +297,8 @@ class CaseItem(compat.FixtureItem):
         assert plan is not None  # made by setup, which pytest ran first
         running = session.of(self.config)
         stored = planning.stored_result(running.resumable, self.identity,
-                                        *self.history_key()) if self.resumable else None
+                                        *self.history_key()) \
+            if self.resumable and running.resumable else None
         if stored is not None:  # --elizon-resume: finished by the run this one continues
             self.result = stored
             return stored
@@ -320,7 +327,7 @@ class CaseItem(compat.FixtureItem):
         if self._case_sha is None:  # asked at the run and again for its report
             self._case_sha = planning.case_sha256(
                 self.case, {**planning.effective(plan), **self.history_extra}
-                if plan is not None else None)
+                if plan is not None else None, self.case_text)
         return self._case_sha, entry
 
     def result_for(self, when: str, excinfo: pytest.ExceptionInfo[BaseException] | None

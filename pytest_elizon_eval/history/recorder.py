@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
+from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +43,10 @@ __all__ = ["KEY_ATTR", "WORKER_KEY", "HistoryRecorder", "packages_key",
 KEY_ATTR = "elizon_history_key"
 #: workerinput key: (store, run id) of the run being resumed.
 WORKER_KEY = "elizon_history_resume"
+#: How long the background writer lets finished cases gather before it writes them, in
+#: one transaction (docs/contract.md#history): a session that is killed keeps every case
+#: it finished longer than this before.
+FLUSH_S = 0.05
 
 
 def packages_key(config: pytest.Config) -> str:
@@ -87,11 +93,17 @@ class HistoryRecorder:
         self.started = provenance.now()
         self.problem: str | None = None
         self.failed_writes = 0
-        #: Once a case's write failed (a lock held past the busy timeout, a full disk),
-        #: the cases left to record, tried once more in one transaction at the end: a
+        #: Finished cases not yet written: the background writer takes them in batches.
+        self.pending: deque[tuple[CaseRow, str]] = deque()
+        #: Once a batch's write failed (a lock held past the busy timeout, a full disk), it
+        #: and every case after it are tried once more in one transaction at the end: a
         #: store that stays locked then costs one wait, not one per case.
-        self.deferred: list[tuple[CaseRow, str]] | None = None
-        self._deferred_problem: str | None = None
+        self.failed: list[tuple[CaseRow, str]] = []
+        self._failed_problem: str | None = None
+        self._writer: threading.Thread | None = None
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
         #: Every case's report data, by node id: the results document is made of them.
         self.reported: dict[str, dict[str, Any]] = {}
         self.resumed = 0
@@ -178,24 +190,60 @@ class HistoryRecorder:
         self.reported[data["nodeid"]] = data
         self.resumed += bool(data.get("resumed"))
         run_id = self._begin()
-        store = self.store
-        if run_id is None or store is None:
+        if run_id is None or self.store is None:
             self.failed_writes += 1
             return
         try:
-            row = (CaseRow.of(data, case_sha, entry), provenance.now())
-            if self.deferred is not None:
-                self.deferred.append(row)
-                return
-            store.record_case(run_id, *row)  # as it finishes: a session killed later keeps it
-        except HistoryError as exc:
-            self._deferred_problem = str(exc)
-            self.problem = self.problem or str(exc)
-            self.deferred = [row]
+            row = CaseRow.of(data, case_sha, entry)
         except Exception as exc:  # a value no writer foresaw costs that row, not the run
-            self.problem = self.problem or (f"cannot record {data.get('nodeid')} in the history "
-                                            f"store {store.where}: {type(exc).__name__}: {exc}")
-            self.failed_writes += 1
+            self._lost(data.get("nodeid"), 1, exc)
+            return
+        self.pending.append((row, provenance.now()))
+        if self._writer is None:
+            self._writer = threading.Thread(target=self._write_pending, args=(run_id,),
+                                            name="elizon-history-writer", daemon=True)
+            self._writer.start()
+        self._wake.set()
+
+    def _write_pending(self, run_id: int) -> None:
+        """The background writer: what has finished, in one transaction per batch, within
+        about FLUSH_S of its report (SQLite and PostgreSQL let the main thread run while
+        they write). A failed batch stops it: the rest wait for the end."""
+        store = self.store
+        assert store is not None  # opened before the first row was handed over
+        while True:
+            self._wake.wait()
+            self._stop.wait(FLUSH_S)  # the cases finishing meanwhile join the batch
+            self._wake.clear()
+            batch = [self.pending.popleft() for _ in range(len(self.pending))]
+            if batch:
+                try:
+                    store.record_cases(run_id, batch)
+                except HistoryError as exc:
+                    with self._lock:
+                        self._failed_problem = str(exc)
+                        self.problem = self.problem or str(exc)
+                    self.failed = batch
+                    return
+                except Exception as exc:  # a value no writer foresaw costs that batch
+                    self._lost(batch[0][0].nodeid, len(batch), exc)
+            if self._stop.is_set() and not self.pending:
+                return
+
+    def _lost(self, nodeid: object, count: int, exc: Exception) -> None:
+        where = self.store.where if self.store is not None else str(self.location)
+        with self._lock:  # the writer's thread and the main one may both lose a row
+            self.problem = self.problem or (f"cannot record {nodeid} in the history store "
+                                            f"{where}: {type(exc).__name__}: {exc}")
+            self.failed_writes += count
+
+    def _stop_writer(self) -> None:
+        """Every row handed over is written, or left in :attr:`pending` after a failure."""
+        if self._writer is not None:
+            self._stop.set()
+            self._wake.set()
+            self._writer.join()
+            self._writer = None
 
     def finish(self, session: pytest.Session, aggregate: Aggregate,
                made: dict[str, Any] | None) -> None:
@@ -212,15 +260,17 @@ class HistoryRecorder:
             or bool(session.shouldstop) or bool(session.shouldfail)
         from ..reporting import results  # deferred: the document is built at the end only
 
+        self._stop_writer()
         try:
-            if self.deferred:
-                rows, self.deferred = self.deferred, None
+            rows = self.failed + [self.pending.popleft() for _ in range(len(self.pending))]
+            if rows:
+                self.failed = []
                 try:
                     store.record_cases(run_id, rows)
                 except HistoryError:
                     self.failed_writes += len(rows)
                     raise
-                if self.problem == self._deferred_problem:  # it passed: every case landed
+                if self.problem == self._failed_problem:  # it passed: every case landed
                     self.problem = None
             document = results.build(aggregate, provenance=made, reported=self.reported)
             store.finish_run(run_id, finished=provenance.now(),

@@ -10,13 +10,12 @@ re-runs only the cases it touches.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..decide import outcomes
-from ..run.grade_cache import CANARY
+from ..load.content import canonical_text, case_text
 
 if TYPE_CHECKING:
     from ..load.runtime import Case
@@ -27,19 +26,24 @@ __all__ = ["Finished", "case_sha256", "stored_result"]
 Finished = dict[str, tuple[str, str, str, dict[str, Any]]]
 
 
-def case_sha256(case: Case, effective: Mapping[str, Any] | None = None) -> str:
-    """The SHA-256 of a case's effective content: the case as its suite file says it, and
-    ``effective``, what the suite and the session add to it (as the plan resolved them)."""
-    try:  # what the model holds as objects (a check's spec) is hashed by its repr
-        content = case.model_dump(by_alias=True, exclude_none=True, warnings=False)
-        if effective:  # without: the hash of the case alone, as before (schema 1's rows)
-            content = {"case": content, "effective": dict(effective)}
-        text = json.dumps(content, sort_keys=True, ensure_ascii=False, default=repr)
-        # a probe's input holds the run's canary, new in every run: the same probe either way
-        text = CANARY.sub("{canary}", text)
-    except (TypeError, ValueError, RecursionError):
-        return ""  # cannot be told apart from its changed self: never resumed
-    return hashlib.sha256(text.encode("utf-8", "backslashreplace")).hexdigest()
+def case_sha256(case: Case, effective: Mapping[str, Any] | None = None,
+                text: bytes | None = None) -> str:
+    """The SHA-256 of a case's effective content: the case as its suite file says it
+    (``text``, its :func:`~..load.content.case_text` when the suite cache kept it), and
+    ``effective``, what the suite and the session add to it (as the plan resolved them).
+    The canonical JSON of ``{"case": …, "effective": …}``, written in parts: a probe's
+    input holds the run's canary, new in every run, written as ``{canary}``."""
+    if text is None:
+        text = case_text(case)
+        if text is None:
+            return ""  # cannot be told apart from its changed self: never resumed
+    if effective:  # without: the hash of the case alone, as before (schema 1's rows)
+        try:
+            text = b'{"case": ' + text + b', "effective": ' + canonical_text(dict(effective)) \
+                + b"}"
+        except (TypeError, ValueError, RecursionError):
+            return ""
+    return hashlib.sha256(text).hexdigest()
 
 
 def stored_result(resumable: Finished | None,

@@ -21,7 +21,7 @@ import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..records import dataclass
 
@@ -67,11 +67,28 @@ _ID = {"sqlite": "INTEGER PRIMARY KEY", "postgresql": "BIGSERIAL PRIMARY KEY"}
 _CASE_COLUMNS = ("run_id", "nodeid", "suite_path", "suite_sha256", "case_id", "case_sha256",
                  "entry", "outcome", "latency_ms", "cost_usd", "tokens", "judge_score",
                  "recorded", "data", "resumed")
-#: A case recorded again (a resumed run, a re-run) replaces its row.
-_UPSERT_CASE = (f"INSERT INTO cases ({', '.join(_CASE_COLUMNS)}) VALUES "
-                f"({', '.join('?' * len(_CASE_COLUMNS))}) ON CONFLICT (run_id, nodeid) DO "
-                "UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in _CASE_COLUMNS[2:]))
+
+
+def _upsert_cases(rows: int) -> str:
+    """The case upsert for ``rows`` rows in one statement: a case recorded again (a resumed
+    run, a re-run) replaces its row."""
+    one = f"({', '.join('?' * len(_CASE_COLUMNS))})"
+    return (f"INSERT INTO cases ({', '.join(_CASE_COLUMNS)}) VALUES "
+            f"{', '.join([one] * rows)} ON CONFLICT (run_id, nodeid) DO UPDATE SET "
+            + ", ".join(f"{c} = excluded.{c}" for c in _CASE_COLUMNS[2:]))
+
+
+_UPSERT_CASE = _upsert_cases(1)
 _PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*@")
+#: Rows per multi-row statement: 15 columns × 60 stays under the 999 parameters an older
+#: SQLite allows.
+_ROWS_PER_STATEMENT = 60
+
+_T = TypeVar("_T")
+
+
+def _chunks(items: Sequence[_T], size: int) -> Iterator[Sequence[_T]]:
+    return (items[i:i + size] for i in range(0, len(items), size))
 
 
 class HistoryError(Exception):
@@ -310,10 +327,12 @@ class Store:
         self.record_cases(run_id, [(row, recorded)])
 
     def record_cases(self, run_id: int, rows: Sequence[tuple[CaseRow, str]]) -> None:
-        """Record finished cases, with when each was recorded, in one transaction."""
+        """Record finished cases, with when each was recorded, in one transaction (a case
+        given twice: the later wins)."""
+        latest = {row.nodeid: (row, recorded) for row, recorded in rows}
         values = []
         repeated = []
-        for row, recorded in rows:
+        for row, recorded in latest.values():
             data = row.data
             usage = data.get("usage") or {}
             values.append((run_id, row.nodeid, row.suite_path, row.suite_sha256, row.case_id,
@@ -331,15 +350,20 @@ class Store:
             except Exception as exc:
                 raise self._failure(exc) from None
             return
+        # Many rows to a statement: a driver lets other threads run during each statement,
+        # and a thread taking the GIL back once per row waits behind a busy main thread.
         with self.transaction() as cursor:
-            cursor.executemany(self._sql(_UPSERT_CASE), values)
-            if repeated:
-                cursor.executemany(self._sql("DELETE FROM case_runs WHERE run_id = ? AND "
-                                             "nodeid = ?"),
-                                   sorted({(r[0], r[1]) for r in repeated}))
-                cursor.executemany(self._sql("INSERT INTO case_runs (run_id, nodeid, n, "
-                                             "outcome, latency_ms, judge_score) VALUES "
-                                             "(?, ?, ?, ?, ?, ?)"), repeated)
+            for chunk in _chunks(values, _ROWS_PER_STATEMENT):
+                self._run(cursor, _upsert_cases(len(chunk)), [v for row in chunk for v in row])
+            nodeids = sorted({r[1] for r in repeated})
+            for names in _chunks(nodeids, _ROWS_PER_STATEMENT):
+                self._run(cursor, "DELETE FROM case_runs WHERE run_id = ? AND nodeid IN "
+                                  f"({', '.join('?' * len(names))})", [run_id, *names])
+            for runs in _chunks(repeated, _ROWS_PER_STATEMENT):
+                self._run(cursor, "INSERT INTO case_runs (run_id, nodeid, n, outcome, "
+                                  "latency_ms, judge_score) VALUES "
+                                  + ", ".join(["(?, ?, ?, ?, ?, ?)"] * len(runs)),
+                          [v for run in runs for v in run])
 
     def finish_run(self, run_id: int, *, finished: str, status: str, passed: bool | None,
                    suites: Sequence[Mapping[str, Any]], provenance: Mapping[str, Any] | None,

@@ -24,6 +24,7 @@ from ..records import dataclass
 from ..redteam import pack as redteam
 from ..run.checks import CheckRef, check_refs
 from . import common_forms, datafiles
+from .content import case_text
 from .documents import LoadFailed, Problem, YamlMapping, YamlSequence
 from .runtime import (
     AlignmentSpec,
@@ -114,6 +115,8 @@ class LoadedSuite:
     sha256: str
     #: Every check the cases name (``expect.checks``), with its line.
     check_refs: tuple[CheckRef, ...] = ()
+    #: Each case's content as resume hashes it (:func:`.content.case_text`), in order.
+    case_texts: tuple[bytes | None, ...] = ()
 
 
 def _read(path: Path, display: str, code: str) -> tuple[Any, list[Problem], bytes]:
@@ -363,11 +366,13 @@ def load_suite(path: Path, display: str, cache: SuiteCache | None = None) -> Loa
         if problems or suite is None:
             raise ElizonError.from_problems(code, display, problems)
         cases = from_model(suite.cases)
+    validated = tuple(cases)
     loaded = LoadedSuite(
-        cases=tuple(cases),
+        cases=validated,
         lines=tuple(data["cases"].item_lines),
         sha256=hashlib.sha256(raw).hexdigest(),
         check_refs=check_refs(data),
+        case_texts=tuple(case_text(case) for case in validated),
     )
     if cache is not None:  # keyed on the bytes it was validated from
         cache.put("suite", path, raw, loaded)

@@ -17,12 +17,12 @@ import contextlib
 import hashlib
 import json
 import os
-import re
 import tempfile
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..load.content import CANARY
 from ..records import dataclass
 
 if TYPE_CHECKING:  # the judges are made by the binder, which imports them
@@ -59,9 +59,6 @@ def _canonical(value: object) -> str:
                       default=repr)
 
 
-#: A run's red-team canary (:func:`~..redteam.pack.new_canary`): random in every run, so a
-#: key holds it as ``{canary}`` and a probe's grade is reused like any other.
-CANARY = re.compile(r"CANARY-[0-9A-F]{16}-ELZ")
 
 
 def cache_key(identity: str, rubric: str, case_input: object, output: str, sample: int) -> str:

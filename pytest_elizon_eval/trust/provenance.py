@@ -19,6 +19,7 @@ import os
 import platform
 import subprocess
 import threading
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -45,7 +46,14 @@ _AUTO_CHOSEN = frozenset({"elizon_concurrency"})
 
 def now() -> str:
     """The current time as results files write it (ISO 8601, UTC, seconds)."""
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    global _last_now
+    second = int(time.time())
+    if second != _last_now[0]:  # asked for every case: written once a second
+        _last_now = (second, datetime.fromtimestamp(second, timezone.utc).isoformat())
+    return _last_now[1]
+
+
+_last_now: tuple[int, str] = (-1, "")
 
 
 def plugin_version() -> str:
