@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pytest_elizon_eval.decide.plain_data import plain_copy
 from pytest_elizon_eval.decide.results_data import CaseResult, SuiteInfo, encodable
@@ -95,3 +98,56 @@ def test_cases_from_report_data_share_their_suites_record() -> None:
     assert first is second
     assert first == suite
     assert changed == other  # a suite whose data differs keeps its own record
+
+
+_SCALAR_VALUES = (st.none() | st.booleans() | st.floats() | st.text()
+                  | st.integers(min_value=-2 ** 70, max_value=2 ** 70)
+                  | st.sampled_from(["lone \ud800", ("a", "b"), Mapping(a=1)]))
+_VALUES = st.recursive(_SCALAR_VALUES, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+    st.text(max_size=5) | st.sampled_from(["\udc80", 1]), inner, max_size=4), max_leaves=12)
+
+
+def _shared_strings(copy: object, value: object) -> bool:
+    if isinstance(copy, str):
+        return copy is value
+    if isinstance(copy, dict):
+        assert isinstance(value, dict)
+        return all(_shared_strings(copy[key], value[key]) for key in copy)
+    if isinstance(copy, list):
+        assert isinstance(value, list)
+        return all(_shared_strings(c, v) for c, v in zip(copy, value, strict=True))
+    return True
+
+
+@given(_VALUES)
+@settings(max_examples=300, deadline=None)
+def test_the_copy_is_the_round_trip_whenever_it_is_made(value: object) -> None:
+    copy = plain_copy(value)
+    if value is None:  # its copy is None too: the caller's round trip makes it alike
+        return
+    if copy is not None:  # the round trip's own result, with the value's own strings
+        assert copy == encodable(value)
+        assert _shared_strings(copy, value)
+        json.dumps(copy, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        return
+    # left to the round trip only for what it alone can make: no plain value is refused
+    plain = True
+    try:
+        json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except (UnicodeEncodeError, TypeError, ValueError, RecursionError):
+        plain = False
+    assert not plain or _checked_the_long_way(value), value
+
+
+def _checked_the_long_way(value: object) -> bool:
+    """A value that is plain but that the copy leaves to the round trip: a tuple, a dict
+    subclass, a key that is not a string (JSON writes it as one), an integer past 64
+    bits."""
+    if type(value) is int:
+        return abs(value) >= 2 ** 63
+    if type(value) is list:
+        return any(_checked_the_long_way(item) for item in value)
+    if type(value) is dict:
+        return any(type(key) is not str or _checked_the_long_way(item)
+                   for key, item in value.items())
+    return isinstance(value, (tuple, dict))

@@ -9,12 +9,12 @@ data is nearly always plain: its copy here shares the result's strings. No pytes
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 __all__ = ["plain_copy"]
 
-_SCALARS = frozenset({str, int, float, bool, type(None)})
+#: Integers past this go the checked way (a number too long to write is not plain).
+_BIG = 2 ** 63
 
 
 class _NotPlain(Exception):
@@ -29,23 +29,54 @@ def plain_copy(value: Any) -> Any | None:
     subclass of a string or number, a tuple). The copy's strings are ``value``'s own
     objects: a caller can tell from one of them that nothing was rewritten
     (``plugin.annotate``), where the round trip would have made a new one."""
-    try:  # first, at C speed: no cycle, no depth past the limit, nothing unwritable
-        json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    try:  # one walk that checks as it copies: what it cannot vouch for goes the round trip
         return _copy(value)
-    except (UnicodeEncodeError, TypeError, ValueError, RecursionError, _NotPlain):
+    except (_NotPlain, RecursionError):
         return None
 
 
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate
+        return False
+    return True
+
+
 def _copy(value: Any) -> Any:
-    # scalars, most of a case's values, are taken where they stand: no call for each
+    # ASCII strings, booleans and None, most of a case's values, are taken where they
+    # stand: no call for each
     if isinstance(value, dict):
-        for key in value:
-            if type(key) is not str:
+        copied: dict[str, Any] = {}
+        for key, item in value.items():
+            if type(key) is not str or not (key.isascii() or _encodes(key)):
                 raise _NotPlain
-        return {key: item if type(item) in _SCALARS else _copy(item)
-                for key, item in value.items()}
+            copied[key] = item if type(item) in _SHARED \
+                or (type(item) is str and item.isascii()) else _checked(item)
+        return copied
     if type(value) is list:  # a tuple (a list once rebuilt) goes the round trip
-        return [item if type(item) in _SCALARS else _copy(item) for item in value]
-    if type(value) in _SCALARS:
+        return [item if type(item) in _SHARED or (type(item) is str and item.isascii())
+                else _checked(item) for item in value]
+    return _checked(value)
+
+
+#: What is plain whatever its value.
+_SHARED = frozenset({bool, type(None)})
+
+
+def _checked(value: Any) -> Any:
+    kind = type(value)
+    if kind is str:
+        if value.isascii() or _encodes(value):
+            return value
+    elif kind is float:
+        if value - value == 0.0:  # not NaN nor an infinity
+            return value
+    elif kind is int:
+        if -_BIG < value < _BIG:
+            return value
+    elif kind is bool or value is None:
         return value
-    raise _NotPlain
+    elif isinstance(value, dict) or kind is list:
+        return _copy(value)
+    raise _NotPlain  # a tuple, a subclass, what is not JSON: the round trip decides
