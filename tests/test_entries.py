@@ -4,6 +4,7 @@ server."""
 from __future__ import annotations
 
 import http.server
+import inspect
 import json
 import shlex
 import socket
@@ -16,6 +17,7 @@ from typing import Any, ClassVar
 
 import pytest
 
+from pytest_elizon_eval.bind import entries as entries_module
 from pytest_elizon_eval.bind.entries import entry_from
 from pytest_elizon_eval.load.runtime import CommandEntry, UrlEntry
 
@@ -600,3 +602,34 @@ def test_every_entry_kind_has_the_key_adaptive_concurrency_adapts_per(tmp_path: 
                                            "http://127.0.0.1:9"]
     for entry in made:
         entry.close()
+
+
+def test_how_a_mapping_is_passed_is_chosen_once_per_set_of_keys() -> None:
+    """A callable's binding of an input depends on its keys alone: the choice is kept by
+    them, and every call still gets arguments of its own."""
+    def keywords(question: str, context: str = "") -> str:
+        return question + context
+
+    def whole(payload: dict[str, Any], config: object = None) -> str:
+        return str(sorted(payload))
+
+    def either(**kwargs: Any) -> str:
+        return str(sorted(kwargs))
+
+    for fn in (keywords, whole, either):
+        signature = inspect.signature(fn)
+        known: dict[Any, Any] = {}
+        for case_input in ({"question": "q"}, {"question": "q", "context": "c"},
+                           {"question": "q", "other": 1}, {"other": 1}, {"question": "x"},
+                           {1: "a key that is no keyword"}, "a string"):
+            for extra in ({}, {"messages": []}):
+                fresh = entries_module._arguments(signature, case_input, extra)
+                args, kwargs = entries_module._arguments(signature, case_input, extra, known)
+                again = entries_module._arguments(signature, case_input, extra, known)
+                assert (args, kwargs) == fresh == again
+                for given in (args, again[0]):  # a mapping passed whole is a copy each time
+                    assert all(arg is not case_input for arg in given
+                               if isinstance(case_input, dict))
+                if args and isinstance(args[0], dict):
+                    assert args[0] is not again[0][0]
+        assert len(known) == 10  # one choice per set of keys (5 × 2; a string binds none)

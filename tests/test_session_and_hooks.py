@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -285,3 +286,27 @@ def pytest_elizon_collect_test_set(collector, package, spec):
 ''')
     result = pytester.runpytest("--collect-only", "-q", "pkg/elizon.yaml")
     result.stdout.fnmatch_lines(["pkg/elizon.yaml::mine::hello"])
+
+
+def test_a_conftests_hooks_reach_the_cases_under_it_and_no_others(
+        packages: Packages, pytester: pytest.Pytester) -> None:
+    """Each suite file's hook proxy is found once for its cases' runs: a conftest.py in one
+    package's folder still sees every phase of its own cases and none of the other's."""
+    two = "cases:\n  - id: a\n    input: x\n  - id: b\n    input: y\n"
+    packages.package("one", app=ECHO_APP, suite=two)
+    packages.package("two", app=ECHO_APP, suite=two)
+    packages.write("one/conftest.py", """
+def pytest_runtest_setup(item):
+    print("SEEN setup", item.nodeid)
+
+def pytest_runtest_teardown(item):
+    print("SEEN teardown", item.nodeid)
+
+def pytest_elizon_case_setup(item):
+    print("SEEN case-setup", item.nodeid)
+""")
+    result = pytester.runpytest("-s", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=4)
+    seen = sorted(re.findall(r"SEEN \S+ \S+", result.stdout.str()))
+    assert seen == sorted(f"SEEN {phase} one/eval/suite.yaml::{case}"
+                          for phase in ("setup", "teardown", "case-setup") for case in "ab")

@@ -44,7 +44,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, Any, Literal, Protocol
 
 from ..load.runtime import CommandEntry, UrlEntry
 from ..run.answers import chat_request, conversation, from_reply, from_return, parse_json
@@ -124,6 +124,8 @@ class CallableEntry:
         self.limit_key = description
         self._signature = _signature_of(fn)
         self._takes_messages = _takes_messages(self._signature)
+        #: How an input's keys are passed, by its keys (binding them is the same each time).
+        self._passing: _Choices = {}
 
     def __repr__(self) -> str:
         return self.description
@@ -132,7 +134,7 @@ class CallableEntry:
             messages: list[dict[str, Any]] | None = None) -> EntryCall:
         extra = {"messages": messages} if messages is not None and self._takes_messages \
             else {}
-        args, kwargs = _arguments(self._signature, case_input, extra)
+        args, kwargs = _arguments(self._signature, case_input, extra, self._passing)
         tally = Tally()
         call = attempts(lambda: call_with_deadline(self.fn, args, kwargs, deadline,
                                                         from_return),
@@ -178,29 +180,47 @@ def _takes_messages(signature: inspect.Signature | None) -> bool:
         for p in signature.parameters.values())
 
 
+#: How a mapping input is passed: as keywords, or whole as the one positional argument.
+_Passing = Literal["keywords", "whole"]
+#: The choice made for each set of keys: (the input's keys, the extra arguments' names).
+_Choices = dict[tuple[tuple[object, ...], tuple[str, ...]], _Passing]
+
+
 def _arguments(signature: inspect.Signature | None, case_input: object,
-               extra: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+               extra: dict[str, Any], known: _Choices | None = None
+               ) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """How a callable is given an input (docs/contract.md#passing-input): a string as its
     one positional argument; a mapping as keywords, unless its keys cannot all be bound
     as keywords (a key it has no parameter for, or a required parameter left unfilled)
     while the whole mapping can be its one positional argument — ``run(input: dict)``,
     LangChain's ``invoke(input, config=None, **kwargs)``. When neither fits, keywords: the
-    call's TypeError then names the key."""
+    call's TypeError then names the key. ``known`` keeps the choice by the keys given (it
+    depends on nothing else)."""
     if not isinstance(case_input, Mapping):
         return (case_input,), extra
     named = {**case_input, **extra}
     if signature is None:
         return (), named
+    keys = (tuple(case_input), tuple(extra))
+    passing = known.get(keys) if known is not None else None
+    if passing is None:
+        passing = _passing(signature, case_input, extra, named)
+        if known is not None:
+            known[keys] = passing
+    return ((dict(case_input),), extra) if passing == "whole" else ((), named)
+
+
+def _passing(signature: inspect.Signature, case_input: Mapping[Any, Any],
+             extra: dict[str, Any], named: dict[Any, Any]) -> _Passing:
     try:
         signature.bind(**named)
     except TypeError:
-        whole = dict(case_input)  # a copy, as keywords are: the case keeps its input
-        try:
-            signature.bind(whole, **extra)
+        try:  # a copy, as keywords are: the case keeps its input
+            signature.bind(dict(case_input), **extra)
         except TypeError:
-            return (), named
-        return (whole,), extra
-    return (), named
+            return "keywords"
+        return "whole"
+    return "keywords"
 
 
 def _request(case_input: object, messages: list[dict[str, Any]] | None, mode: str,

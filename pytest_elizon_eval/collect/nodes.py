@@ -118,6 +118,15 @@ class SuiteFile(_ShowsElizonErrors, pytest.File):
         self.fixture_infos: dict[tuple[bool, bool], Any] = {}
         #: What its cases' plans share (their checks are imported at collection).
         self.context = planning.SuiteContext(package, spec, "", "")
+        self._run_hooks: Any = None
+
+    def run_hooks(self) -> Any:
+        """The hook proxy of its path, found once its cases run (the conftest files that
+        apply to it are known then): each case's hooks are called through it a dozen
+        times, and finding it anew each time is a set difference of every conftest."""
+        if self._run_hooks is None:
+            self._run_hooks = self.session.gethookproxy(self.path)
+        return self._run_hooks
 
     def collect(self) -> Iterator[CaseItem]:
         index = session.of(self.config).index
@@ -201,9 +210,16 @@ class CaseItem(compat.FixtureItem):
         #: fixture), set at its setup by the probe pack: what a snapshot never stores in
         #: plain text (docs/contract.md#snapshots).
         self.secrets: tuple[str, ...] = ()
+        self._hooks: Any = None
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, self.line - 1, f"case {self.name}"
+
+    @property
+    def ihook(self) -> Any:
+        """Its file's hook proxy once the run has begun (:meth:`SuiteFile.run_hooks`)."""
+        hooks = self._hooks
+        return hooks if hooks is not None else super().ihook
 
     @property
     def _fixtures(self) -> tuple[str, ...]:
@@ -212,6 +228,8 @@ class CaseItem(compat.FixtureItem):
     # -- setup: the plan --------------------------------------------------------------------
 
     def setup(self) -> None:
+        if isinstance(self.parent, SuiteFile):
+            self._hooks = self.parent.run_hooks()
         self.fill_fixtures()
         values = self.fixture_values
         running = session.of(self.config)
