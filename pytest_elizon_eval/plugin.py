@@ -104,6 +104,8 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None
                             ) -> Generator[None, object, object]:
     running = elizon_session.of(item.config)
+    if isinstance(item, collect.CaseItem):
+        item.runs_now()
     scheduler = running.scheduler
     if scheduler is not None:
         stop = bool(item.session.shouldfail or item.session.shouldstop)  # -x, --maxfail

@@ -227,9 +227,13 @@ class CaseItem(compat.FixtureItem):
 
     # -- setup: the plan --------------------------------------------------------------------
 
-    def setup(self) -> None:
-        if isinstance(self.parent, SuiteFile):
+    def runs_now(self) -> None:
+        """Its run begins (its hooks are found once: :meth:`SuiteFile.run_hooks`)."""
+        if self._hooks is None and isinstance(self.parent, SuiteFile):
             self._hooks = self.parent.run_hooks()
+
+    def setup(self) -> None:
+        self.runs_now()
         self.fill_fixtures()
         values = self.fixture_values
         running = session.of(self.config)

@@ -85,6 +85,8 @@ _PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*@")
 _ROWS_PER_STATEMENT = 60
 
 _T = TypeVar("_T")
+#: One encoder for every case's data (``json.dumps`` with options makes one per call).
+_DATA = json.JSONEncoder(ensure_ascii=False)
 
 
 def _chunks(items: Sequence[_T], size: int) -> Iterator[Sequence[_T]]:
@@ -338,7 +340,7 @@ class Store:
             values.append((run_id, row.nodeid, row.suite_path, row.suite_sha256, row.case_id,
                            row.case_sha256, row.entry, row.outcome, data.get("latency_ms"),
                            usage.get("cost_usd"), usage.get("tokens"), data.get("judge_score"),
-                           recorded, json.dumps(data, ensure_ascii=False), int(row.resumed)))
+                           recorded, _DATA.encode(data), int(row.resumed)))
             repeated += [(run_id, row.nodeid, n, run.get("outcome", ""), run.get("latency_ms"),
                           run.get("judge_score"))
                          for n, run in enumerate(data.get("runs") or (), start=1)]

@@ -16,11 +16,15 @@ __all__ = ["CANARY", "canonical_text", "case_text"]
 CANARY = re.compile(r"CANARY-[0-9A-F]{16}-ELZ")
 
 
+#: One encoder for every case (``json.dumps`` with options makes one per call).
+_CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=repr)
+
+
 def canonical_text(value: Any) -> bytes:
     """``value`` as canonical JSON (sorted keys; what is not JSON by its repr), the canary
     as ``{canary}``, in UTF-8 (a lone surrogate escaped); raises TypeError, ValueError or
     RecursionError when it cannot be written."""
-    text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=repr)
+    text = _CANONICAL.encode(value)
     return CANARY.sub("{canary}", text).encode("utf-8", "backslashreplace")
 
 

@@ -52,9 +52,12 @@ def case_key(suite: str, case_id: str) -> str:
     return f"{suite}::{case_id}"
 
 
+#: One encoder for every input (``json.dumps`` with options makes one per call).
+_CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
 def input_sha256(case_input: object) -> str:
-    canonical = json.dumps(case_input, sort_keys=True, ensure_ascii=False,
-                           separators=(",", ":"))
+    canonical = _CANONICAL.encode(case_input)
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
