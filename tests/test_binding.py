@@ -366,3 +366,42 @@ def test_an_endless_stream_times_out_and_is_closed(packages: Packages,
     count = int(closed.read_text())
     assert 0 < count < 5000
     assert int(pulled.read_text()) == count  # and no chunk was pulled after it
+
+
+def test_a_session_fixture_is_set_up_once_and_a_function_fixture_for_every_case(
+        packages: Packages, pytester: pytest.Pytester) -> None:
+    """Cases after the first take a session-scoped entry fixture's value as pytest caches
+    it; what is not session-wide (an autouse function fixture, a fixture it depends on)
+    still runs for every case, and a session fixture that raised errs every case."""
+    packages.package(suite="cases:\n" + "".join(
+        f"  - id: c{n}\n    input: x\n    expect: {{equals: session-1}}\n" for n in range(4)))
+    packages.write("conftest.py", """
+import itertools, pytest
+
+made = itertools.count(1)
+
+@pytest.fixture(scope="session")
+def elizon_entry():
+    name = f"session-{next(made)}"
+    return lambda text: name
+
+@pytest.fixture(autouse=True)
+def every_case(request):
+    print("CASE", request.node.name)
+""")
+    result = pytester.runpytest("-s", "-p", "no:cacheprovider", "--setup-show")
+    result.assert_outcomes(passed=4)
+    assert result.stdout.str().count("CASE c") == 4
+    assert result.stdout.str().count("SETUP    S elizon_entry") == 1
+    assert result.stdout.str().count("SETUP    F every_case") == 4
+
+    packages.write("conftest.py", """
+import pytest
+
+@pytest.fixture(scope="session")
+def elizon_entry():
+    raise RuntimeError("no model today")
+""")
+    failed = pytester.runpytest("-p", "no:cacheprovider")
+    failed.assert_outcomes(errors=4)
+    assert failed.stdout.str().count("RuntimeError: no model today") >= 4

@@ -24,8 +24,8 @@ import pytest
 from _pytest._code.code import ReprEntryNative, ReprExceptionInfo, ReprFileLocation, ReprTraceback
 from _pytest.fixtures import FuncFixtureInfo, TopRequest
 
-__all__ = ["SUPPORTED", "FixtureItem", "failure_repr", "fixture_location", "positions",
-           "session_wide_fixture", "unsupported_pytest", "upcoming_items"]
+__all__ = ["SUPPORTED", "FixtureClosure", "FixtureItem", "failure_repr", "fixture_location",
+           "positions", "session_wide_fixture", "unsupported_pytest", "upcoming_items"]
 
 #: pytest versions whose private APIs used here are known to work: [first, last) majors.
 SUPPORTED = (8, 10)
@@ -51,6 +51,26 @@ def failure_repr(text: str, path: Path, line: int, crash: str) -> ReprExceptionI
         reprcrash=ReprFileLocation(str(path), line, crash))
 
 
+class FixtureClosure:
+    """The fixtures an item uses (pytest's ``FuncFixtureInfo``), shared by the items that
+    use the same ones, with the definitions of those that are session-scoped with all they
+    depend on (found once, when a case first runs)."""
+
+    __slots__ = ("_wide", "info")
+
+    def __init__(self, info: FuncFixtureInfo) -> None:
+        self.info = info
+        self._wide: tuple[tuple[Any, str], ...] | None = None
+
+    def session_wide(self) -> tuple[tuple[Any, str], ...]:
+        if self._wide is None:
+            info = self.info
+            self._wide = tuple((info.name2fixturedefs[name][-1], name)
+                               for name in info.names_closure
+                               if name != "request" and _wide(info, name))
+        return self._wide
+
+
 class FixtureItem(pytest.Item):
     """An item that is not a Python function but gets fixtures like one.
 
@@ -60,26 +80,34 @@ class FixtureItem(pytest.Item):
     otherwise format a long traceback of plugin internals that nobody reads).
     """
 
-    _fixture_closure: FuncFixtureInfo
+    _fixture_closure: FixtureClosure
 
-    def init_fixtures(self, info: FuncFixtureInfo | None = None) -> FuncFixtureInfo:
-        """Give this item the fixture closure ``info`` (computed when None)."""
-        if info is None:
+    def init_fixtures(self, closure: FixtureClosure | None = None) -> FixtureClosure:
+        """Give this item the fixture closure ``closure`` (computed when None), which items
+        with the same fixtures share."""
+        if closure is None:
             manager = self.session._fixturemanager
-            info = manager.getfixtureinfo(node=self, func=None, cls=None)
-        self._fixture_closure = info
+            closure = FixtureClosure(manager.getfixtureinfo(node=self, func=None, cls=None))
+        self._fixture_closure = closure
         self._initrequest()
-        return info
+        return closure
 
     def _initrequest(self) -> None:  # pytest calls it again when an item is re-run
-        info = self._fixture_closure
+        info = self._fixture_closure.info
         self._fixtureinfo = info
         self.fixturenames = info.names_closure
         self.funcargs: dict[str, object] = {}
         self._request = TopRequest(self, _ispytest=True)  # type: ignore[arg-type,unused-ignore]
 
     def fill_fixtures(self) -> None:
-        """Set up every fixture the item uses (in ``setup()``)."""
+        """Set up every fixture the item uses (in ``setup()``). A session-scoped fixture
+        (with everything it depends on) that an earlier item set up is taken as pytest
+        would take it — its cached value — without asking pytest's fixture machinery,
+        which does it per fixture per case; pytest fills the rest."""
+        for definition, name in self._fixture_closure.session_wide():
+            cached = definition.cached_result
+            if cached is not None and cached[2] is None:  # set up, and it did not raise
+                self.funcargs.setdefault(name, cached[0])
         self._request._fillfixtures()
 
     @property
@@ -97,6 +125,22 @@ class FixtureItem(pytest.Item):
         if short is not None:
             return short
         return super()._repr_failure_py(excinfo, style)
+
+
+def _wide(info: FuncFixtureInfo, name: str) -> bool:
+    """Whether fixture ``name``, unparametrized, and all it depends on are session-scoped."""
+    definitions = info.name2fixturedefs
+    stack, seen = [name], set()
+    while stack:
+        current = stack.pop()
+        if current in seen or current == "request":
+            continue
+        seen.add(current)
+        found = definitions.get(current)
+        if not found or found[-1].scope != "session" or found[-1].params is not None:
+            return False
+        stack.extend(found[-1].argnames)
+    return True
 
 
 def fixture_location(item: FixtureItem, name: str) -> str:
@@ -125,18 +169,10 @@ def session_wide_fixture(item: FixtureItem, name: str, default_module: str
     """(identity, is the default from ``default_module``) of fixture ``name`` for ``item``,
     if it and every fixture it depends on are session-scoped: then its value is the same
     for every item once one item has set it up. None otherwise."""
-    definitions = item._fixtureinfo.name2fixturedefs
-    stack, seen = [name], set()
-    while stack:
-        current = stack.pop()
-        if current in seen or current == "request":
-            continue
-        seen.add(current)
-        found = definitions.get(current)
-        if not found or found[-1].scope != "session":
-            return None
-        stack.extend(found[-1].argnames)
-    definition = definitions[name][-1]
+    info = item._fixtureinfo
+    if not _wide(info, name):
+        return None
+    definition = info.name2fixturedefs[name][-1]
     return id(definition), getattr(definition.func, "__module__", "") == default_module
 
 
