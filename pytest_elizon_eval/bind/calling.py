@@ -22,7 +22,6 @@ import threading
 import time
 import traceback
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
-from dataclasses import replace
 from typing import Any, ClassVar, TypeVar
 
 from ..run.calls import EntryCall, ErrorInfo, OutputError
@@ -142,9 +141,9 @@ async def _settle(raw: Any, deadline: float) -> Any:
         return raw
 
 
-#: Turns what a callable returned (after streams are joined) into a call (its latency is
-#: added here).
-Convert = Callable[[Any], EntryCall]
+#: Turns what a callable returned (after streams are joined) into a call that took the
+#: latency given (ms).
+Convert = Callable[[Any, float], EntryCall]
 
 
 # -- sync callables: daemon worker threads, a busy one abandoned at the deadline -------------
@@ -216,7 +215,7 @@ def _call_sync(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
             elif isinstance(raw, Iterator):
                 raw = _read_stream(raw, deadline)
             latency = (time.perf_counter() - start) * 1000
-            return replace(convert(raw), latency_ms=latency)
+            return convert(raw, latency)
         except (_PastDeadline, DeadlineSignal):
             return EntryCall(timed_out=True)
         except BaseException as exc:  # graded, whatever it is: SystemExit included
@@ -297,7 +296,7 @@ async def _guarded(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[s
     try:
         raw = await _settle(fn(*args, **kwargs), deadline)
         latency = (time.perf_counter() - start) * 1000
-        return replace(convert(raw), latency_ms=latency)
+        return convert(raw, latency)
     except _PastDeadline:
         return EntryCall(timed_out=True)
     except BaseException as exc:

@@ -191,7 +191,8 @@ class CallableJudge:
 
     def grade(self, rubric: str, case_input: object, output: str, *, deadline: float) -> Grade:
         call = call_with_deadline(self.fn, (rubric, case_input, output), {}, deadline,
-                                  lambda raw: EntryCall(value=score_of(raw)))
+                                  lambda raw, latency: EntryCall(value=score_of(raw),
+                                                                 latency_ms=latency))
         if call.timed_out:
             return Grade(timed_out=True)
         if call.error is not None:  # a JudgeError's message says it all; others need the type

@@ -245,7 +245,7 @@ def contexts_of(contexts: object, what: str) -> tuple[str, ...]:
     return tuple(contexts)
 
 
-def _answer(answer: Answer) -> EntryCall:
+def _answer(answer: Answer, latency_ms: float | None = None) -> EntryCall:
     if answer.text is not None and not isinstance(answer.text, str):
         raise OutputError(f"Answer.text is a {type(answer.text).__name__}, not a string")
     value: Any = answer.text
@@ -255,21 +255,23 @@ def _answer(answer: Answer) -> EntryCall:
         text = answer.text if answer.text is not None else as_text
     calls = tuple(_tool_call(c, i) for i, c in enumerate(answer.tool_calls or ()))
     return EntryCall(value=value, text=text, tool_calls=calls, usage=_usage(answer.usage),
-                     contexts=contexts_of(answer.contexts, "Answer.contexts"))
+                     contexts=contexts_of(answer.contexts, "Answer.contexts"),
+                     latency_ms=latency_ms)
 
 
-def from_return(returned: object) -> EntryCall:
-    """What a Python entry point returned (streams already joined), as a call."""
+def from_return(returned: object, latency_ms: float | None = None) -> EntryCall:
+    """What a Python entry point returned (streams already joined), as a call that took
+    ``latency_ms``."""
     if isinstance(returned, Answer):
-        return _answer(returned)
+        return _answer(returned, latency_ms)
     try:
         sdk = returned if isinstance(returned, SdkAnswer) else read_sdk(returned)
     except SdkShapeError as exc:
         raise OutputError(f"the entry point returned {exc}") from None
     if sdk is not None:
-        return _answer(Answer._of(sdk))
+        return _answer(Answer._of(sdk), latency_ms)
     value, text = _plain(returned)
-    return EntryCall(value=value, text=text)
+    return EntryCall(value=value, text=text, latency_ms=latency_ms)
 
 
 def _parse(text: str, what: str) -> Any:
