@@ -16,10 +16,11 @@ reported from the store (:func:`.resume.stored_result`) instead of being run.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import threading
-from collections import deque
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,10 +44,12 @@ __all__ = ["KEY_ATTR", "WORKER_KEY", "HistoryRecorder", "packages_key",
 KEY_ATTR = "elizon_history_key"
 #: workerinput key: (store, run id) of the run being resumed.
 WORKER_KEY = "elizon_history_resume"
-#: How long the background writer lets finished cases gather before it writes them, in
-#: one transaction (docs/contract.md#history): a session that is killed keeps every case
-#: it finished longer than this before.
+#: How long finished cases may gather before they are written, in one transaction
+#: (docs/contract.md#history): a session that is killed keeps every case it finished
+#: longer than this before.
 FLUSH_S = 0.05
+#: At most this many cases are written in one transaction.
+BATCH_ROWS = 100
 
 
 def packages_key(config: pytest.Config) -> str:
@@ -93,13 +96,15 @@ class HistoryRecorder:
         self.started = provenance.now()
         self.problem: str | None = None
         self.failed_writes = 0
-        #: Finished cases not yet written: the background writer takes them in batches.
-        self.pending: deque[tuple[CaseRow, str]] = deque()
+        #: Finished cases not yet written, with when each was handed over (monotonic).
+        self.pending: list[tuple[CaseRow, str]] = []
+        self._since: float | None = None
         #: Once a batch's write failed (a lock held past the busy timeout, a full disk), it
         #: and every case after it are tried once more in one transaction at the end: a
         #: store that stays locked then costs one wait, not one per case.
-        self.failed: list[tuple[CaseRow, str]] = []
+        self.failed: list[tuple[CaseRow, str]] | None = None
         self._failed_problem: str | None = None
+        #: Writes what the session's own thread left waiting while a long case runs.
         self._writer: threading.Thread | None = None
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -198,41 +203,59 @@ class HistoryRecorder:
         except Exception as exc:  # a value no writer foresaw costs that row, not the run
             self._lost(data.get("nodeid"), 1, exc)
             return
-        self.pending.append((row, provenance.now()))
+        with self._lock:
+            self.pending.append((row, provenance.now()))
+            if self._since is None:
+                self._since = time.monotonic()
+            if len(self.pending) >= BATCH_ROWS or time.monotonic() - self._since >= FLUSH_S:
+                self._write_batch(run_id)
         if self._writer is None:
-            self._writer = threading.Thread(target=self._write_pending, args=(run_id,),
+            self._writer = threading.Thread(target=self._write_stale, args=(run_id,),
                                             name="elizon-history-writer", daemon=True)
             self._writer.start()
         self._wake.set()
 
-    def _write_pending(self, run_id: int) -> None:
-        """The background writer: what has finished, in one transaction per batch, within
-        about FLUSH_S of its report (SQLite and PostgreSQL let the main thread run while
-        they write). A failed batch stops it: the rest wait for the end."""
+    def _write_batch(self, run_id: int) -> None:
+        """Write the pending cases in one transaction (the lock held); after a failure,
+        keep them for the end."""
+        batch, self.pending, self._since = self.pending, [], None
+        if self.failed is not None:
+            self.failed += batch
+            return
         store = self.store
         assert store is not None  # opened before the first row was handed over
+        try:
+            store.record_cases(run_id, batch)
+        except HistoryError as exc:
+            self._failed_problem = str(exc)
+            self.problem = self.problem or str(exc)
+            self.failed = batch
+        except Exception as exc:  # a value no writer foresaw costs that batch
+            self._lost(batch[0][0].nodeid, len(batch), exc, locked=True)
+
+    def _write_stale(self, run_id: int) -> None:
+        """The writer thread: cases the session's thread has not written twice FLUSH_S
+        after they were handed over (a long case runs, or the run ended) are written
+        here. It waits otherwise: the session's thread writes a fast run's cases itself,
+        as a thread writing at the same time slowed it more than the writes cost. It
+        ends after a failed write: the rest wait for the end."""
         while True:
             self._wake.wait()
-            self._stop.wait(FLUSH_S)  # the cases finishing meanwhile join the batch
             self._wake.clear()
-            batch = [self.pending.popleft() for _ in range(len(self.pending))]
-            if batch:
-                try:
-                    store.record_cases(run_id, batch)
-                except HistoryError as exc:
-                    with self._lock:
-                        self._failed_problem = str(exc)
-                        self.problem = self.problem or str(exc)
-                    self.failed = batch
+            stopping = self._stop.wait(FLUSH_S)
+            with self._lock:
+                since = self._since
+                if since is not None and (stopping or time.monotonic() - since >= 2 * FLUSH_S):
+                    self._write_batch(run_id)
+                if self.failed is not None or (stopping and not self.pending):
                     return
-                except Exception as exc:  # a value no writer foresaw costs that batch
-                    self._lost(batch[0][0].nodeid, len(batch), exc)
-            if self._stop.is_set() and not self.pending:
-                return
+                if self.pending:
+                    self._wake.set()  # look again once they are due
 
-    def _lost(self, nodeid: object, count: int, exc: Exception) -> None:
+    def _lost(self, nodeid: object, count: int, exc: Exception, *, locked: bool = False
+              ) -> None:
         where = self.store.where if self.store is not None else str(self.location)
-        with self._lock:  # the writer's thread and the main one may both lose a row
+        with contextlib.nullcontext() if locked else self._lock:  # both threads may lose one
             self.problem = self.problem or (f"cannot record {nodeid} in the history store "
                                             f"{where}: {type(exc).__name__}: {exc}")
             self.failed_writes += count
@@ -262,9 +285,9 @@ class HistoryRecorder:
 
         self._stop_writer()
         try:
-            rows = self.failed + [self.pending.popleft() for _ in range(len(self.pending))]
+            rows = (self.failed or []) + self.pending
+            self.pending, self.failed = [], None
             if rows:
-                self.failed = []
                 try:
                     store.record_cases(run_id, rows)
                 except HistoryError:
