@@ -174,6 +174,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         config.pluginmanager.unregister(reporter)
     history = config.pluginmanager.get_plugin(_HISTORY)
     if history is not None:
+        history.close()  # what was written is kept, if the session's end never came
         config.pluginmanager.unregister(history)
     running = config.stash.get(elizon_session.SESSION, None)
     if running is not None:

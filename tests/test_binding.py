@@ -405,3 +405,33 @@ def elizon_entry():
     failed = pytester.runpytest("-p", "no:cacheprovider")
     failed.assert_outcomes(errors=4)
     assert failed.stdout.str().count("RuntimeError: no model today") >= 4
+
+
+def test_a_session_fixture_a_test_set_up_again_with_its_own_parameter_is_not_reused(
+        packages: Packages, pytester: pytest.Pytester) -> None:
+    """A Python test between two packages parametrizes the session-scoped entry fixture
+    indirectly: pytest sets it up again for the cases after it, and they get that value,
+    not the test's."""
+    suite = "cases:\n  - id: c1\n    input: x\n    expect: {equals: plain}\n" \
+            "  - id: c2\n    input: x\n    expect: {equals: plain}\n"
+    packages.package("a_first", suite=suite)
+    packages.package("c_last", suite=suite)
+    packages.write("conftest.py", """
+import pytest
+
+@pytest.fixture(scope="session")
+def elizon_entry(request):
+    tag = getattr(request, "param", "plain")
+    return lambda text: tag
+""")
+    packages.write("b_between_test.py", """
+import pytest
+
+@pytest.mark.parametrize("elizon_entry", ["theirs"], indirect=True)
+def test_between(elizon_entry):
+    assert elizon_entry("x") == "theirs"
+""")
+    result = pytester.runpytest("-p", "no:cacheprovider", "-v")
+    result.assert_outcomes(passed=5)
+    assert result.stdout.str().index("a_first") < result.stdout.str().index("test_between") \
+        < result.stdout.str().index("c_last/eval/suite.yaml::c1")

@@ -56,11 +56,13 @@ class FixtureClosure:
     use the same ones, with the definitions of those that are session-scoped with all they
     depend on (found once, when a case first runs)."""
 
-    __slots__ = ("_wide", "info")
+    __slots__ = ("_wide", "info", "seen")
 
     def __init__(self, info: FuncFixtureInfo) -> None:
         self.info = info
         self._wide: tuple[tuple[Any, str], ...] | None = None
+        #: Of each of those, what pytest cached when it last filled a case's fixtures.
+        self.seen: dict[str, Any] = {}
 
     def session_wide(self) -> tuple[tuple[Any, str], ...]:
         if self._wide is None:
@@ -104,11 +106,18 @@ class FixtureItem(pytest.Item):
         (with everything it depends on) that an earlier item set up is taken as pytest
         would take it — its cached value — without asking pytest's fixture machinery,
         which does it per fixture per case; pytest fills the rest."""
-        for definition, name in self._fixture_closure.session_wide():
+        closure = self._fixture_closure
+        wide = closure.session_wide()
+        seen = closure.seen
+        for definition, name in wide:
             cached = definition.cached_result
-            if cached is not None and cached[2] is None:  # set up, and it did not raise
-                self.funcargs.setdefault(name, cached[0])
+            # the very value pytest gave a case of this closure: not one another test set
+            # up since with its own parameter (pytest would set it up again here)
+            if cached is not None and cached[2] is None and cached is seen.get(name):
+                self.funcargs.setdefault(name, definition.cached_result[0])
         self._request._fillfixtures()
+        for definition, name in wide:
+            seen[name] = definition.cached_result
 
     @property
     def fixture_values(self) -> dict[str, object]:

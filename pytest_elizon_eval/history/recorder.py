@@ -1,8 +1,9 @@
 """Recording a session into the history store, and resuming an unfinished one.
 
 :class:`HistoryRecorder` is registered on the process that owns the session only (never
-on an xdist worker), like the reporter: it records each case as its report arrives and,
-at the end, the run's status, suites, metrics and whole results document. A store that
+on an xdist worker), like the reporter: it records the cases in batches as their reports
+arrive (within :data:`FLUSH_S`, or twice that while a long case runs) and, at the end,
+the run's status, suites, metrics and whole results document. A store that
 fails is one warning at the end of the run and never changes the exit status, unless
 ini ``elizon_history_strict`` makes it an error (docs/contract.md#history).
 
@@ -283,8 +284,8 @@ class HistoryRecorder:
             or bool(session.shouldstop) or bool(session.shouldfail)
         from ..reporting import results  # deferred: the document is built at the end only
 
-        self._stop_writer()
         try:
+            self._stop_writer()
             rows = (self.failed or []) + self.pending
             self.pending, self.failed = [], None
             if rows:
@@ -311,7 +312,14 @@ class HistoryRecorder:
             self.problem = self.problem or (f"cannot write the run to the history store "
                                             f"{store.where}: {type(exc).__name__}: {exc}")
         finally:
-            store.close()
+            self.close()
+
+    def close(self) -> None:
+        """Stop the writer and close the store (the session's end; unconfigure again,
+        for a session whose end never reached :meth:`finish`)."""
+        self._stop_writer()
+        if self.store is not None:
+            self.store.close()
             self.store = None
 
     def summary_lines(self) -> list[tuple[str, dict[str, bool]]]:

@@ -8,8 +8,9 @@ session, with its provenance and, once finished, the whole results document),
 and a store written by a newer plugin is refused rather than misread.
 
 SQLite is opened in WAL mode with a busy timeout, so two sessions writing one file
-both land whole; every write is its own transaction, so a session killed mid-run
-keeps every case it finished. PostgreSQL is reached with psycopg 3 (the optional
+both land whole; finished cases are written in small batches, each one transaction, so
+a session killed mid-run keeps every case it finished but its last moment's
+(:mod:`.recorder` says when). PostgreSQL is reached with psycopg 3 (the optional
 extra ``pytest-elizon-eval[postgres]``). No pytest import here.
 """
 
@@ -119,13 +120,16 @@ class CaseRow:
     outcome: str
     data: Mapping[str, Any]
     resumed: bool = False
+    #: ``data`` as the store writes it (JSON), written when the row is made: a value no
+    #: writer foresaw costs its own row there, not the batch it would be written with.
+    data_text: str = ""
 
     @classmethod
     def of(cls, data: Mapping[str, Any], case_sha256: str, entry: str) -> CaseRow:
         suite = data["suite"]
         return cls(data["nodeid"], suite["path"], suite.get("sha256", ""), data["case_id"],
                    case_sha256, entry or data.get("entry", ""), data["outcome"], data,
-                   bool(data.get("resumed")))
+                   bool(data.get("resumed")), _DATA.encode(data))
 
 
 class Store:
@@ -340,7 +344,8 @@ class Store:
             values.append((run_id, row.nodeid, row.suite_path, row.suite_sha256, row.case_id,
                            row.case_sha256, row.entry, row.outcome, data.get("latency_ms"),
                            usage.get("cost_usd"), usage.get("tokens"), data.get("judge_score"),
-                           recorded, _DATA.encode(data), int(row.resumed)))
+                           recorded, row.data_text or _DATA.encode(data),
+                           int(row.resumed)))
             repeated += [(run_id, row.nodeid, n, run.get("outcome", ""), run.get("latency_ms"),
                           run.get("judge_score"))
                          for n, run in enumerate(data.get("runs") or (), start=1)]
