@@ -138,9 +138,8 @@ class SuiteFile(_ShowsElizonErrors, pytest.File):
             marker = f"{tag}: Elizon case tag"
             if marker not in registered:  # registered, so --strict-markers accepts tags
                 self.config.addinivalue_line("markers", marker)
-        texts = loaded.case_texts if len(loaded.case_texts) == len(loaded.cases) \
-            else (None,) * len(loaded.cases)
-        for case, line, text in zip(loaded.cases, loaded.lines, texts, strict=True):
+        for case, line, text in zip(loaded.cases, loaded.lines, loaded.case_texts,
+                                    strict=True):
             yield CaseItem.from_parent(self, name=case.id, case=case, line=line, suite_info=info,
                                        case_text=text)
 

@@ -113,10 +113,10 @@ class LoadedSuite:
     #: 1-based line of each case's ``- id:`` item, in order.
     lines: tuple[int, ...]
     sha256: str
+    #: Each case's content as resume hashes it (:func:`.content.case_text`), in order.
+    case_texts: tuple[bytes | None, ...]
     #: Every check the cases name (``expect.checks``), with its line.
     check_refs: tuple[CheckRef, ...] = ()
-    #: Each case's content as resume hashes it (:func:`.content.case_text`), in order.
-    case_texts: tuple[bytes | None, ...] = ()
 
 
 def _read(path: Path, display: str, code: str) -> tuple[Any, list[Problem], bytes]:

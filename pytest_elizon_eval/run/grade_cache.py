@@ -59,8 +59,6 @@ def _canonical(value: object) -> str:
                       default=repr)
 
 
-
-
 def cache_key(identity: str, rubric: str, case_input: object, output: str, sample: int) -> str:
     """The SHA-256 of the canonical JSON of every part a grade depends on (the run's canary
     written as ``{canary}``)."""
