@@ -72,7 +72,8 @@ def pytest_configure(config: pytest.Config) -> None:
         binder=Binder(config.rootpath),
         retry=replace(settings.retry, on_refusal=gates.refused if gates is not None else None),
         gates=gates,
-        scheduler=concurrency.CaseScheduler(settings.concurrency)
+        scheduler=concurrency.CaseScheduler(settings.concurrency,
+                                            queued=gates is None and settings.concurrency)
         if settings.concurrency > 1 else None,
     ).start(config)
     if settings.freeze_heap and outermost:
@@ -111,7 +112,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None
         stop = bool(item.session.shouldfail or item.session.shouldstop)  # -x, --maxfail
         if running.positions is None and not stop:
             running.positions = compat.positions(item.session)
-        upcoming = [] if stop else compat.upcoming_items(item, nextitem, scheduler.slots - 1,
+        upcoming = [] if stop else compat.upcoming_items(item, nextitem, scheduler.ahead - 1,
                                                          running.positions or {})
         concurrency.prefetch(scheduler, [item, *upcoming], stop=stop)
     try:

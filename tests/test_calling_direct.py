@@ -31,11 +31,83 @@ from pytest_elizon_eval.bind.calling import call_with_deadline, run_blocking
 from pytest_elizon_eval.bind.http_client import HttpClient, HttpError
 from pytest_elizon_eval.bind.judging import EndpointJudge
 from pytest_elizon_eval.load.runtime import CommandEntry, JudgeEndpoint, UrlEntry
+from pytest_elizon_eval.run import slots
 from pytest_elizon_eval.run.answers import from_return as output_of
+from pytest_elizon_eval.run.slots import SlotCall
 
 
 def _soon(seconds: float = 5.0) -> float:
     return time.monotonic() + seconds
+
+
+# -- a case's first call on its slot thread (run/slots.py) ----------------------------------
+
+def test_a_slot_makes_the_first_call_itself_and_hands_off_the_next() -> None:
+    threads: list[str] = []
+
+    def entry(text: str) -> str:
+        threads.append(threading.current_thread().name)
+        return text
+
+    def two_calls() -> list[str | None]:
+        return [call_with_deadline(entry, (t,), {}, _soon(), output_of).text
+                for t in ("a", "b")]
+
+    slot = SlotCall()
+    made = threading.Thread(target=lambda: threads.append(str(slots.running(slot, two_calls))),
+                            name="elizon-case")
+    made.start()
+    made.join()
+    assert threads == ["elizon-case", "elizon-entry", "['a', 'b']"]
+    assert slot.state == SlotCall.DONE
+
+
+def test_a_slot_call_that_ends_after_its_deadline_is_a_timeout() -> None:
+    # nobody ended the case at the deadline (its item was busy): the late answer still
+    # does not count
+    call = slots.running(SlotCall(), lambda: call_with_deadline(
+        lambda text: time.sleep(0.05) or text, ("x",), {}, time.monotonic() + 0.01, output_of))
+    assert call.timed_out
+    assert call.text is None
+
+
+def test_an_abandoned_slot_call_ends_its_thread_and_the_case_runs_it_as_timed_out() -> None:
+    release, begun = threading.Event(), threading.Event()
+
+    def entry(text: str) -> str:
+        begun.set()
+        release.wait(10)
+        return text
+
+    slot = SlotCall()
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            slots.running(slot, lambda: call_with_deadline(entry, ("x",), {},
+                                                           time.monotonic() + 0.05, output_of))
+        except BaseException as exc:  # what the slot thread sees
+            raised.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    assert begun.wait(10)
+    assert not SlotCall().abandon()  # a call that has not begun is never abandoned
+    while not slot.abandon():  # still under way: abandoned once its deadline has passed
+        assert slot.state == SlotCall.CALLING
+        assert time.monotonic() < slot.deadline
+        time.sleep(0.01)
+    assert slot.state == SlotCall.ABANDONED
+    # the case runs again without the call, which is taken as timed out (never made)
+    made: list[str] = []
+    again = slots.running(SlotCall(SlotCall.TIMED_OUT), lambda: call_with_deadline(
+        lambda text: made.append(text) or text, ("x",), {}, _soon(), output_of))
+    assert again.timed_out
+    assert made == []
+    release.set()  # the stuck call returns at last: its thread drops the run
+    thread.join(10)
+    assert len(raised) == 1
+    assert isinstance(raised[0], slots.SlotAbandoned)
 
 
 # -- streams ---------------------------------------------------------------------------------

@@ -2,7 +2,9 @@
 
 Owns the one risky step of a case: calling code we do not control. A sync
 callable runs in a daemon worker thread that is abandoned at the deadline
-(so a hung call never holds the session or its exit); a coroutine runs on
+(so a hung call never holds the session or its exit) — on the main thread
+under a SIGALRM deadline instead where it can, and as a case's first call
+under ``--elizon-concurrency`` on the case's slot thread (run/slots.py); a coroutine runs on
 one shared background event loop and is cancelled at the deadline. Whatever
 the code does — raise, ``sys.exit()``, raise ``KeyboardInterrupt``, return
 garbage, stream without end — comes back as an :class:`~.calls.EntryCall`,
@@ -24,13 +26,15 @@ import traceback
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from typing import Any, ClassVar, TypeVar
 
+from ..run import slots
 from ..run.calls import EntryCall, ErrorInfo, OutputError
 from ..run.retrying import refusal_of
 from ..run.sdk_answers import SdkAnswer, SdkShapeError, is_chunk, join_chunks
+from ..run.slots import SlotAbandoned, SlotCall
 from .signal_deadline import DeadlineSignal, run_signalled, usable
 
-__all__ = ["MAX_STREAM_CHARS", "Convert", "call_with_deadline", "error_info", "run_blocking",
-           "run_on_loop"]
+__all__ = ["MAX_STREAM_CHARS", "Convert", "call_with_deadline", "error_info", "is_async",
+           "run_blocking", "run_on_loop"]
 
 #: Longest traceback text kept for a report, in lines.
 _TRACEBACK_LINES = 40
@@ -202,8 +206,15 @@ def run_blocking(work: Callable[[], _T], deadline: float) -> _T | None:
     return value  # type: ignore[no-any-return]
 
 
+def _claim_slot_call() -> SlotCall | None:
+    call: SlotCall | None = getattr(slots.on_this_thread, "call", None)
+    if call is not None:
+        slots.on_this_thread.call = None  # the case's first call only: later ones hand off
+    return call
+
+
 def _call_sync(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-               deadline: float, convert: Convert) -> EntryCall:
+               deadline: float, convert: Convert, slot: SlotCall | None = None) -> EntryCall:
     def work() -> EntryCall:
         start = time.perf_counter()
         try:
@@ -222,6 +233,15 @@ def _call_sync(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
             return EntryCall(error=error_info(exc),
                              latency_ms=(time.perf_counter() - start) * 1000)
 
+    if slot is not None:  # on its slot thread: the waiting item keeps the deadline
+        if slot.state == SlotCall.TIMED_OUT:
+            return EntryCall(timed_out=True)
+        slot.begin(deadline)
+        made = work()
+        if not slot.end():
+            raise SlotAbandoned
+        # what ended after its deadline is a timeout, as anywhere else
+        return made if time.monotonic() < deadline else EntryCall(timed_out=True)
     # On the main thread a SIGALRM keeps the deadline (no thread hand-off per call); where
     # signals cannot be used, a worker thread does (docs/contract.md#at-the-deadline).
     call = run_signalled(work, deadline) if usable() else run_blocking(work, deadline)
@@ -321,7 +341,7 @@ def _inspect_async(fn: Callable[..., Any]) -> bool:
 _known_async = functools.lru_cache(maxsize=256)(_inspect_async)  # the same few callables
 
 
-def _is_async(fn: Callable[..., Any]) -> bool:
+def is_async(fn: Callable[..., Any]) -> bool:
     try:
         return _known_async(fn)
     except TypeError:  # an unhashable callable object: inspect it each time
@@ -332,7 +352,8 @@ def call_with_deadline(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: di
                        deadline: float, convert: Convert) -> EntryCall:
     """Call ``fn(*args, **kwargs)`` until ``deadline`` (``time.monotonic()``), with every guard
     of this module; ``convert`` its result."""
-    if _is_async(fn):
+    slot = _claim_slot_call()
+    if is_async(fn):
         call = run_on_loop(lambda: _guarded(fn, args, kwargs, deadline, convert), deadline)
         return call if call is not None else EntryCall(timed_out=True)
-    return _call_sync(fn, args, kwargs, deadline, convert)
+    return _call_sync(fn, args, kwargs, deadline, convert, slot)

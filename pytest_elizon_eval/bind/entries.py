@@ -51,7 +51,7 @@ from ..run.answers import chat_request, conversation, from_reply, from_return, p
 from ..run.calls import EntryCall, ErrorInfo, OutputError
 from ..run.chat_body import build, load_tools
 from ..run.retrying import RETRY_STATUSES, Refusal, Tally, attempts, gave_up, wait_from_headers
-from .calling import call_with_deadline, run_blocking
+from .calling import call_with_deadline, is_async, run_blocking
 from .http_client import (
     HttpClient,
     HttpError,
@@ -124,6 +124,8 @@ class CallableEntry:
         self.limit_key = description
         self._signature = _signature_of(fn)
         self._takes_messages = _takes_messages(self._signature)
+        #: A sync callable: called in a thread (an async one runs on the event loop).
+        self.sync = not is_async(fn)
         #: How an input's keys are passed, by its keys (binding them is the same each time).
         self._passing: _Choices = {}
 

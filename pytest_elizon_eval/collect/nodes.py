@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterator
-from concurrent.futures import CancelledError
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +29,7 @@ import pytest
 from ..decide import outcomes
 from ..errors import ElizonError
 from ..run import planning
-from ..run.running import CaseRun, run_case
+from ..run.running import CaseRun, run_ahead, run_case, run_without_first_call
 from . import _pytest_compat as compat
 from . import session
 
@@ -39,6 +38,7 @@ if TYPE_CHECKING:
     from ..load.packages import Package, SuiteSpec
     from ..load.runtime import Case
     from ..run.running import CasePlan
+    from ..run.slots import SlotCall
 
 __all__ = ["CaseItem", "ManifestCollector", "SuiteFile", "collect_file"]
 
@@ -200,6 +200,8 @@ class CaseItem(compat.FixtureItem):
         #: The plan it was started ahead of its turn with, and the fixture values it used.
         self._early: tuple[dict[str, object], CasePlan] | None = None
         self._case_sha: str | None = None
+        #: Its first call when it was started ahead on a slot thread (run/slots.py).
+        self._slot_call: SlotCall | None = None
         #: What plugins add at the case's setup to its effective content (its snapshot
         #: pin), and whether ``--elizon-resume`` may take it from the store at all (not
         #: when its run must happen: a snapshot update writes what it outputs).
@@ -283,7 +285,8 @@ class CaseItem(compat.FixtureItem):
         except ElizonError:
             return None
         self._early = (values, plan)
-        return lambda: run_case(plan)
+        work, self._slot_call = run_ahead(plan)  # _run keeps its slot call's deadline
+        return work
 
     # -- the run ----------------------------------------------------------------------------
 
@@ -323,12 +326,12 @@ class CaseItem(compat.FixtureItem):
         if stored is not None:  # --elizon-resume: finished by the run this one continues
             self.result = stored
             return stored
-        future = running.scheduler.take(self.nodeid) if running.scheduler is not None else None
-        try:
-            run = future.result() if future is not None else None  # waits; Ctrl-C still stops
-        except CancelledError:
-            run = None
-        if not isinstance(run, CaseRun):
+        scheduler = running.scheduler
+        run = scheduler.result(self.nodeid, self._slot_call) if scheduler is not None \
+            else None  # waits; Ctrl-C still stops
+        if scheduler is not None and run is scheduler.ABANDONED:
+            run = run_without_first_call(plan)  # its call outlived its time on the slot
+        elif not isinstance(run, CaseRun):
             run = run_case(plan)
         added = [found for found in self.ihook.pytest_elizon_case_checks(item=self, run=run)
                  if found is not None]

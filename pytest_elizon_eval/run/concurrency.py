@@ -3,10 +3,14 @@
 pytest still runs and reports item by item, in order; this module only makes
 sure that by the time an item asks for its result, its case has been running
 in the background (docs/contract.md#concurrency). :func:`prefetch` looks at
-the item about to run and the next N-1, and starts each one that can run
-before its own setup (its ``background_work``). Each started case waits for
+the item about to run and the next 2N-1 (with ``auto``, the next N-1), and
+starts each one that can run before its own setup (its ``background_work``):
+N run, and up to N more wait in line, so a slot whose case ended takes the
+next at once instead of waiting for pytest's loop. Each started case waits for
 one of N slots, then runs :func:`~.running.run_case` — so its time limit and
-its latency start when its entry point is called, never while it queues. Work runs in daemon
+its latency start when its entry point is called, never while it queues. A
+slot makes its case's first sync call itself; the item keeps that call's
+deadline (run/slots.py). Work runs in daemon
 threads: after ``-x``, ``--maxfail`` or Ctrl-C nothing new starts and what
 was started is abandoned, never waited for.
 
@@ -26,9 +30,11 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
+from concurrent.futures import CancelledError, Future
+from concurrent.futures import TimeoutError as FutureTimeout
 
 from ..collect import session
+from .slots import SlotAbandoned, SlotCall
 
 __all__ = [
     "AUTO_START",
@@ -140,14 +146,23 @@ def gate_for(key: str) -> AdaptiveLimit | None:
     return gates.limit(key) if gates is not None else None
 
 
+#: How often an item that waits for a case still in line for a slot looks whether its first
+#: call has begun (from then on it waits until that call's deadline).
+_QUEUED_POLL_S = 0.05
+
+
 class CaseScheduler:
     """Starts work by key, at most ``slots`` at a time, in the order it was queued; each
     key's result is a future. The slots are long-lived daemon threads that take queued work
     in turn: starting a thread per case costs the main thread a wait for the new thread to
     run, which under load is most of a case's hand-off."""
 
-    def __init__(self, slots: int) -> None:
+    def __init__(self, slots: int, queued: int = 0) -> None:
         self.slots = slots
+        #: How many items the run looks ahead: the slots' cases, and ``queued`` more that
+        #: wait for a slot, so that a slot whose case ended takes the next one at once
+        #: instead of waiting for pytest's loop to reach the next item.
+        self.ahead = slots + queued
         self._queue: queue.SimpleQueue[tuple[Future[object], Callable[[], object]] | None] = (
             queue.SimpleQueue())
         self._futures: dict[str, Future[object]] = {}
@@ -179,15 +194,52 @@ class CaseScheduler:
             queued = self._queue.get()
             if queued is None:  # stopped: the slot thread ends
                 return
-            self._run(*queued)
+            if not self._run(*queued):
+                return  # its call was abandoned: a new slot thread took its place
 
-    def _run(self, future: Future[object], work: Callable[[], object]) -> None:
+    def _run(self, future: Future[object], work: Callable[[], object]) -> bool:
         if self._stopped.is_set() or not future.set_running_or_notify_cancel():
-            return
+            return True
         try:
             future.set_result(work())
+        except SlotAbandoned:
+            return False
         except BaseException as exc:  # delivered to the item that waits for it
             future.set_exception(exc)
+        return True
+
+    def replace_slot(self) -> None:
+        """A slot thread is stuck in a call its case was ended without: another one serves
+        in its place, so a hung call costs one thread, never a slot."""
+        if not self._stopped.is_set():
+            threading.Thread(target=self._serve, daemon=True, name="elizon-case").start()
+
+    #: :meth:`result`'s word for a case ended without its slot's call.
+    ABANDONED: object = object()
+
+    def result(self, key: str, call: SlotCall | None) -> object:
+        """What ``key``'s work gave (None: never started, or cancelled) — or
+        :data:`ABANDONED` once its first call, made on its slot thread (``call``), has
+        outlived its deadline: the caller then runs the case itself, with that call timed
+        out. Ctrl-C still stops the wait."""
+        future = self.take(key)
+        if future is None:
+            return None
+        try:
+            if call is None:
+                return future.result()
+            while True:
+                state = call.state
+                wait = None if state == SlotCall.DONE else _QUEUED_POLL_S \
+                    if state == SlotCall.READY else max(call.deadline - time.monotonic(), 0.0)
+                try:
+                    return future.result(wait)
+                except FutureTimeout:
+                    if call.abandon():
+                        self.replace_slot()
+                        return self.ABANDONED
+        except CancelledError:
+            return None
 
     def take(self, key: str) -> Future[object] | None:
         """The future of ``key``'s work, removed from the scheduler (None: never started)."""

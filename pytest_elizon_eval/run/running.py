@@ -22,7 +22,7 @@ priced from the user's prices. No pytest import here.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +31,7 @@ from ..decide.results_data import JudgeRecord
 from ..load.runtime import Case, Expect, JudgeExpect
 from ..records import dataclass
 from ..sequential import DEFAULT_CONFIDENCE, Sprt
+from . import slots
 from .assertions import AssertionResult, check
 from .calls import EntryCall, ToolCall, Usage
 from .checks import CaseCopy, CheckFunction, grade_checks
@@ -38,6 +39,7 @@ from .concurrency import gate_for
 from .grade_cache import GradeCache, cache_key, judge_identity
 from .retrying import Tally
 from .sequential_runs import until_decided
+from .slots import SlotCall
 
 if TYPE_CHECKING:  # the entries and judges are made by the binder, which imports them
     from ..bind.entries import Entry
@@ -399,6 +401,22 @@ def _gated(plan: CasePlan, recorded: tuple[EntryCall, ...] | None) -> Attempt:
         return attempt
     finally:
         gate.release(refused=refused)
+
+
+def run_ahead(plan: CasePlan) -> tuple[Callable[[], CaseRun], SlotCall | None]:
+    """The case's run for a slot thread, and the first call that thread makes itself (a
+    sync Python entry point's, when no adaptive limit gates it) or None (run/slots.py)."""
+    entry = plan.entry
+    if entry is not None and getattr(entry, "sync", False) and gate_for(entry.limit_key) is None:
+        call = SlotCall()
+        return lambda: slots.running(call, lambda: run_case(plan)), call
+    return lambda: run_case(plan), None
+
+
+def run_without_first_call(plan: CasePlan) -> CaseRun:
+    """The case's run when its first call, made on a slot thread, outlived its deadline:
+    that call is taken as timed out, the rest runs here."""
+    return slots.running(SlotCall(SlotCall.TIMED_OUT), lambda: run_case(plan))
 
 
 def run_case(plan: CasePlan) -> CaseRun:
