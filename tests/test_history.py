@@ -185,6 +185,27 @@ def test_a_cases_hash_written_in_parts_is_the_canonical_json_of_the_whole() -> N
                               {"loop": cyclic}) == ""  # never resumed, never a crash
 
 
+def test_an_effective_contents_text_is_made_once_yet_each_is_written_as_itself() -> None:
+    # the cases of a suite share their effective content: its text is kept by its items
+    # and their types, so 1, 1.0 and True (equal as keys) are still written apart
+    case = Case.model_validate({"id": "a", "input": "x"})
+
+    def whole(effective: dict[str, object]) -> str:
+        text = json.dumps({"case": case.model_dump(by_alias=True, exclude_none=True),
+                           "effective": effective}, sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    seen = set()
+    for _ in range(2):  # the second time from what was kept
+        for value in (1, 1.0, True, (1, 1.0), (1.0, 1), (("m", 1),), (("m", 1.0),), None):
+            effective = {"repeat": 2, "timeout_s": value}
+            assert resume.case_sha256(case, effective) == whole(effective), value
+            seen.add(resume.case_sha256(case, effective))
+    assert len(seen) == 8
+    pinned = {"repeat": 2, "snapshot": {"output": "kept"}}  # not hashable: written each time
+    assert resume.case_sha256(case, pinned) == whole(pinned)
+
+
 # -- sessions --------------------------------------------------------------------------------
 
 def test_every_case_is_recorded_under_the_rootdir_and_off_records_nothing(

@@ -151,6 +151,32 @@ def _where(name: str) -> str:
     return f"conftest.py:{len(name)}"
 
 
+def test_a_suites_cases_bind_their_entry_once_per_fixture_value_settings_and_binder(
+        tmp_path: Path) -> None:
+    context, settings = _context(tmp_path), _settings()
+    binds: list[object] = []
+
+    class Counting(_Binder):
+        def entry(self, sources: list[Source], folder: Path, output: str = "text") -> _Bound:
+            binds.append(next(s.value for s in sources if s.value is not None))
+            return super().entry(sources, folder, output)
+
+    binder = Counting()
+
+    def plan(given: object, with_settings: Settings = settings,
+             with_binder: _Binder = binder) -> str:
+        return planning.plan_case(_case(), context, with_settings, with_binder,  # type: ignore[arg-type]
+                                  {"elizon_entry": given}, _where, judged=False).entry_description
+
+    first, second = "fixture:one", "fixture:two"
+    assert [plan(None), plan(None), plan(first), plan(first), plan(second)] == [
+        "app:answer", "app:answer", "fixture:one", "fixture:one", "fixture:two"]
+    assert binds == ["app:answer", "fixture:one", "fixture:two"]  # once for each value
+    assert plan(first, _settings(cli="cli:answer")) == "cli:answer"  # other settings
+    assert plan(first, with_binder=Counting()) == "fixture:one"  # another binder binds anew
+    assert binds[3:] == ["cli:answer", "fixture:one"]
+
+
 def test_the_command_line_beats_the_fixture_beats_the_manifest_beats_the_ini(
         tmp_path: Path) -> None:
     context, given = _context(tmp_path), {"elizon_entry": "fixture:answer"}

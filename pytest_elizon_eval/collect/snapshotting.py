@@ -133,13 +133,16 @@ class SnapshotCases:
         if not isinstance(suite, SuiteFile):
             return
         file, unused = self._suite(suite)
+        expect = item.case.expect
+        pinned = expect is not None and bool(expect.snapshot)
+        if not (pinned or unused):  # nothing to check, nothing to tell: most cases
+            return
         state = item.stash[_STATE] = _CaseState()
         shared = {"path": str(file.path), "display": file.display, "suite": suite.path.name,
                   "unused": unused} if isinstance(file, snapshots.SnapshotFile) else None
         if unused:  # every case of the suite tells the owner, whichever of them runs
             state.suite = shared
-        expect = item.case.expect
-        if expect is None or not expect.snapshot:
+        if not pinned:
             return
         if isinstance(file, ElizonError):
             raise ElizonError(file.code, file.messages)

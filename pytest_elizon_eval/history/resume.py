@@ -38,12 +38,43 @@ def case_sha256(case: Case, effective: Mapping[str, Any] | None = None,
         if text is None:
             return ""  # cannot be told apart from its changed self: never resumed
     if effective:  # without: the hash of the case alone, as before (schema 1's rows)
-        try:
-            text = b'{"case": ' + text + b', "effective": ' + canonical_text(dict(effective)) \
-                + b"}"
-        except (TypeError, ValueError, RecursionError):
+        written = _effective_text(effective)
+        if written is None:
             return ""
+        text = b'{"case": ' + text + b', "effective": ' + written + b"}"
     return hashlib.sha256(text).hexdigest()
+
+
+#: The text of each effective content seen (the cases of a suite share a few), by its
+#: items with their types (1, 1.0 and True are equal keys, but are written apart).
+_effective_texts: dict[object, bytes] = {}
+
+
+def _typed(value: Any) -> object:
+    if type(value) is tuple:
+        return tuple(_typed(part) for part in value)
+    return type(value), value
+
+
+def _effective_text(effective: Mapping[str, Any]) -> bytes | None:
+    key: object = None
+    found = None
+    try:
+        key = tuple((name, _typed(value)) for name, value in effective.items())
+        found = _effective_texts.get(key)
+    except TypeError:  # a value that is not hashable (a snapshot pin's mapping)
+        key = None
+    if found is not None:
+        return found
+    try:
+        written = canonical_text(dict(effective))
+    except (TypeError, ValueError, RecursionError):
+        return None
+    if key is not None:
+        if len(_effective_texts) >= 256:  # a run of many distinct settings: start again
+            _effective_texts.clear()
+        _effective_texts[key] = written
+    return written
 
 
 def stored_result(resumable: Finished | None,

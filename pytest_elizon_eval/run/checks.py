@@ -40,8 +40,8 @@ from .assertions import AssertionResult
 from .calls import EntryCall
 
 __all__ = ["PARAMETERS", "CheckRef", "CheckResults", "Unimportable", "check_refs",
-           "fixture_checks", "grade_checks", "refuse_unimportable", "resolve_specs",
-           "signature_problem", "uses_fixture"]
+           "fixture_checks", "grade_checks", "names_checks", "refuse_unimportable",
+           "resolve_specs", "signature_problem", "uses_fixture"]
 
 #: What a check may ask for, by parameter name.
 PARAMETERS = ("output", "value", "input", "answer", "case")
@@ -192,6 +192,13 @@ def _names(case: Case) -> list[str]:
     expects = [case.expect, *(t.expect for t in case.turns or ())]
     return [c if isinstance(c, str) else c.check
             for e in expects if e is not None for c in e.checks or ()]
+
+
+def names_checks(case: Case) -> bool:
+    """Whether the case (or one of its turns) names any check."""
+    if case.expect is not None and case.expect.checks:
+        return True
+    return any(t.expect is not None and t.expect.checks for t in case.turns or ())
 
 
 def uses_fixture(case: Case) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..bind.binding import ENTRY, JUDGE, Binder, Kind, Source, precedence
 from ..collect.options import Settings
@@ -32,6 +32,9 @@ from .calls import ErrorInfo, Usage
 from .cassette import CassetteMiss, recording
 from .grade_cache import judge_identity
 from .running import CasePlan, CaseRun
+
+if TYPE_CHECKING:
+    from ..bind.entries import Entry
 
 __all__ = ["CHECKS_FIXTURE", "ENTRY_FIXTURE", "JUDGE_FIXTURE", "CaseChecks", "SuiteContext",
            "case_sha256", "check_labels", "decided", "effective", "plan_case", "recorded_input",
@@ -58,6 +61,11 @@ class SuiteContext:
     #: The suite's ``module:function`` checks, imported at collection, and their references.
     check_functions: Mapping[str, checks.CheckFunction] = field(default_factory=dict)
     check_refs: tuple[checks.CheckRef, ...] = ()
+    #: The entry point bound for its cases, by the ``elizon_entry`` fixture value they had
+    #: (its id; then the value, settings and binder it was bound with, themselves: an id
+    #: is only unique while its object lives).
+    entries: dict[int, tuple[object, Settings, Binder, Entry]] = field(
+        default_factory=dict, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -123,7 +131,8 @@ def plan_case(case: Case, context: SuiteContext, settings: Settings, binder: Bin
     package, spec = context.package, context.spec
     timeout_s, timeout_source = settings.timeout_s, settings.timeout_source
     repeat = case.repeat if case.repeat is not None else spec.repeat
-    rate = next((r for r in (case.min_pass_rate, spec.min_pass_rate) if r is not None), 1.0)
+    rate = case.min_pass_rate if case.min_pass_rate is not None \
+        else spec.min_pass_rate if spec.min_pass_rate is not None else 1.0
     rule, runs = repeat_rule(repeat, rate, settings.confidence)
     if case.expect is not None and case.expect.across_runs and runs < 2:
         raise ElizonError(EVALUATION_SUITE_INVALID, [
@@ -140,8 +149,15 @@ def plan_case(case: Case, context: SuiteContext, settings: Settings, binder: Bin
         if recorded_limit is not None:
             timeout_s, timeout_source = recorded_limit, "the limit it was recorded under"
     else:
-        entry = binder.entry(sources(ENTRY, context, settings, values[ENTRY.fixture],
-                                     fixture_location), package.folder, package.output)
+        given = values[ENTRY.fixture]
+        known = context.entries.get(id(given))
+        if known is not None and known[0] is given and known[1] is settings \
+                and known[2] is binder:
+            entry = known[3]  # the suite's other cases bound it from the same sources
+        else:
+            entry = binder.entry(sources(ENTRY, context, settings, given, fixture_location),
+                                 package.folder, package.output)
+            context.entries[id(given)] = (given, settings, binder, entry)
     judge = None
     if judged:
         try:
@@ -150,13 +166,14 @@ def plan_case(case: Case, context: SuiteContext, settings: Settings, binder: Bin
         except ElizonError as exc:
             if not judge_optional or exc.code != JUDGE.unbound:
                 raise
-    functions = dict(context.check_functions)
-    checks.refuse_unimportable(case, context.check_refs, functions, context.display)
-    if checks.uses_fixture(case):
-        functions.update(checks.fixture_checks(
-            case, context.check_refs, values.get(CHECKS_FIXTURE),
-            f"the {CHECKS_FIXTURE} fixture ({fixture_location(CHECKS_FIXTURE)})",
-            context.display))
+    functions: Mapping[str, checks.CheckFunction] = context.check_functions
+    if checks.names_checks(case):  # most cases name none: nothing to look up
+        checks.refuse_unimportable(case, context.check_refs, functions, context.display)
+        if checks.uses_fixture(case):
+            functions = {**functions, **checks.fixture_checks(
+                case, context.check_refs, values.get(CHECKS_FIXTURE),
+                f"the {CHECKS_FIXTURE} fixture ({fixture_location(CHECKS_FIXTURE)})",
+                context.display)}
     record = advisory = None
     if judge is not None:
         record = alignment.measured_or_kept(
@@ -182,15 +199,17 @@ def effective(plan: CasePlan) -> dict[str, Any]:
     of the case's effective content, which ``--elizon-resume`` compares
     (docs/contract.md#resume). The entry point is compared apart, by its identity."""
     rule = plan.sequential
+    # tuples, written as JSON arrays: the whole is hashable, so its text is made once
+    # for all the cases that share it (history/resume.py)
     return {
         "repeat": plan.repeat, "min_pass_rate": plan.min_pass_rate,
-        "until_decided": None if rule is None else [rule.min_pass_rate, rule.indifference,
-                                                     rule.confidence],
+        "until_decided": None if rule is None else (rule.min_pass_rate, rule.indifference,
+                                                     rule.confidence),
         "timeout_s": plan.timeout_s, "confidence": plan.confidence,
         "inconclusive_passes": plan.inconclusive_passes, "route_key": plan.route_key,
         "judge": None if plan.judge is None else judge_identity(plan.judge),
         "judge_advisory": plan.judge_advisory,
-        "prices": sorted(plan.prices.items()), "checks": sorted(plan.checks),
+        "prices": tuple(sorted(plan.prices.items())), "checks": tuple(sorted(plan.checks)),
     }
 
 

@@ -45,7 +45,8 @@ if TYPE_CHECKING:  # the entries and judges are made by the binder, which import
     from ..bind.entries import Entry
     from ..bind.judging import Judge
 
-__all__ = ["Attempt", "CasePlan", "CaseRun", "TurnResult", "run_case", "turn_failed"]
+__all__ = ["Attempt", "CasePlan", "CaseRun", "TurnResult", "run_ahead", "run_case",
+           "run_without_first_call", "turn_failed"]
 
 
 @dataclass(frozen=True)
@@ -275,9 +276,11 @@ def _checked(plan: CasePlan, expect: Expect | None, case_input: object, call: En
         results, score, reasoning, usage, rubrics = _judged(plan, expect, plan.judge,
                                                             case_input, call, deadline, retries)
         assertions += results
-    from .answers import priced  # deferred: what answers are read with is bound per case
+    if usage is not None:  # a judge's usage: its cost from the prices given
+        from .answers import priced  # deferred: what answers are read with is bound per case
 
-    return call, tuple(assertions), score, reasoning, priced(usage, plan.prices), rubrics
+        usage = priced(usage, plan.prices)
+    return call, tuple(assertions), score, reasoning, usage, rubrics
 
 
 def _call(plan: CasePlan, case_input: object, deadline: float,
@@ -286,6 +289,8 @@ def _call(plan: CasePlan, case_input: object, deadline: float,
         return recorded
     assert plan.entry is not None  # a plan has an entry or a replay
     call = plan.entry.run(case_input, deadline=deadline, messages=messages)
+    if call.usage is None:  # nothing to cost
+        return call
     from .answers import priced  # deferred: as above
 
     usage = priced(call.usage, plan.prices)
