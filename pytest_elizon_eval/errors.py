@@ -9,9 +9,7 @@ message, so it can be grepped in CI logs.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
-
-from .records import dataclass
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:  # types only
     from .load.documents import Problem
@@ -61,9 +59,9 @@ ELIZON_SNAPSHOT_INVALID = "ELIZON_SNAPSHOT_INVALID"
 EVALUATION_OVERRIDE_INVALID = "EVALUATION_OVERRIDE_INVALID"
 
 
-@dataclass(frozen=True)
-class Code:
-    """One error code: where it is reported and what it means, in one line."""
+class Code(NamedTuple):
+    """One error code: where it is reported and what it means, in one line. A named tuple:
+    the table is made at import, and a dataclass is made on first use (records.py)."""
 
     code: str
     #: ``collection`` (the run stops before any case), ``case`` (that case is an error),

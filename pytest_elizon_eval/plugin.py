@@ -27,7 +27,6 @@ from .collect import hookspecs, options, snapshotting
 from .collect import nodes as collect
 from .collect import session as elizon_session
 from .decide import outcomes
-from .history.recorder import KEY_ATTR, HistoryRecorder, worker_resumable
 from .load import discovery
 from .load.discovery import PackageIndex
 from .load.packages import standalone
@@ -77,16 +76,21 @@ def pytest_configure(config: pytest.Config) -> None:
         if settings.concurrency > 1 else None,
     ).start(config)
     if settings.freeze_heap and outermost:
-        config.pluginmanager.register(FrozenHeap(), "elizon-frozen-heap")
+        config.pluginmanager.register(FrozenHeap(config), "elizon-frozen-heap")
     # the probe pack: the run's canary (one for all xdist workers), its fixtures, its checks
     config.pluginmanager.register(redteam_nodes, "elizon-redteam")
     # the task measures: each case's label, passages and RAG scores (docs/contract.md#task-metrics)
     config.pluginmanager.register(measures_hooks, "elizon-measures")
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(SessionReporter(config, settings), _REPORTER)
-        if settings.history is not None:
+        if settings.history is not None and not config.option.collectonly:
+            # deferred: a session that runs no case (--collect-only) records nothing
+            from .history.recorder import HistoryRecorder
+
             config.pluginmanager.register(HistoryRecorder(config, settings), _HISTORY)
-    else:
+    elif settings.resume:
+        from .history.recorder import worker_resumable  # deferred: only a resumed run's
+
         worker_resumable(config)
     # snapshots: compared in every process, written by the owning one (docs/contract.md#snapshots)
     config.pluginmanager.register(snapshotting.SnapshotCases(config), "elizon-snapshots")
@@ -127,9 +131,9 @@ class FrozenHeap:
     end: Python's garbage collections after those points skip it
     (docs/contract.md#the-heap)."""
 
-    def __init__(self) -> None:
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
         self.collected_cases = False
-        self.reported_cases = False
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -140,9 +144,12 @@ class FrozenHeap:
         if self.collected_cases and all(isinstance(item, collect.CaseItem) for item in items):
             process_exit.freeze(collect=1)  # collection's garbage is young
 
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if not self.reported_cases and hasattr(report, outcomes.REPORT_ATTR):
-            self.reported_cases = True  # the xdist controller: it collects nothing
+    @property
+    def reported_cases(self) -> bool:
+        """Whether this process's reporter took case reports (the xdist controller collects
+        none): asked once, rather than a hook looking at every report."""
+        reporter = self.config.pluginmanager.get_plugin(_REPORTER)
+        return isinstance(reporter, SessionReporter) and len(reporter.aggregate) > 0
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_sessionfinish(self) -> Generator[None, None, None]:
@@ -197,7 +204,8 @@ def pytest_runtest_makereport(
         if found is not None:
             faithful = annotate(report, *found)
             if elizon_session.of(item.config).settings.history is not None:
-                setattr(report, KEY_ATTR, item.history_key())  # for the history store
+                # for the history store
+                setattr(report, outcomes.HISTORY_KEY_ATTR, item.history_key())
             reporter = item.config.pluginmanager.get_plugin(_REPORTER)
             if faithful is not None and isinstance(reporter, SessionReporter):
                 reporter.hand(report, faithful)  # this process owns the session

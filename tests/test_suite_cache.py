@@ -158,11 +158,11 @@ def test_a_warm_session_imports_nothing_heavy(pytester: pytest.Pytester) -> None
     assert heavy == []
 
 
-#: What calls an entry point or a judge, and what writes the reports: a session that only
-#: collects (what an IDE runs on every save) imports none of it.
-RUN_ONLY = tuple(f"pytest_elizon_eval.{m}" for m in (
+#: What calls an entry point or a judge, and what writes the reports and the history: a
+#: session that only collects (what an IDE runs on every save) imports none of it.
+RUN_ONLY = (*(f"pytest_elizon_eval.{m}" for m in (
     "bind.entries", "bind.judging", "bind.http_client", "bind.calling", "run.answers",
-    "run.sdk_answers", "reporting.terminal"))
+    "run.sdk_answers", "reporting.terminal", "history.recorder")), "sqlite3")
 
 
 def test_collect_only_imports_nothing_that_runs_or_reports(pytester: pytest.Pytester) -> None:

@@ -338,7 +338,8 @@ class CaseItem(compat.FixtureItem):
         result = planning.decided(self.identity, plan, run, added)
         self.result = result
         if running.settings.record is not None:
-            self.recording = planning.recording_of(self.identity, self.case, plan, run)
+            self.recording = planning.recording_of(self.identity, self.case, plan, run,
+                                                   self.secrets)
         return result
 
     def history_key(self) -> tuple[str, str]:

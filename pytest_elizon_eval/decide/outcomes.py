@@ -57,6 +57,7 @@ if TYPE_CHECKING:  # types only: reports and elizon-eval read results without th
 __all__ = [
     "ERROR",
     "FAILED",
+    "HISTORY_KEY_ATTR",
     "INCONCLUSIVE",
     "OUTPUT_KEPT",
     "PASSED",
@@ -84,6 +85,9 @@ __all__ = [
 
 #: The report attribute that carries a case's result as plain data across xdist.
 REPORT_ATTR = "elizon"
+#: The report attribute carrying (case content SHA-256, entry identity) to the history
+#: store's recorder (history/recorder.py).
+HISTORY_KEY_ATTR = "elizon_history_key"
 #: Characters of each run's (and turn's) output kept in its record.
 RUN_OUTPUT_KEPT = 4096
 

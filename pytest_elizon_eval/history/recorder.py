@@ -42,7 +42,7 @@ __all__ = ["KEY_ATTR", "WORKER_KEY", "HistoryRecorder", "packages_key",
            "worker_resumable"]
 
 #: The report attribute carrying (case content SHA-256, entry identity) to the controller.
-KEY_ATTR = "elizon_history_key"
+KEY_ATTR = outcomes.HISTORY_KEY_ATTR
 #: workerinput key: (store, run id) of the run being resumed.
 WORKER_KEY = "elizon_history_resume"
 #: How long finished cases may gather before they are written, in one transaction

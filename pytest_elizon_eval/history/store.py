@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -161,6 +161,8 @@ class Store:
         where = str(path)
         if path.is_dir():
             raise HistoryError(f"the history store {where} is a directory, not a SQLite file")
+        import sqlite3  # deferred: a session that opens no store (--collect-only) needs none
+
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
@@ -201,7 +203,9 @@ class Store:
 
     def _failure(self, exc: BaseException) -> HistoryError:
         text = _why(exc)
-        if self.dialect == "sqlite" and isinstance(exc, sqlite3.DatabaseError) and (
+        sqlite3 = sys.modules.get("sqlite3")  # loaded when the store opened, if it is SQLite
+        if sqlite3 is not None and self.dialect == "sqlite" \
+                and isinstance(exc, sqlite3.DatabaseError) and (
                 "not a database" in text or "malformed" in text or "corrupt" in text):
             return HistoryError(f"the history store {self.where} is not a usable SQLite "
                                 f"database ({text}): move it aside to start a new one, or "

@@ -22,7 +22,7 @@ A client of the core: everything here reaches it through the plugin's hooks
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Generator, Iterator
+from collections.abc import Iterator
 from dataclasses import field, replace
 from typing import Any
 
@@ -154,19 +154,6 @@ def pytest_elizon_case_checks(item: CaseItem, run: CaseRun) -> CaseChecks | None
             "the recording holds a declared secret in plain text (recorded before secrets "
             "were kept out of cassettes): record this case again with --elizon-record"))
     return CaseChecks(leaks, security, tuple(watch.values))
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
-                              ) -> Generator[None, Any, None]:
-    """Before the report takes a case's recording to the cassette: every declared secret in
-    it becomes a placeholder, so the cassette can be committed (docs/contract.md#record-and-
-    replay)."""
-    if call.when == "call" and isinstance(item, CaseItem) and item.recording is not None:
-        watch = item.stash.get(_WATCH, None)
-        if watch is not None and watch.secrets:
-            item.recording = cassette_secrets.scrub(item.recording, watch.secrets)
-    yield
 
 
 def _watch(item: CaseItem) -> redteam.Watch:

@@ -26,7 +26,7 @@ from ..load.runtime import Case, RepeatUntil
 from ..records import dataclass
 from ..redteam import pack as redteam
 from ..sequential import DEFAULT_INDIFFERENCE, Sprt
-from . import alignment, checks
+from . import alignment, cassette_secrets, checks
 from .assertions import AssertionResult
 from .calls import ErrorInfo, Usage
 from .cassette import CassetteMiss, recording
@@ -271,9 +271,11 @@ def setup_failed(identity: CaseIdentity, settings: Settings, exc: BaseException
     return outcomes.setup_error(identity, (settings.timeout_s, settings.timeout_source), error)
 
 
-def recording_of(identity: CaseIdentity, case: Case, plan: CasePlan, run: CaseRun
-                 ) -> dict[str, Any]:
-    """The case's cassette entry (``--elizon-record``)."""
-    return recording(identity.suite.key, case.id, recorded_input(case),
-                     [list(a.entry_calls) for a in run.attempts], plan.timeout_s,
-                     conversation=case.conversation)
+def recording_of(identity: CaseIdentity, case: Case, plan: CasePlan, run: CaseRun,
+                 secrets: Sequence[str] = ()) -> dict[str, Any]:
+    """The case's cassette entry (``--elizon-record``), every declared secret in it a
+    placeholder, so the cassette can be committed (docs/contract.md#record-and-replay)."""
+    return cassette_secrets.scrub(recording(
+        identity.suite.key, case.id, recorded_input(case),
+        [list(a.entry_calls) for a in run.attempts], plan.timeout_s,
+        conversation=case.conversation), secrets)
