@@ -72,7 +72,8 @@ def pytest_configure(config: pytest.Config) -> None:
         retry=replace(settings.retry, on_refusal=gates.refused if gates is not None else None),
         gates=gates,
         scheduler=concurrency.CaseScheduler(settings.concurrency,
-                                            queued=gates is None and settings.concurrency)
+                                            queued=settings.concurrency if gates is None
+                                            else 0)
         if settings.concurrency > 1 else None,
     ).start(config)
     if settings.freeze_heap and outermost:

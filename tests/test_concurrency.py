@@ -192,6 +192,49 @@ def test_a_hung_call_costs_a_thread_never_a_slot(packages: Packages, pytester: p
     assert max(running for text, running in log if text != "hang") == 3
 
 
+HANGS = "cases:\n  - id: h1\n    input: hang1\n  - id: h2\n    input: hang2\n" \
+    "  - id: c3\n    input: c3\n    expect: {contains: [c3]}\n"
+
+
+def test_a_case_in_line_behind_hung_calls_still_runs(packages: Packages,
+                                                     pytester: pytest.Pytester) -> None:
+    # apkg's cases can start ahead only once its session fixture is set up (by a1, in its
+    # turn): by then bpkg's hung h1 and h2 hold both slots, and a2 waits in line behind
+    # them. Whoever waits ends calls past their time, so a2 and c3 get a slot.
+    packages.package("apkg", entry=None, suite="cases:\n  - id: a1\n    input: a1\n"
+                                                "  - id: a2\n    input: a2\n")
+    packages.write("apkg/conftest.py", """
+        import pytest
+
+        @pytest.fixture(scope="session")
+        def elizon_entry():
+            return lambda text: "ok " + text
+    """)
+    packages.package("bpkg", app=TRACING_APP, suite=HANGS)
+    result = pytester.runpytest_subprocess("--elizon-concurrency=2", "--elizon-timeout=0.5",
+                                           "-p", "no:cacheprovider", timeout=120)
+    assert result.parseoutcomes() == {"passed": 3, "timeout": 2}
+
+
+def test_hung_calls_of_cases_that_never_run_do_not_hold_the_run(
+        packages: Packages, pytester: pytest.Pytester) -> None:
+    # h1 and h2 are started ahead, hang, and are then skipped: no item ever waits for them,
+    # yet c3, in line behind them, runs
+    packages.package(app=TRACING_APP, suite=HANGS)
+    pytester.makeconftest("""
+        import pytest
+
+        def pytest_collection_modifyitems(items):
+            for item in items:
+                if item.name.startswith("h"):
+                    item.add_marker(pytest.mark.skip(reason="not today"))
+    """)
+    result = pytester.runpytest_subprocess("--elizon-concurrency=2", "--elizon-timeout=0.5",
+                                           "-p", "no:cacheprovider", timeout=120)
+    assert result.parseoutcomes() == {"passed": 1, "skipped": 2}
+    assert sorted(text for text, _ in calls(pytester)) == ["c3", "hang1", "hang2"]
+
+
 def test_function_scoped_entry_fixtures_run_in_their_turn(
     packages: Packages, pytester: pytest.Pytester
 ) -> None:

@@ -185,7 +185,7 @@ def test_scheduler_run_of_a_stopped_scheduler_does_not_run_work() -> None:
     scheduler.stop()
     future: Future[object] = Future()
     ran: list[int] = []
-    scheduler._run(future, lambda: ran.append(1))
+    scheduler._run("k", future, lambda: ran.append(1))
     assert ran == []
     assert not future.done()
 

@@ -151,7 +151,7 @@ def _where(name: str) -> str:
     return f"conftest.py:{len(name)}"
 
 
-def test_a_suites_cases_bind_their_entry_once_per_fixture_value_settings_and_binder(
+def test_a_suites_cases_bind_their_entry_again_only_when_its_sources_change(
         tmp_path: Path) -> None:
     context, settings = _context(tmp_path), _settings()
     binds: list[object] = []
@@ -171,7 +171,7 @@ def test_a_suites_cases_bind_their_entry_once_per_fixture_value_settings_and_bin
     first, second = "fixture:one", "fixture:two"
     assert [plan(None), plan(None), plan(first), plan(first), plan(second)] == [
         "app:answer", "app:answer", "fixture:one", "fixture:one", "fixture:two"]
-    assert binds == ["app:answer", "fixture:one", "fixture:two"]  # once for each value
+    assert binds == ["app:answer", "fixture:one", "fixture:two"]  # once a change
     assert plan(first, _settings(cli="cli:answer")) == "cli:answer"  # other settings
     assert plan(first, with_binder=Counting()) == "fixture:one"  # another binder binds anew
     assert binds[3:] == ["cli:answer", "fixture:one"]

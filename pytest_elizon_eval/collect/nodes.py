@@ -201,7 +201,7 @@ class CaseItem(compat.FixtureItem):
         self._early: tuple[dict[str, object], CasePlan] | None = None
         self._case_sha: str | None = None
         #: Its first call when it was started ahead on a slot thread (run/slots.py).
-        self._slot_call: SlotCall | None = None
+        self.slot_call: SlotCall | None = None
         #: What plugins add at the case's setup to its effective content (its snapshot
         #: pin), and whether ``--elizon-resume`` may take it from the store at all (not
         #: when its run must happen: a snapshot update writes what it outputs).
@@ -285,7 +285,7 @@ class CaseItem(compat.FixtureItem):
         except ElizonError:
             return None
         self._early = (values, plan)
-        work, self._slot_call = run_ahead(plan)  # _run keeps its slot call's deadline
+        work, self.slot_call = run_ahead(plan)  # the scheduler keeps its deadline
         return work
 
     # -- the run ----------------------------------------------------------------------------
@@ -327,10 +327,12 @@ class CaseItem(compat.FixtureItem):
             self.result = stored
             return stored
         scheduler = running.scheduler
-        run = scheduler.result(self.nodeid, self._slot_call) if scheduler is not None \
+        run = scheduler.result(self.nodeid, self.slot_call) if scheduler is not None \
             else None  # waits; Ctrl-C still stops
-        if scheduler is not None and run is scheduler.ABANDONED:
-            run = run_without_first_call(plan)  # its call outlived its time on the slot
+        if scheduler is not None and run is scheduler.ABANDONED and self._early is not None:
+            # its first call outlived its time on the slot: the plan it was started with
+            # runs again here, without that call
+            run = run_without_first_call(self._early[1])
         elif not isinstance(run, CaseRun):
             run = run_case(plan)
         added = [found for found in self.ihook.pytest_elizon_case_checks(item=self, run=run)

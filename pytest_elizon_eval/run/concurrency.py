@@ -146,9 +146,9 @@ def gate_for(key: str) -> AdaptiveLimit | None:
     return gates.limit(key) if gates is not None else None
 
 
-#: How often an item that waits for a case still in line for a slot looks whether its first
-#: call has begun (from then on it waits until that call's deadline).
-_QUEUED_POLL_S = 0.05
+#: How often an item that waits for a case looks for slot calls past their deadline (its own
+#: case may wait in line behind them): one is ended within this after its deadline.
+_REAP_S = 0.05
 
 
 class CaseScheduler:
@@ -163,9 +163,12 @@ class CaseScheduler:
         #: wait for a slot, so that a slot whose case ended takes the next one at once
         #: instead of waiting for pytest's loop to reach the next item.
         self.ahead = slots + queued
-        self._queue: queue.SimpleQueue[tuple[Future[object], Callable[[], object]] | None] = (
-            queue.SimpleQueue())
+        self._queue: queue.SimpleQueue[
+            tuple[str, Future[object], Callable[[], object]] | None] = queue.SimpleQueue()
         self._futures: dict[str, Future[object]] = {}
+        #: The first calls that slots make themselves (run/slots.py), by key, until their
+        #: work ends or they are abandoned: whoever waits ends those past their deadline.
+        self._calls: dict[str, SlotCall] = {}
         self._lock = threading.Lock()
         self._stopped = threading.Event()
         self._threads = 0
@@ -176,16 +179,20 @@ class CaseScheduler:
     def started(self, key: str) -> bool:
         return key in self._futures  # a dict lookup is atomic; only the main thread adds
 
-    def start(self, key: str, work: Callable[[], object]) -> None:
-        """Queue ``work`` for ``key`` (once); it runs when a slot is free."""
+    def start(self, key: str, work: Callable[[], object], call: SlotCall | None = None
+              ) -> None:
+        """Queue ``work`` for ``key`` (once); it runs when a slot is free. ``call``: the
+        first call the slot makes itself, if any."""
         with self._lock:
             if key in self._futures or self._stopped.is_set():
                 return
             future: Future[object] = Future()
             self._futures[key] = future
+            if call is not None:
+                self._calls[key] = call
             more = self._threads < self.slots
             self._threads += more
-        self._queue.put((future, work))
+        self._queue.put((key, future, work))
         if more:
             threading.Thread(target=self._serve, daemon=True, name="elizon-case").start()
 
@@ -197,22 +204,34 @@ class CaseScheduler:
             if not self._run(*queued):
                 return  # its call was abandoned: a new slot thread took its place
 
-    def _run(self, future: Future[object], work: Callable[[], object]) -> bool:
-        if self._stopped.is_set() or not future.set_running_or_notify_cancel():
-            return True
+    def _run(self, key: str, future: Future[object], work: Callable[[], object]) -> bool:
         try:
-            future.set_result(work())
-        except SlotAbandoned:
-            return False
-        except BaseException as exc:  # delivered to the item that waits for it
-            future.set_exception(exc)
-        return True
+            if self._stopped.is_set() or not future.set_running_or_notify_cancel():
+                return True
+            try:
+                future.set_result(work())
+            except SlotAbandoned:
+                return False
+            except BaseException as exc:  # delivered to the item that waits for it
+                future.set_exception(exc)
+            return True
+        finally:
+            with self._lock:
+                self._calls.pop(key, None)
 
-    def replace_slot(self) -> None:
-        """A slot thread is stuck in a call its case was ended without: another one serves
-        in its place, so a hung call costs one thread, never a slot."""
-        if not self._stopped.is_set():
-            threading.Thread(target=self._serve, daemon=True, name="elizon-case").start()
+    def _reap(self) -> None:
+        """End every slot call past its deadline, each slot replaced: a case waiting in
+        line behind hung calls, or a hung call whose item never runs (skipped, its setup
+        failed), never holds the run."""
+        with self._lock:
+            calls = list(self._calls.items())
+        for key, call in calls:
+            if call.abandon():
+                with self._lock:
+                    self._calls.pop(key, None)
+                if not self._stopped.is_set():
+                    threading.Thread(target=self._serve, daemon=True,
+                                     name="elizon-case").start()
 
     #: :meth:`result`'s word for a case ended without its slot's call.
     ABANDONED: object = object()
@@ -221,23 +240,19 @@ class CaseScheduler:
         """What ``key``'s work gave (None: never started, or cancelled) — or
         :data:`ABANDONED` once its first call, made on its slot thread (``call``), has
         outlived its deadline: the caller then runs the case itself, with that call timed
-        out. Ctrl-C still stops the wait."""
+        out. While it waits it ends the slot calls past their deadline (:meth:`_reap`).
+        Ctrl-C still stops the wait."""
         future = self.take(key)
         if future is None:
             return None
         try:
-            if call is None:
-                return future.result()
             while True:
-                state = call.state
-                wait = None if state == SlotCall.DONE else _QUEUED_POLL_S \
-                    if state == SlotCall.READY else max(call.deadline - time.monotonic(), 0.0)
+                if call is not None and call.state == SlotCall.ABANDONED:
+                    return self.ABANDONED
                 try:
-                    return future.result(wait)
+                    return future.result(_REAP_S)
                 except FutureTimeout:
-                    if call.abandon():
-                        self.replace_slot()
-                        return self.ABANDONED
+                    self._reap()
         except CancelledError:
             return None
 
@@ -252,6 +267,7 @@ class CaseScheduler:
         with self._lock:
             pending = list(self._futures.values())
             self._futures.clear()
+            self._calls.clear()
             threads, self._threads = self._threads, 0
         for future in pending:
             future.cancel()
@@ -280,5 +296,5 @@ def prefetch(scheduler: CaseScheduler, items: Sequence[object], *, stop: bool) -
             continue
         work = work_of()
         if work is not None:
-            scheduler.start(key, work)
+            scheduler.start(key, work, getattr(item, "slot_call", None))
             done.add(id(item))

@@ -61,11 +61,11 @@ class SuiteContext:
     #: The suite's ``module:function`` checks, imported at collection, and their references.
     check_functions: Mapping[str, checks.CheckFunction] = field(default_factory=dict)
     check_refs: tuple[checks.CheckRef, ...] = ()
-    #: The entry point bound for its cases, by the ``elizon_entry`` fixture value they had
-    #: (its id; then the value, settings and binder it was bound with, themselves: an id
-    #: is only unique while its object lives).
-    entries: dict[int, tuple[object, Settings, Binder, Entry]] = field(
-        default_factory=dict, compare=False, repr=False)
+    #: The entry point last bound for its cases, with the ``elizon_entry`` fixture value,
+    #: settings and binder it was bound from: the next case with the very same ones takes
+    #: it. One, not one per value: a function-scoped fixture's values are never kept.
+    last_entry: list[tuple[object, Settings, Binder, Entry]] = field(
+        default_factory=list, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -150,14 +150,13 @@ def plan_case(case: Case, context: SuiteContext, settings: Settings, binder: Bin
             timeout_s, timeout_source = recorded_limit, "the limit it was recorded under"
     else:
         given = values[ENTRY.fixture]
-        known = context.entries.get(id(given))
-        if known is not None and known[0] is given and known[1] is settings \
-                and known[2] is binder:
-            entry = known[3]  # the suite's other cases bound it from the same sources
+        last = context.last_entry
+        if last and last[0][0] is given and last[0][1] is settings and last[0][2] is binder:
+            entry = last[0][3]  # the suite's cases before it bound it from the same sources
         else:
             entry = binder.entry(sources(ENTRY, context, settings, given, fixture_location),
                                  package.folder, package.output)
-            context.entries[id(given)] = (given, settings, binder, entry)
+            last[:] = [(given, settings, binder, entry)]
     judge = None
     if judged:
         try:

@@ -412,7 +412,9 @@ def run_ahead(plan: CasePlan) -> tuple[Callable[[], CaseRun], SlotCall | None]:
     """The case's run for a slot thread, and the first call that thread makes itself (a
     sync Python entry point's, when no adaptive limit gates it) or None (run/slots.py)."""
     entry = plan.entry
-    if entry is not None and getattr(entry, "sync", False) and gate_for(entry.limit_key) is None:
+    # not a sequential case: its runs are made on threads of their own
+    if entry is not None and getattr(entry, "sync", False) and plan.sequential is None \
+            and gate_for(entry.limit_key) is None:
         call = SlotCall()
         return lambda: slots.running(call, lambda: run_case(plan)), call
     return lambda: run_case(plan), None
