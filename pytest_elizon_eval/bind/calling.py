@@ -4,8 +4,8 @@ Owns the one risky step of a case: calling code we do not control. A sync
 callable runs in a daemon worker thread that is abandoned at the deadline
 (so a hung call never holds the session or its exit) — on the main thread
 under a SIGALRM deadline instead where it can, and as a case's first call
-under ``--elizon-concurrency`` on the case's slot thread (run/slots.py); a coroutine runs on
-one shared background event loop and is cancelled at the deadline. Whatever
+under ``--elizon-concurrency`` on the case's slot thread (run/slots.py); a
+coroutine runs on one shared background event loop and is cancelled at the deadline. Whatever
 the code does — raise, ``sys.exit()``, raise ``KeyboardInterrupt``, return
 garbage, stream without end — comes back as an :class:`~.calls.EntryCall`,
 never as an exception. Streams are read chunk by chunk, at most
@@ -233,7 +233,7 @@ def _call_sync(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
             return EntryCall(error=error_info(exc),
                              latency_ms=(time.perf_counter() - start) * 1000)
 
-    if slot is not None:  # on its slot thread: the waiting item keeps the deadline
+    if slot is not None:  # on its slot thread: the scheduler keeps the deadline
         if slot.state == SlotCall.TIMED_OUT:
             return EntryCall(timed_out=True)
         slot.begin(deadline)

@@ -9,8 +9,8 @@ N run, and up to N more wait in line, so a slot whose case ended takes the
 next at once instead of waiting for pytest's loop. Each started case waits for
 one of N slots, then runs :func:`~.running.run_case` — so its time limit and
 its latency start when its entry point is called, never while it queues. A
-slot makes its case's first sync call itself; the item keeps that call's
-deadline (run/slots.py). Work runs in daemon
+slot makes its case's first sync call itself; whoever waits for a case ends
+the calls past their deadline (run/slots.py). Work runs in daemon
 threads: after ``-x``, ``--maxfail`` or Ctrl-C nothing new starts and what
 was started is abandoned, never waited for.
 

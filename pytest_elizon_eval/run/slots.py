@@ -4,11 +4,11 @@ Under ``--elizon-concurrency`` a slot thread (:mod:`.concurrency`) runs a case
 before pytest reaches its item. Handing the case's sync call on to a worker
 thread, so that the slot can stop waiting for it at the deadline, costs two
 thread switches per case; so the slot makes its case's first call itself. A
-thread that runs foreign code cannot be stopped, so the item that waits for
-the case keeps the deadline instead: once the call has outlived it, the item
-ends the case without it (:meth:`SlotCall.abandon`), runs the case on its own
-thread with that call timed out, and a new slot thread takes the stuck one's
-place (docs/contract.md#concurrency). No pytest import here.
+thread that runs foreign code cannot be stopped, so the scheduler keeps the
+deadline instead: while pytest waits for any case, each call past its deadline
+is abandoned (:meth:`SlotCall.abandon`) and a new slot thread takes the stuck
+one's place; the case's item then runs the case on its own thread with that
+call timed out (docs/contract.md#concurrency). No pytest import here.
 """
 
 from __future__ import annotations
