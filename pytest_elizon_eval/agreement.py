@@ -16,11 +16,10 @@ import json
 import math
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .load.datafiles import CsvProblem, csv_records
-from .records import dataclass
 from .stats import normal_quantile
 
 __all__ = [

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from . import process_exit
 from .bind.binding import Binder
 from .collect import _pytest_compat as compat
 from .collect import hookspecs, options, snapshotting
@@ -34,7 +33,7 @@ from .load.suite_cache import for_pytest_cache
 from .measures import hooks as measures_hooks
 from .redteam import nodes as redteam_nodes
 from .reporting.aggregate import Aggregate
-from .run import concurrency
+from .run import concurrency, deadlines
 from .trust import provenance
 
 if TYPE_CHECKING:  # the report writers are imported where a run needs them (start-up cost)
@@ -54,15 +53,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    # The cleanup is added before pytest's own plugins add theirs (this hook runs before
-    # theirs; cleanups run last-in first-out): the heap is thawed after pytest's
-    # end-of-session collections, which it spares (docs/contract.md#the-heap).
-    outermost = process_exit.session_started()
-    config.add_cleanup(process_exit.session_ended)
     problem = compat.unsupported_pytest()
     if problem:
         config.issue_config_time_warning(pytest.PytestConfigWarning(problem), stacklevel=2)
     settings = options.resolve(config)
+    before = deadlines.suspended(), deadlines.hung.cap
+    debugging = _debugging(config)
+    if debugging is not None:
+        deadlines.suspend(debugging)
+        # one case at a time: the person debugging steps through one call, not 64
+        settings = replace(settings, concurrency=1, concurrency_auto=False)
+    deadlines.hung.cap = max(settings.max_hung_calls, settings.concurrency)
     # per process: each xdist worker adapts its concurrency on its own
     gates = concurrency.Gates(settings.concurrency) if settings.concurrency_auto else None
     elizon_session.ElizonSession(
@@ -75,9 +76,8 @@ def pytest_configure(config: pytest.Config) -> None:
                                             queued=settings.concurrency if gates is None
                                             else 0)
         if settings.concurrency > 1 else None,
+        suspended=deadlines.suspended(), deadlines_before=before,
     ).start(config)
-    if settings.freeze_heap and outermost:
-        config.pluginmanager.register(FrozenHeap(config), "elizon-frozen-heap")
     # the probe pack: the run's canary (one for all xdist workers), its fixtures, its checks
     config.pluginmanager.register(redteam_nodes, "elizon-redteam")
     # the task measures: each case's label, passages and RAG scores (docs/contract.md#task-metrics)
@@ -127,47 +127,6 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None
             scheduler.stop()  # this item's failure ends the run (-x, --maxfail): start no more
 
 
-class FrozenHeap:
-    """What is alive when collection ends, and once the session has finished, lives to the
-    end: Python's garbage collections after those points skip it
-    (docs/contract.md#the-heap)."""
-
-    def __init__(self, config: pytest.Config) -> None:
-        self.config = config
-        self.collected_cases = False
-
-    @pytest.hookimpl(trylast=True)
-    def pytest_collection_finish(self, session: pytest.Session) -> None:
-        items = session.items
-        self.collected_cases = any(isinstance(item, collect.CaseItem) for item in items)
-        # only when nothing but cases runs: other tests may count on collecting what they
-        # drop (gc.collect(), then a weak reference is dead)
-        if self.collected_cases and all(isinstance(item, collect.CaseItem) for item in items):
-            process_exit.freeze(collect=1)  # collection's garbage is young
-
-    @property
-    def reported_cases(self) -> bool:
-        """Whether this process's reporter took case reports (the xdist controller collects
-        none): asked once, rather than a hook looking at every report."""
-        reporter = self.config.pluginmanager.get_plugin(_REPORTER)
-        return isinstance(reporter, SessionReporter) and len(reporter.aggregate) > 0
-
-    @pytest.hookimpl(wrapper=True, tryfirst=True)
-    def pytest_sessionfinish(self) -> Generator[None, None, None]:
-        if not (self.collected_cases or self.reported_cases):
-            return (yield)
-        # While the reports are written, the session's fixtures torn down and the summary
-        # shown, every object is visible to gc.get_referrers() (hypothesis asks in its
-        # summary) and no automatic collection walks them all. Then what they dropped is
-        # collected (finalized under pytest's check for unraisable exceptions) and the rest
-        # frozen: pytest's own end-of-session collections skip it.
-        with process_exit.collections_paused():
-            process_exit.thaw()
-            result = yield
-        process_exit.freeze(collect=2)
-        return result
-
-
 def pytest_sessionfinish(session: pytest.Session) -> None:
     running = session.config.stash.get(elizon_session.SESSION, None)
     if running is None:
@@ -177,7 +136,44 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     running.binder.close()
 
 
+def _debugging(config: pytest.Config) -> str | None:
+    """Why this session's deadlines are suspended from its start: a debugging option, or a
+    debugger already tracing (docs/contract.md#at-the-deadline)."""
+    if config.getoption("usepdb", False):
+        return "--pdb"
+    if config.getoption("trace", False):
+        return "--trace"
+    return deadlines.debugger_in_use()
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    running = config.stash.get(elizon_session.SESSION, None)
+    why = running.suspended if running is not None else None
+    if why is None:
+        return None
+    return (f"elizon: deadlines suspended ({why}): entry points, judges and checks are "
+            "waited for without limit, one case at a time")
+
+
+def pytest_enter_pdb(config: pytest.Config) -> None:
+    # a breakpoint() in an entry point: whoever waits for it waits for the person at it
+    deadlines.suspend("a debugger was entered")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter,
+                            config: pytest.Config) -> None:
+    why = deadlines.suspended()
+    running = config.stash.get(elizon_session.SESSION, None)
+    if why is not None and running is not None and why != running.suspended:
+        terminalreporter.write_line(f"elizon: deadlines were suspended during the run ({why}): "
+                                    "calls from then on were waited for without limit")
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
+    running = config.stash.get(elizon_session.SESSION, None)
+    if running is not None and running.deadlines_before is not None:
+        deadlines.restore(running.deadlines_before[0])
+        deadlines.hung.cap = running.deadlines_before[1]
     reporter = config.pluginmanager.get_plugin(_REPORTER)
     if reporter is not None:
         config.pluginmanager.unregister(reporter)
@@ -200,7 +196,6 @@ def pytest_runtest_makereport(
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
     if isinstance(item, collect.CaseItem):
-        process_exit.ran_cases()
         found = item.result_for(call.when, call.excinfo if report.failed else None)
         if found is not None:
             faithful = annotate(report, *found)
@@ -418,7 +413,6 @@ class SessionReporter:
         data = getattr(report, outcomes.REPORT_ATTR, None)
         handed, self._handed = self._handed, None
         if data is not None:
-            process_exit.ran_cases()
             if handed is not None and handed[0] is report:
                 self.aggregate.add_result(handed[1])
             else:  # made by an xdist worker, or by another plugin: the data is the result

@@ -13,10 +13,10 @@ import importlib
 import inspect
 import sys
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from .collect.options import OPTIONS, Option
 from .errors import CODES
-from .records import dataclass
 
 __all__ = ["ENVIRONMENT", "FIXTURES", "Fixture", "Variable", "main", "render"]
 

@@ -18,8 +18,8 @@ import difflib
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
-from .records import dataclass
 from .stats import wilson_interval
 
 __all__ = [

@@ -26,6 +26,7 @@ import sys
 import threading
 import traceback
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from types import ModuleType
@@ -34,7 +35,6 @@ from typing import TYPE_CHECKING, Any
 from .. import errors
 from ..errors import ElizonError
 from ..load.runtime import CommandEntry, JudgeEndpoint, UrlEntry, from_model
-from ..records import dataclass
 
 if TYPE_CHECKING:  # types only: pydantic is imported where a mapping is validated, the
     # entries and judges where one is made (a session that only collects needs neither)

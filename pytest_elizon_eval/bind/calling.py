@@ -2,16 +2,20 @@
 
 Owns the one risky step of a case: calling code we do not control. A sync
 callable runs in a daemon worker thread that is abandoned at the deadline
-(so a hung call never holds the session or its exit) — on the main thread
-under a SIGALRM deadline instead where it can, and as a case's first call
-under ``--elizon-concurrency`` on the case's slot thread (run/slots.py); a
-coroutine runs on one shared background event loop and is cancelled at the deadline. Whatever
-the code does — raise, ``sys.exit()``, raise ``KeyboardInterrupt``, return
-garbage, stream without end — comes back as an :class:`~.calls.EntryCall`,
-never as an exception. Streams are read chunk by chunk, at most
-:data:`MAX_STREAM_CHARS` characters and never past the deadline. A real
-Ctrl-C from the user interrupts the waiting main thread and stops the
-session as usual. No pytest import here.
+(so a hung call never holds the session or its exit; pytest-timeout's thread
+method is the model: nothing is interrupted, no signal handler or trace
+function is installed), or as a case's first call under ``--elizon-concurrency``
+on the case's slot thread (run/slots.py); a coroutine runs on one shared
+background event loop and is cancelled at the deadline. An entry point with
+too many calls still running past their deadline gets no more
+(run/deadlines.py); while deadlines are suspended (a debugger) a sync call is
+made on the calling thread and waited for without limit. Whatever the code
+does — raise, ``sys.exit()``, raise ``KeyboardInterrupt``, return garbage,
+stream without end — comes back as an :class:`~.calls.EntryCall`, never as an
+exception. Streams are read chunk by chunk, at most :data:`MAX_STREAM_CHARS`
+characters and never past the deadline. A real Ctrl-C from the user
+interrupts the waiting main thread and stops the session as usual. No pytest
+import here.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import concurrent.futures
 import functools
 import inspect
+import os
 import queue
 import threading
 import time
@@ -26,12 +31,11 @@ import traceback
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from typing import Any, ClassVar, TypeVar
 
-from ..run import slots
+from ..run import deadlines, slots
 from ..run.calls import EntryCall, ErrorInfo, OutputError
 from ..run.retrying import refusal_of
 from ..run.sdk_answers import SdkAnswer, SdkShapeError, is_chunk, join_chunks
 from ..run.slots import SlotAbandoned, SlotCall
-from .signal_deadline import DeadlineSignal, run_signalled, usable
 
 __all__ = ["MAX_STREAM_CHARS", "Convert", "call_with_deadline", "error_info", "is_async",
            "run_blocking", "run_on_loop"]
@@ -94,7 +98,7 @@ class _Stream:
         if self.size > MAX_STREAM_CHARS:
             raise OutputError(f"the entry point streamed more than {MAX_STREAM_CHARS:,} "
                               "characters; the stream was closed")
-        if time.monotonic() >= self.deadline:
+        if deadlines.passed(self.deadline):
             raise _PastDeadline
 
     def text(self) -> str | SdkAnswer:
@@ -185,25 +189,71 @@ class _Worker:
                 done.set()
 
 
-def run_blocking(work: Callable[[], _T], deadline: float) -> _T | None:
+def run_blocking(work: Callable[[], _T], deadline: float, key: str | None = None
+                 ) -> _T | None:
     """Run ``work()`` on a worker thread until ``deadline``; None if it had not finished by
-    then (the worker is abandoned). What ``work`` raises is raised here."""
+    then (the worker is abandoned, and counted against ``key`` until it returns). What
+    ``work`` raises is raised here. While deadlines are suspended it is waited for."""
     box: list[tuple[bool, Any]] = []
     done = threading.Event()
+    state = _Abandonment(key)
+    pid = os.getpid()
 
     def task() -> None:
         try:
             box.append((True, work()))
         except BaseException as exc:  # handed to the caller, whatever it is
             box.append((False, exc))
+        if os.getpid() != pid:  # a child the call forked came back here: it must go
+            os._exit(0)
+        state.finished()
 
     _Worker.run(task, done)
-    if not done.wait(max(deadline - time.monotonic(), 0)):
+    if not _wait(done, deadline) and not state.abandon():
+        done.wait()  # it finished as it was given up: its answer came in time
+    if not box:
         return None
     finished, value = box[0]
     if not finished:
         raise value
     return value  # type: ignore[no-any-return]
+
+
+def _wait(done: threading.Event, deadline: float) -> bool:
+    """Wait for ``done`` until ``deadline``; on, without limit, while deadlines are
+    suspended (a debugger entered during the wait counts too)."""
+    if done.wait(deadlines.remaining(deadline)):
+        return True
+    return deadlines.suspended() is not None and done.wait()
+
+
+class _Abandonment:
+    """Whether a call was given up at its deadline before it finished, decided once under a
+    lock: the hung-call count of its entry point goes up then and down when it returns."""
+
+    __slots__ = ("_lock", "abandoned", "ended", "key")
+
+    def __init__(self, key: str | None) -> None:
+        self._lock = threading.Lock()
+        self.key = key
+        self.abandoned = self.ended = False
+
+    def abandon(self) -> bool:
+        """Give the call up: False when it had already finished."""
+        with self._lock:
+            if self.ended:
+                return False
+            self.abandoned = True
+        if self.key is not None:
+            deadlines.hung.add(self.key)
+        return True
+
+    def finished(self) -> None:
+        with self._lock:
+            self.ended = True
+            counted = self.abandoned and self.key is not None
+        if counted:
+            deadlines.hung.done(self.key)  # type: ignore[arg-type]
 
 
 def _claim_slot_call() -> SlotCall | None:
@@ -214,7 +264,8 @@ def _claim_slot_call() -> SlotCall | None:
 
 
 def _call_sync(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-               deadline: float, convert: Convert, slot: SlotCall | None = None) -> EntryCall:
+               deadline: float, convert: Convert, slot: SlotCall | None = None,
+               key: str | None = None) -> EntryCall:
     def work() -> EntryCall:
         start = time.perf_counter()
         try:
@@ -226,26 +277,40 @@ def _call_sync(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
             elif isinstance(raw, Iterator):
                 raw = _read_stream(raw, deadline)
             latency = (time.perf_counter() - start) * 1000
+            if deadlines.passed(deadline):
+                # an answer that came after the limit is a timeout, however it got here
+                return EntryCall(timed_out=True)
             return convert(raw, latency)
-        except (_PastDeadline, DeadlineSignal):
+        except _PastDeadline:
             return EntryCall(timed_out=True)
         except BaseException as exc:  # graded, whatever it is: SystemExit included
             return EntryCall(error=error_info(exc),
                              latency_ms=(time.perf_counter() - start) * 1000)
 
+    if slot is not None and slot.state == SlotCall.TIMED_OUT:
+        return EntryCall(timed_out=True)
+    refused = _hung_refusal(key)
+    if refused is not None:
+        return refused
     if slot is not None:  # on its slot thread: the scheduler keeps the deadline
-        if slot.state == SlotCall.TIMED_OUT:
-            return EntryCall(timed_out=True)
-        slot.begin(deadline)
+        slot.begin(deadline, None if key is None else lambda: deadlines.hung.add(key))
         made = work()
         if not slot.end():
+            if key is not None:
+                deadlines.hung.done(key)
             raise SlotAbandoned
-        # what ended after its deadline is a timeout, as anywhere else
-        return made if time.monotonic() < deadline else EntryCall(timed_out=True)
-    # On the main thread a SIGALRM keeps the deadline (no thread hand-off per call); where
-    # signals cannot be used, a worker thread does (docs/contract.md#at-the-deadline).
-    call = run_signalled(work, deadline) if usable() else run_blocking(work, deadline)
+        return made
+    if deadlines.suspended() is not None:
+        return work()  # on this thread, as a test's code runs, for the person debugging it
+    call = run_blocking(work, deadline, key)
     return call if call is not None else EntryCall(timed_out=True)
+
+
+def _hung_refusal(key: str | None) -> EntryCall | None:
+    """The call not made, when ``key`` has too many calls still running past their
+    deadline."""
+    said = None if key is None else deadlines.hung.refusal(key)
+    return None if said is None else EntryCall(error=ErrorInfo("EntryPointHung", said))
 
 
 # -- coroutines: one background event loop, cancelled at the deadline -------------------------
@@ -294,19 +359,26 @@ def _retire_loop(stuck: _LoopThread) -> None:
             _loop = None
 
 
-def run_on_loop(make: Callable[[], Coroutine[Any, Any, _T]], deadline: float) -> _T | None:
+def run_on_loop(make: Callable[[], Coroutine[Any, Any, _T]], deadline: float,
+                key: str | None = None) -> _T | None:
     """Run ``make()`` on the shared loop until ``deadline``; None if it was cancelled there.
 
     Cancellation at the deadline is the only way such a call ends early, so reaching the
-    deadline is always reported as a timeout, never as whatever error the code raises."""
+    deadline is always reported as a timeout, never as whatever error the code raises. A
+    loop the code blocked is retired, and counted against ``key`` until it runs again."""
     runner = _shared_loop()
     future = runner.submit(make())
     try:
-        return future.result(max(deadline - time.monotonic(), 0))
+        return future.result(deadlines.remaining(deadline))
     except concurrent.futures.TimeoutError:
+        if deadlines.suspended() is not None:  # a debugger was entered meanwhile
+            return future.result()
         future.cancel()
         if not runner.responsive(1.0):
             _retire_loop(runner)
+            if key is not None:
+                deadlines.hung.add(key)
+                runner.loop.call_soon_threadsafe(deadlines.hung.done, key)
         return None
 
 
@@ -316,6 +388,8 @@ async def _guarded(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[s
     try:
         raw = await _settle(fn(*args, **kwargs), deadline)
         latency = (time.perf_counter() - start) * 1000
+        if deadlines.passed(deadline):  # it caught its cancellation and answered late
+            return EntryCall(timed_out=True)
         return convert(raw, latency)
     except _PastDeadline:
         return EntryCall(timed_out=True)
@@ -349,11 +423,16 @@ def is_async(fn: Callable[..., Any]) -> bool:
 
 
 def call_with_deadline(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-                       deadline: float, convert: Convert) -> EntryCall:
+                       deadline: float, convert: Convert, key: str | None = None) -> EntryCall:
     """Call ``fn(*args, **kwargs)`` until ``deadline`` (``time.monotonic()``), with every guard
-    of this module; ``convert`` its result."""
+    of this module; ``convert`` its result. ``key`` names the entry point whose calls still
+    running past their deadline are counted (and capped)."""
     slot = _claim_slot_call()
     if is_async(fn):
-        call = run_on_loop(lambda: _guarded(fn, args, kwargs, deadline, convert), deadline)
+        refused = _hung_refusal(key)
+        if refused is not None:
+            return refused
+        call = run_on_loop(lambda: _guarded(fn, args, kwargs, deadline, convert), deadline,
+                           key)
         return call if call is not None else EntryCall(timed_out=True)
-    return _call_sync(fn, args, kwargs, deadline, convert, slot)
+    return _call_sync(fn, args, kwargs, deadline, convert, slot, key)

@@ -139,7 +139,7 @@ class CallableEntry:
         args, kwargs = _arguments(self._signature, case_input, extra, self._passing)
         tally = Tally()
         call = attempts(lambda: call_with_deadline(self.fn, args, kwargs, deadline,
-                                                        from_return),
+                                                   from_return, self.description),
                              _refused, deadline=deadline, tally=tally, key=self.limit_key)
         return retried(call, tally)
 

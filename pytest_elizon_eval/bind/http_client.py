@@ -20,11 +20,10 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from ..records import dataclass
 from .calling import run_blocking
 
 if TYPE_CHECKING:

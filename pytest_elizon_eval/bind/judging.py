@@ -24,11 +24,10 @@ import json
 import os
 import re
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from ..load.runtime import JudgeEndpoint
-from ..records import dataclass
 from ..run.answers import is_token_count
 from ..run.calls import EntryCall, Usage
 from ..run.retrying import RETRY_STATUSES, Refusal, Tally, attempts, gave_up, wait_from_headers
@@ -192,7 +191,8 @@ class CallableJudge:
     def grade(self, rubric: str, case_input: object, output: str, *, deadline: float) -> Grade:
         call = call_with_deadline(self.fn, (rubric, case_input, output), {}, deadline,
                                   lambda raw, latency: EntryCall(value=score_of(raw),
-                                                                 latency_ms=latency))
+                                                                 latency_ms=latency),
+                                  self.description)
         if call.timed_out:
             return Grade(timed_out=True)
         if call.error is not None:  # a JudgeError's message says it all; others need the type

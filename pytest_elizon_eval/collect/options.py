@@ -17,7 +17,7 @@ import importlib.util
 import keyword
 import math
 import os
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,9 +26,9 @@ import pytest
 from ..bind.binding import ENTRY, JUDGE, Kind, Source, parse_text
 from ..history.store import DEFAULT_PATH, is_url
 from ..load.runtime import MAX_PRICE
-from ..records import dataclass
 from ..run.cassette import Cassette
 from ..run.concurrency import MAX_CONCURRENCY
+from ..run.deadlines import DEFAULT_MAX_HUNG
 from ..run.grade_cache import CACHE_MODES, DEFAULT_MAX_ENTRIES, GradeCache
 from ..run.retrying import RetryPolicy
 
@@ -94,6 +94,10 @@ OPTIONS: tuple[Option, ...] = (
     Option(ini="elizon_retry_on", ini_type="args", ini_default=[],
            help="Further exception classes that mean 'rate limited', by dotted name (e.g. "
                 "openai.RateLimitError); their retry_after or response.headers are read."),
+    Option(ini="elizon_max_hung_calls", unset=str(DEFAULT_MAX_HUNG),
+           help="Calls of one Python entry point or judge left running past their deadline "
+                "(each holds a thread) before its later calls fail at once saying it does "
+                f"not return (default {DEFAULT_MAX_HUNG}; never below the concurrency)."),
     Option(ini="elizon_retry_backoff", unset="0.5 8",
            help="Backoff without a hint from the server: 'BASE CAP' in seconds "
                 "(default '0.5 8'); the wait is uniform in [0, min(CAP, BASE*2^n)]."),
@@ -169,11 +173,6 @@ OPTIONS: tuple[Option, ...] = (
     Option(ini="elizon_history_strict", ini_type="bool", ini_default=False, unset="false",
            help="A history store that cannot be used is an error (exit status 4) instead of "
                 "one warning."),
-    Option(ini="elizon_freeze_heap", ini_type="bool", ini_default=True, unset="true",
-           help="Freeze the heap alive (gc.freeze) when collection ends, in a session of "
-                "nothing but Elizon cases, and once the session has finished, so Python's "
-                "garbage collections stop walking it: false keeps every object visible to "
-                "gc.get_objects() and gc.get_referrers() all session."),
     Option(cli="--elizon-resume", action="store_true", default=False, unset="false",
            help="Continue the last unfinished session of the same packages: cases it "
                 "finished (same entry point, and same case with its suite's defaults) are "
@@ -227,6 +226,8 @@ class Settings:
     sign_key: SigningKey | None = None
     #: ``--elizon-concurrency=auto[:MAX]``: ``concurrency`` is MAX, found per entry point.
     concurrency_auto: bool = False
+    #: ini ``elizon_max_hung_calls`` (docs/contract.md#hung-calls).
+    max_hung_calls: int = DEFAULT_MAX_HUNG
     #: ``--elizon-retries`` / ini ``elizon_retries``, ``elizon_retry_on``,
     #: ``elizon_retry_backoff`` (docs/contract.md#retries).
     retry: RetryPolicy = field(default_factory=RetryPolicy)
@@ -244,9 +245,6 @@ class Settings:
     history: str | None = None
     #: ini ``elizon_history_strict``: a store that cannot be used is an error.
     history_strict: bool = False
-    #: ini ``elizon_freeze_heap``: freeze the heap after collection (cases only) and once
-    #: the session has finished (docs/contract.md#the-heap).
-    freeze_heap: bool = True
     #: ``--elizon-resume`` (docs/contract.md#resume).
     resume: bool = False
     #: ini ``elizon_confidence`` / ``elizon_alpha`` (docs/contract.md#intervals).
@@ -627,6 +625,7 @@ def resolve(config: pytest.Config) -> Settings:
         concurrency=concurrency,
         concurrency_auto=auto,
         retry=_retry(config),
+        max_hung_calls=_max_hung_calls(config),
         record=_path(config, "elizon_record"),
         replay=_cassette(config),
         html=_html_path(config),
@@ -639,7 +638,6 @@ def resolve(config: pytest.Config) -> Settings:
         inconclusive_passes=_inconclusive(config),
         history=history,
         history_strict=_ini_bool(config, "elizon_history_strict"),
-        freeze_heap=_ini_bool(config, "elizon_freeze_heap"),
         resume=resume,
         confidence=_level(config, "elizon_confidence", 0.95, "a confidence level"),
         alpha=_level(config, "elizon_alpha", 0.05, "a significance level"),
@@ -654,6 +652,20 @@ def _elizon_folder(config: pytest.Config, name: str) -> Path | None:
     if cache is None:
         return None
     return Path(cache.mkdir("elizon")) / name
+
+
+def _max_hung_calls(config: pytest.Config) -> int:
+    raw = str(config.getini("elizon_max_hung_calls") or "").strip()
+    if not raw:
+        return DEFAULT_MAX_HUNG
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 10_000:
+        raise pytest.UsageError(f"{_ini_source(config, 'elizon_max_hung_calls')} ({raw!r}): "
+                                "expected a whole number from 1 to 10000")
+    return value
 
 
 def _ini_bool(config: pytest.Config, name: str) -> bool:

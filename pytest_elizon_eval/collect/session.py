@@ -14,12 +14,10 @@ low-level modules (``retrying``, ``concurrency``) can read it without an import 
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pytest
-
-from ..records import dataclass
 
 if TYPE_CHECKING:
     from ..bind.binding import Binder
@@ -51,6 +49,11 @@ class ElizonSession:
     #: ``--elizon-resume``: the cases the resumed run finished, by node id (suite sha256,
     #: case sha256, entry, report data); None when not resuming.
     resumable: dict[str, tuple[str, str, str, dict[str, Any]]] | None = None
+    #: Why deadlines were suspended from the session's start (a debugger), if they were;
+    #: and the process's deadline state before the session, put back at its end
+    #: (docs/contract.md#debugging).
+    suspended: str | None = None
+    deadlines_before: tuple[str | None, int] | None = None
 
     def start(self, config: pytest.Config | None) -> None:
         """Keep this session under its config and make it the process's current one."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Generator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,6 @@ import pytest
 from .. import errors
 from ..decide import outcomes
 from ..errors import ElizonError
-from ..records import dataclass
 from ..run import snapshots
 from ..run.planning import CaseChecks, recorded_input
 from ..run.running import Attempt, CaseRun

@@ -23,10 +23,9 @@ import re
 import types
 import typing
 from collections.abc import Callable, Mapping
-from dataclasses import field
+from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
-from ..records import dataclass, fields, is_record
 from ..run.assertions import AssertionResult
 from ..run.calls import ErrorInfo, ToolCall, Usage
 
@@ -144,7 +143,7 @@ def _unwrapped(hint: Any) -> Any:
 @functools.cache
 def _dumper(hint: Any) -> Callable[[Any], Any]:
     hint = _unwrapped(hint)
-    if isinstance(hint, type) and is_record(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return _dump_record
     if typing.get_origin(hint) is tuple:
         item = _dumper(typing.get_args(hint)[0])
@@ -157,7 +156,7 @@ def _dumper(hint: Any) -> Callable[[Any], Any]:
 @functools.cache
 def _loader(hint: Any) -> Callable[[Any], Any]:
     hint = _unwrapped(hint)
-    if isinstance(hint, type) and is_record(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         record = hint
         return lambda value: from_data(record, value) if isinstance(value, Mapping) else value
     if typing.get_origin(hint) is tuple:

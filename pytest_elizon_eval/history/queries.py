@@ -16,11 +16,10 @@ import json
 import math
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import asdict, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..decide.outcomes import PASSED
-from ..records import dataclass
 from ..reporting.aggregate import Aggregate
 from ..stats import wilson_interval
 from .store import Store

@@ -21,10 +21,9 @@ import re
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
-
-from ..records import dataclass
 
 __all__ = ["DEFAULT_PATH", "MIGRATIONS", "SCHEMA_VERSION", "CaseRow", "HistoryError", "Store",
            "describe", "is_url"]

@@ -27,7 +27,7 @@ import math
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -37,7 +37,6 @@ import yaml
 from ..load.documents import MAX_ALIAS_EXPANSION, MAX_FILE_BYTES, LoadFailed, Problem
 from ..load.loading import load_yaml
 from ..load.model import Manifest, Suite, manifest_shape, suite_checks, validate
-from ..records import dataclass
 from ..trust.evidence import replace_file
 
 __all__ = ["Conversion", "ImportFailed", "convert", "write"]

@@ -11,10 +11,9 @@ from the suite cache never imports PyYAML. No pytest import here.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-from ..records import dataclass
 
 __all__ = [
     "MAX_ALIAS_EXPANSION",

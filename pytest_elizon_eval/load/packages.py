@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import errno
 import hashlib
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import errors
 from ..errors import ElizonError
-from ..records import dataclass
 from ..redteam import pack as redteam
 from ..run.checks import CheckRef, check_refs
 from . import common_forms, datafiles

@@ -11,9 +11,8 @@ Stdlib only; no pytest import here.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
-
-from ..records import dataclass
 
 __all__ = ["NO_LABEL", "ClassificationReport", "LabelScores", "report"]
 

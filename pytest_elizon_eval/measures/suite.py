@@ -8,11 +8,10 @@ exactly as ``pass_rate`` does. No pytest import here.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..decide.results_data import CaseResult
-from ..records import dataclass
 from .agents import agent_metrics
 
 if TYPE_CHECKING:  # the classification report is built only for suites with labels

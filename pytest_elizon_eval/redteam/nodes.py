@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
-from dataclasses import field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pytest
@@ -34,7 +34,6 @@ from ..decide.outcomes import SuiteInfo
 from ..errors import ElizonError
 from ..load.discovery import read_once
 from ..load.packages import Package, SuiteSpec
-from ..records import dataclass
 from ..run import cassette_secrets
 from ..run.assertions import AssertionResult
 from ..run.cassette import Cassette, suite_key

@@ -19,6 +19,7 @@ import json
 import re
 import secrets as _random
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -30,7 +31,6 @@ from ..errors import ELIZON_SECRETS_INVALID as SECRETS_INVALID
 from ..errors import ElizonError
 from ..load.documents import LoadFailed, Problem
 from ..load.runtime import Case, Expect, JudgeExpect, ToolCallsExpect, Turn
-from ..records import dataclass
 from ..run.assertions import AssertionResult
 from .probe_names import CATEGORIES, SEVERITIES
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..decide.outcomes import (
@@ -26,7 +26,6 @@ from ..decide.outcomes import (
     inconclusive_passes,
 )
 from ..measures import suite as task_measures
-from ..records import dataclass
 from .intervals import (
     DetectableDrop,
     MetricInterval,

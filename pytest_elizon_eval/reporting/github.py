@@ -18,6 +18,7 @@ abandoned at its deadline that keeps printing — can issue a command.
 from __future__ import annotations
 
 import secrets
+from dataclasses import dataclass
 
 from ..decide.outcomes import (
     ERROR,
@@ -28,7 +29,6 @@ from ..decide.outcomes import (
     failure_message,
     inconclusive_passes,
 )
-from ..records import dataclass
 from .aggregate import Aggregate
 
 __all__ = ["MAX_PER_TYPE", "MESSAGE_LIMIT", "Guard", "annotation_lines", "escape_data",

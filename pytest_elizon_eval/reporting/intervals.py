@@ -9,12 +9,11 @@ Pure functions of a suite's case results and the run's ``elizon_confidence`` /
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .. import stats
 from ..decide.outcomes import ERROR, FAILED, INCONCLUSIVE, PASSED, TIMEOUT, CaseResult
-from ..records import dataclass
 
 __all__ = ["DetectableDrop", "MetricInterval", "baseline_test", "comparison_text",
            "detectable_drop", "interval_cell", "proportion_test", "suite_intervals",

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..decide.outcomes import PASSED
 from ..measures.suite import RAG_METRICS, direction
-from ..records import dataclass
 from .aggregate import COST_METRICS, Aggregate
 
 if TYPE_CHECKING:  # the significance tests run only when there is an earlier run to compare

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .. import stats
 from ..decide.outcomes import PASSED, CaseResult
-from ..records import dataclass
 
 __all__ = ["MCNEMAR", "PAIRED_T", "Paired", "SignificantChange", "of_file", "of_result",
            "suite_changes"]

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from typing import Any
-
-from ..records import dataclass
 
 __all__ = ["JsonText", "PathMissing", "contains_any", "contains_exact", "is_json",
            "json_from_text", "parse_path", "select", "starts_with"]

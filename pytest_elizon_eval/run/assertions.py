@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from dataclasses import field as dataclass_field
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ..records import dataclass
 from ..reporting.usage_text import dollars
 from . import answer_parts
 from .answer_parts import PathMissing, json_from_text, select

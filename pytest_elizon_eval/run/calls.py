@@ -9,10 +9,8 @@ entry point may return for an agent's answer (docs/contract.md#answers).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any
-
-from ..records import dataclass
 
 __all__ = ["Answer", "EntryCall", "ErrorInfo", "OutputError", "ToolCall", "Usage"]
 

@@ -28,6 +28,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ from .. import errors
 from ..errors import ElizonError
 from ..load.documents import YamlMapping, YamlSequence
 from ..load.runtime import Case, CheckSpec, Expect
-from ..records import dataclass
+from . import deadlines
 from .assertions import AssertionResult
 from .calls import EntryCall
 
@@ -431,7 +432,7 @@ def grade_checks(expect: Expect | None, functions: Mapping[str, CheckFunction], 
             continue
         function = functions[spec.check]
         left = deadline - time.monotonic()
-        if left <= 0:
+        if deadlines.passed(deadline):
             out_of_time = True
             results.append(AssertionResult(name, False, wanted, "no time left within the "
                                            "case's time limit"))

@@ -19,11 +19,11 @@ import json
 import os
 import tempfile
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..load.content import CANARY
-from ..records import dataclass
 
 if TYPE_CHECKING:  # the judges are made by the binder, which imports them
     from ..bind.judging import Grade, Judge

@@ -9,7 +9,7 @@ case's result. :mod:`.collect` calls both from a case's setup and run.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +23,6 @@ from ..history.resume import case_sha256 as case_sha256
 from ..history.resume import stored_result as stored_result
 from ..load.packages import LoadedSuite, Package, SuiteSpec
 from ..load.runtime import Case, RepeatUntil
-from ..records import dataclass
 from ..redteam import pack as redteam
 from ..sequential import DEFAULT_INDIFFERENCE, Sprt
 from . import alignment, cassette_secrets, checks

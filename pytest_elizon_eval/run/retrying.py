@@ -28,11 +28,10 @@ import random
 import re
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from ..collect import session
-from ..records import dataclass
 
 __all__ = [
     "RETRY_STATUSES",

@@ -23,15 +23,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import field, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..decide.outcomes import PASSED, call_outcome
 from ..decide.results_data import JudgeRecord
 from ..load.runtime import Case, Expect, JudgeExpect
-from ..records import dataclass
 from ..sequential import DEFAULT_CONFIDENCE, Sprt
-from . import slots
+from . import deadlines, slots
 from .assertions import AssertionResult, check
 from .calls import EntryCall, ToolCall, Usage
 from .checks import CaseCopy, CheckFunction, grade_checks
@@ -183,7 +182,7 @@ def _grade_rubric(plan: CasePlan, spec: JudgeExpect, judge: Judge, case_input: o
             cached += 1
         else:
             left = deadline - time.monotonic()
-            if left <= 0:
+            if deadlines.passed(deadline):
                 return (*_no_grade(spec, identity, wanted, f"{name}: no time left within the "
                                    "case's time limit", False, advisory, cached, calls), None)
             grade = judge.grade(spec.rubric, case_input, call.text, deadline=deadline)

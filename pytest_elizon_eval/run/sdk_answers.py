@@ -18,9 +18,8 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
-
-from ..records import dataclass
 
 __all__ = ["KINDS", "SdkAnswer", "SdkShapeError", "dump_of", "is_chunk", "join_chunks",
            "read_as", "read_sdk"]

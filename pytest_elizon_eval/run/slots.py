@@ -14,9 +14,10 @@ call timed out (docs/contract.md#concurrency). No pytest import here.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from typing import TypeVar
+
+from . import deadlines
 
 __all__ = ["SlotAbandoned", "SlotCall", "on_this_thread", "running"]
 
@@ -38,7 +39,7 @@ class SlotCall:
     that waits for the case."""
 
     READY, CALLING, DONE, ABANDONED, TIMED_OUT = range(5)
-    __slots__ = ("_lock", "deadline", "state")
+    __slots__ = ("_lock", "deadline", "on_abandon", "state")
 
     def __init__(self, state: int = READY) -> None:
         self._lock = threading.Lock()
@@ -47,10 +48,13 @@ class SlotCall:
         self.state = state
         #: When the call under way must have ended (``time.monotonic()``).
         self.deadline = float("inf")
+        #: Told when the call is abandoned (it counts as hung until it returns).
+        self.on_abandon: Callable[[], None] | None = None
 
-    def begin(self, deadline: float) -> None:
+    def begin(self, deadline: float, on_abandon: Callable[[], None] | None = None) -> None:
         with self._lock:
             self.deadline, self.state = deadline, self.CALLING
+            self.on_abandon = on_abandon
 
     def end(self) -> bool:
         """The call returned: False when its case was already ended without it."""
@@ -64,9 +68,11 @@ class SlotCall:
         """End the case without the call, if the call is still under way past its
         deadline: True when it was."""
         with self._lock:
-            if self.state != self.CALLING or time.monotonic() < self.deadline:
+            if self.state != self.CALLING or not deadlines.passed(self.deadline):
                 return False
             self.state = self.ABANDONED
+            if self.on_abandon is not None:  # counted before end() can see the state
+                self.on_abandon()
             return True
 
 

@@ -18,14 +18,13 @@ import difflib
 import functools
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import errors
 from ..errors import ElizonError
 from ..load.documents import LoadFailed, Problem, YamlMapping, line_of
-from ..records import dataclass
 from . import cassette_secrets
 from .assertions import AssertionResult
 from .cassette import input_sha256  # one canonical input hash: a cassette's and a snapshot's

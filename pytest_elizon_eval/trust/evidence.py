@@ -20,11 +20,11 @@ import math
 import os
 import secrets
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..decide.results_data import case_of_file
-from ..records import dataclass
 from ..reporting import results
 from ..reporting.aggregate import Aggregate
 from ..reporting.regression import CaseChange, Regression, verdict
