@@ -451,3 +451,37 @@ def test_a_case_result_is_an_ordinary_dataclass() -> None:
     assert dataclasses.is_dataclass(CaseResult)
     names = {f.name for f in dataclasses.fields(CaseResult)}
     assert {"outcome", "case_id"} <= names
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork")
+def test_a_forked_child_that_returns_never_goes_on_with_the_session() -> None:
+    from pytest_elizon_eval.bind.calling import call_with_deadline
+    from pytest_elizon_eval.run.answers import from_return
+
+    parent = os.getpid()
+    children: list[int] = []
+
+    def forks() -> str:
+        import warnings
+
+        with warnings.catch_warnings():  # 3.12+: a fork in a process with threads warns
+            warnings.simplefilter("ignore", DeprecationWarning)
+            child = os.fork()
+        children.append(child)
+        return "answered"
+
+    # 30 s: what the child does on its way back is the point, not a deadline
+    result = call_with_deadline(forks, (), {}, time.monotonic() + 30, from_return)
+    if os.getpid() != parent:  # the child got here: the session would go on in it
+        os._exit(7)
+    for _ in range(600):  # a guard: a child that went on would never end by itself
+        pid, status = os.waitpid(children[0], os.WNOHANG)
+        if pid:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(children[0], 9)
+        os.waitpid(children[0], 0)
+        pytest.fail("the forked child went on after the call")
+    assert os.waitstatus_to_exitcode(status) == 0  # ended as it came back from the call
+    assert result.text == "answered"

@@ -209,10 +209,10 @@ def run_blocking(work: Callable[[], _T], deadline: float, key: str | None = None
         state.finished()
 
     _Worker.run(task, done)
-    if not _wait(done, deadline) and not state.abandon():
+    if not _wait(done, deadline):
+        if state.abandon():
+            return None  # whatever it gives later is not looked at
         done.wait()  # it finished as it was given up: its answer came in time
-    if not box:
-        return None
     finished, value = box[0]
     if not finished:
         raise value
