@@ -1,12 +1,21 @@
 """Benchmark pytest-elizon-eval against the plain-pytest floor: each goal of
 docs/performance.md as a ratio, with its target and ✅/❌.
 
-The floor is what a team would write without the plugin: one parametrized Python
-test over the same YAML file (PyYAML's libyaml loader) doing the same checks against
-the same fake entry point, run with ``-p no:elizon_eval`` so the plugin's own start-up
-counts against the plugin. Every figure comes from fresh subprocesses; plugin and floor
-runs are interleaved (a noisy machine's slow spells hit both alike) and the best of K
-is kept.
+The floor is what a team would write without the plugin: one parametrized Python test
+over the same YAML file (PyYAML's libyaml loader) doing the same checks against the same
+fake entry point, run with ``-p no:elizon_eval`` so the plugin's own start-up counts
+against the plugin. Every figure comes from fresh subprocesses.
+
+How a timing goal is measured: after one warm-up run of each command (bytecode, the
+suite cache, the file system's cache), ``--pairs`` N (default 11, at least 11) pairs.
+In a pair the plugin's runs and the floor's run back to back, the plugin's first in the
+1st, 3rd, … pair and the floor's first in the others, so a noisy machine's slow spell
+hits both sides of a pair alike and neither side always runs first. Each pair gives one
+ratio; the goal's ratio is the **median** of the N per-pair ratios, printed with their
+spread (min–max) and the median absolute figures of the plugin and the floor, and ✅/❌
+compares the median with the target. Never the best of K: a best-of keeps the one run the
+machine happened to be fast for. The peak-RSS goals are the exception: one run of each
+after a warm-up (RSS does not move with the machine's load), shown as 1 pair, no spread.
 
 Goals (docs/performance.md#measured-figures):
 - warm start: a run of one case in a tree whose suite is in the suite cache;
@@ -14,37 +23,53 @@ Goals (docs/performance.md#measured-figures):
 - ``pytest --collect-only -q`` of the example packages (what an IDE runs on every save),
   warm, against the floor's ``--collect-only`` of the same folders;
 - per case: the marginal wall time of a case whose entry point returns at once,
-  (wall(N) - wall(1)) / (N - 1), serially;
+  (wall(N) - wall(1)) / (N - 1), serially; a pair is the plugin's N-case and one-case
+  runs and the floor's, its ratio the plugin's marginal cost over the floor's;
 - replay: N recorded cases answered from a cassette (``--elizon-replay``) against the
   floor's run of the same N checks;
 - concurrency: N cases whose entry point sleeps 50 ms at ``--elizon-concurrency`` 64 and
   16, against the ideal max(N·L/C, N × the floor's per-case cost) + the floor's fixed cost
-  (one process cannot beat its own CPU), that fixed cost measured by the floor's one-case
-  runs interleaved with these;
+  (one process cannot beat its own CPU). Each pair's ideal comes from that pair's floor
+  runs: the floor's one-case run (its fixed cost) and its run of the same N cases with an
+  instant entry point (its per-case cost, (wall(N) - wall(1)) / (N - 1));
 - memory: peak RSS of collecting many cases against the floor's, and of a run writing the
   results JSON and the HTML page against the same run without them (benchmarks/memory.py).
+  Peak RSS does not move with the machine's load, so these stay one run each after a
+  warm-up (and collecting 100,000 cases takes about a minute a pair); their rows say
+  1 pair and show no spread.
 
-Usage: python benchmarks/run.py [--quick] [--repeat K] [--python PATH]
-Run it with an interpreter whose environment holds only ``pip install -e .``: test-only
-packages (hypothesis, pytest-html, SDKs) register pytest plugins that every pytest start
-pays for, the floor's too. Numbers are printed, never asserted; the script fails only if
-a run fails.
+Sizes and time on a 2-core machine: the full run is 10,000 cases for per case and replay,
+2,000 for concurrency and 100,000 for memory, about 20–30 minutes at 11 pairs (per case
+and replay about 5 minutes each, memory about 7). ``--quick`` is 2,000, 500 and 20,000
+cases and 3 pairs by default, about 3 minutes: a smoke test of the script whose figures
+are not reportable, and it says so.
+
+Usage: python benchmarks/run.py [--quick] [--pairs N] [--python PATH] [--json PATH]
+``--json PATH`` writes every goal's median, min and max ratio, the plugin's and the
+floor's medians, the per-pair figures and the pair count, for the docs to take figures
+from a file. Progress goes to stderr, the table to stdout. Run it with an interpreter
+whose environment holds only ``pip install -e .``: test-only packages (hypothesis,
+pytest-html, SDKs) register pytest plugins that every pytest start pays for, the floor's
+too. Numbers are printed, never asserted; the script fails only if a run fails.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import textwrap
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -166,48 +191,123 @@ def floor_run(cwd: Path, *args: str, clear: tuple[str, ...] = (),
     return Run(cwd, ("-p", "no:elizon_eval", *args), clear, codes)
 
 
-def paired(plugin: Run, floor: Run, repeat: int, python: str
-           ) -> tuple[tuple[float, float], tuple[float, float]]:
-    """Best (wall, RSS) of the plugin and of the floor after one warm-up run of each
-    (bytecode, the suite cache, the file system's cache), their runs interleaved."""
-    plugin.once(python)
-    floor.once(python)
-    plugin_runs, floor_runs = [], []
-    for _ in range(repeat):
-        plugin_runs.append(plugin.once(python))
-        floor_runs.append(floor.once(python))
-    return min(plugin_runs), min(floor_runs)
+#: Pairs a reportable run needs (the project's standard for a speed figure).
+MIN_PAIRS = 11
+#: Pairs of a ``--quick`` run unless ``--pairs`` says otherwise.
+QUICK_PAIRS = 3
+
+#: (wall seconds, peak RSS MiB) of each run of one side of a pair, in the order given.
+Side = tuple[tuple[float, float], ...]
+#: A pair's (plugin figure, reference figure) from its plugin side and its floor side.
+Figures = Callable[[Side, Side], tuple[float, float]]
 
 
-@dataclass
+def walls(plugin: Side, floor: Side) -> tuple[float, float]:
+    """The wall time of a pair's one plugin run and its one floor run."""
+    return plugin[0][0], floor[0][0]
+
+
+@dataclass(frozen=True)
+class Pairs:
+    """The figures of a goal's pairs, in the order they ran: the plugin's, and the floor's
+    (or whatever the plugin is held against: an ideal, a limit)."""
+
+    plugin: tuple[float, ...]
+    reference: tuple[float, ...]
+    sides: tuple[tuple[Side, Side], ...] = ()  # each pair's raw runs, for notes
+
+    @property
+    def ratios(self) -> tuple[float, ...]:
+        return tuple(p / r for p, r in zip(self.plugin, self.reference, strict=True))
+
+
+def interleaved(label: str, plugin: Sequence[Run], floor: Sequence[Run], count: int,
+                python: str, figures: Figures = walls) -> Pairs:
+    """``count`` pairs after one warm-up run of each command (bytecode, the suite cache,
+    the file system's cache). In a pair the plugin's runs and the floor's run back to
+    back; which side goes first alternates, so neither always has the machine as the
+    other left it."""
+    for run in (*plugin, *floor):
+        run.once(python)
+    plugin_figures, reference_figures, sides = [], [], []
+    for index in range(count):
+        plugin_first = index % 2 == 0
+        order = (plugin, floor) if plugin_first else (floor, plugin)
+        done = [tuple(run.once(python) for run in side) for side in order]
+        plugin_side, floor_side = done if plugin_first else done[::-1]
+        mine, theirs = figures(plugin_side, floor_side)
+        plugin_figures.append(mine)
+        reference_figures.append(theirs)
+        sides.append((plugin_side, floor_side))
+        step(f"  {label}: pair {index + 1}/{count} "
+             f"({'plugin' if plugin_first else 'floor'} first) {mine / theirs:.2f}×")
+    return Pairs(tuple(plugin_figures), tuple(reference_figures), tuple(sides))
+
+
+#: How a figure of each unit is printed.
+FORMATS: dict[str, Callable[[float], str]] = {
+    "s": lambda value: f"{value:.3f} s" if value < 1 else f"{value:.2f} s",
+    "ms": lambda value: f"{value:.3f} ms",
+    "MiB": lambda value: f"{value:.0f} MiB",
+    "MB": lambda value: f"{value:.1f} MB",
+}
+
+
+@dataclass(frozen=True)
 class Goal:
+    """One row: the plugin's figures against the floor's (``reference`` says what the
+    floor column holds when it is not the floor itself: "ideal", a limit)."""
+
     name: str
-    plugin: str
-    floor: str
-    ratio: float
     target: float
+    unit: str
+    pairs: Pairs
+    reference: str = "{}"  # the floor column's text around its figure: "ideal {}"
+    floor_is: str = "floor"  # what the floor column holds, for --json
+
+    @property
+    def ratio(self) -> float:
+        return statistics.median(self.pairs.ratios)
 
     @property
     def met(self) -> bool:
         return self.ratio <= self.target
 
+    def figure(self, values: Sequence[float]) -> str:
+        return FORMATS[self.unit](statistics.median(values))
+
     def row(self) -> str:
+        ratios = self.pairs.ratios
+        spread = f"{min(ratios):.2f}–{max(ratios):.2f}×" if len(ratios) > 1 else "—"
+        floor = self.reference.format(self.figure(self.pairs.reference))
         mark = "✅" if self.met else "❌"
-        return (f"| {self.name} | {self.plugin} | {self.floor} | {self.ratio:.2f}× | "
-                f"≤ {self.target:.2f}× | {mark} |")
+        return (f"| {self.name} | {self.figure(self.pairs.plugin)} | {floor} | "
+                f"{self.ratio:.2f}× | {spread} | {len(ratios)} | ≤ {self.target:.2f}× | "
+                f"{mark} |")
+
+    def data(self) -> dict[str, Any]:
+        """The row as JSON-ready values: figures in ``unit``, ratios as plain numbers."""
+        ratios = self.pairs.ratios
+        return {
+            "name": self.name,
+            "target": self.target,
+            "met": self.met,
+            "pairs": len(ratios),
+            "ratio_median": self.ratio,
+            "ratio_min": min(ratios),
+            "ratio_max": max(ratios),
+            "unit": self.unit,
+            "plugin_median": statistics.median(self.pairs.plugin),
+            "floor_median": statistics.median(self.pairs.reference),
+            "floor_is": self.floor_is,
+            "ratios": list(ratios),
+            "plugin": list(self.pairs.plugin),
+            "floor": list(self.pairs.reference),
+        }
 
 
 def seconds(value: float) -> str:
-    return f"{value:.3f} s" if value < 1 else f"{value:.2f} s"
-
-
-def foreign_plugins(python: str) -> list[str]:
-    """pytest11 plugins in ``python``'s environment beyond ours and xdist's."""
-    script = ("import importlib.metadata as m; print('\\n'.join(e.name for e in "
-              "m.entry_points(group='pytest11')))")
-    names = subprocess.run([python, "-c", script], capture_output=True, text=True,
-                           check=True).stdout.split()
-    return sorted(set(names) - OWN_PLUGINS)
+    return FORMATS["s"](value)
 
 
 def copy_examples(root: Path) -> Path:
@@ -219,7 +319,8 @@ def copy_examples(root: Path) -> Path:
 
 def memory_goals(n: int, python: str) -> list[Goal]:
     """The writing of the results JSON and the HTML page of an n-case run, measured by
-    benchmarks/memory.py."""
+    benchmarks/memory.py: one run without the reports and one with them, after a warm-up
+    (peak RSS barely moves from run to run; a run of 100,000 cases takes minutes)."""
     path = Path(__file__).with_name("memory.py")
     spec = importlib.util.spec_from_file_location("elizon_bench_memory", path)
     if spec is None or spec.loader is None or not path.exists():
@@ -228,105 +329,182 @@ def memory_goals(n: int, python: str) -> list[Goal]:
     spec.loader.exec_module(module)
     figures = module.measure(n, python)
     with_reports, without = figures["rss_with_reports_mib"], figures["rss_without_reports_mib"]
-    html_mb = figures["html_mb"]
     return [
         Goal(f"peak RSS of a {n:,}-case run writing results JSON "
-             f"({figures['json_mb']:.1f} MB) and HTML", f"{with_reports:.0f} MiB",
-             f"{without:.0f} MiB without those reports", with_reports / without, 1.10),
-        Goal(f"HTML page of {n:,} cases", f"{html_mb:.1f} MB", "10 MB", html_mb / 10, 1.0),
+             f"({figures['json_mb']:.1f} MB) and HTML", 1.10, "MiB",
+             Pairs((with_reports,), (without,)), "{} without those reports",
+             "the same run without the reports"),
+        Goal(f"HTML page of {n:,} cases", 1.0, "MB", Pairs((figures["html_mb"],), (10.0,)),
+             "{} limit", "limit"),
     ]
 
 
+STARTED = time.monotonic()
+
+
 def step(text: str) -> None:
-    """Progress, on stderr: the table on stdout stays clean to paste."""
-    print(f"… {text}", file=sys.stderr, flush=True)
+    """Progress, on stderr, with the time since the start: the table on stdout stays
+    clean to paste."""
+    elapsed = int(time.monotonic() - STARTED)
+    print(f"… [{elapsed // 60}:{elapsed % 60:02d}] {text}", file=sys.stderr, flush=True)
+
+
+def environment(python: str, cwd: Path) -> tuple[str, Path, list[str]]:
+    """``python``'s version, the folder its runs import the plugin from (a PYTHONPATH can
+    put another copy before the editable install), and the pytest11 plugins in its
+    environment beyond ours and xdist's; asked in ``cwd``, as the runs are (``-c`` puts the
+    current folder first on the path, and this checkout holds a copy)."""
+    script = ("import importlib.metadata as m, importlib.util as u, platform; "
+              "print(platform.python_version()); "
+              "print(u.find_spec('pytest_elizon_eval').submodule_search_locations[0]); "
+              "print('\\n'.join(e.name for e in m.entry_points(group='pytest11')))")
+    version, package, *names = subprocess.run(
+        [python, "-c", script], cwd=cwd, capture_output=True, text=True, check=True,
+        env=CHILD_ENV).stdout.split("\n")
+    return version, Path(package), sorted(set(filter(None, names)) - OWN_PLUGINS)
+
+
+def commit(package: Path) -> tuple[str | None, bool | None]:
+    """The commit of this checkout and whether its package differs from it, when the runs
+    import the package from this checkout; else (None, None)."""
+    if not package.resolve().is_relative_to(ROOT):
+        return None, None
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+        return done.stdout.strip() if done.returncode == 0 else ""
+    changed = git("status", "--porcelain", "--", str(package))
+    return git("rev-parse", "--short", "HEAD") or None, bool(changed)
+
+
+def pair_count(text: str) -> int:
+    count = int(text)
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {count}")
+    return count
+
+
+def parser() -> argparse.ArgumentParser:
+    """The options; --help shows the docstring's summary, how a figure is measured, and
+    the sizes and time."""
+    paragraphs = __doc__.split("\n\n")
+    sizes = next(p for p in paragraphs if p.startswith("Sizes and time"))
+    result = argparse.ArgumentParser(description=f"{paragraphs[0]}\n\n{paragraphs[2]}",
+                                     epilog=sizes,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    result.add_argument("--quick", action="store_true",
+                        help="smaller sizes and, unless --pairs says otherwise, "
+                             f"{QUICK_PAIRS} pairs: about 3 minutes, a smoke test whose "
+                             "figures are not reportable")
+    result.add_argument("--pairs", type=pair_count, metavar="N",
+                        help="interleaved plugin/floor pairs per timing goal; the ratio is "
+                             "the median of the pairs' ratios, shown with their min–max "
+                             f"(default {MIN_PAIRS}; fewer than {MIN_PAIRS} only with "
+                             "--quick)")
+    result.add_argument("--python", default=sys.executable, metavar="PATH",
+                        help="the interpreter whose environment is measured "
+                             "(default: this one)")
+    result.add_argument("--json", type=Path, metavar="PATH",
+                        help="also write every goal's median, min and max ratio, the "
+                             "plugin's and the floor's medians and the pair count here")
+    return result
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true",
-                        help="smaller sizes (about 3 minutes instead of about 10)")
-    parser.add_argument("--repeat", type=int, default=5,
-                        help="interleaved runs per figure; the best is kept (default 5)")
-    parser.add_argument("--python", default=sys.executable,
-                        help="the interpreter whose environment is measured")
-    options = parser.parse_args(argv)
-    python, repeat = options.python, max(options.repeat, 1)
-    quick = options.quick
+    arguments = parser()
+    options = arguments.parse_args(argv)
+    quick: bool = options.quick
+    count: int = options.pairs or (QUICK_PAIRS if quick else MIN_PAIRS)
+    if count < MIN_PAIRS and not quick:
+        arguments.error(f"--pairs {count}: a reportable figure needs at least {MIN_PAIRS} "
+                       "pairs (add --quick for a smoke test)")
+    python: str = options.python
     many = 2_000 if quick else 10_000
     concurrent = 500 if quick else 2_000
     collected = 20_000 if quick else 100_000
-    root = Path(tempfile.mkdtemp(prefix="elizon-bench-"))
     goals: list[Goal] = []
     notes: list[str] = []
-    print(f"# pytest-elizon-eval benchmark ({os.cpu_count()} cores, Python "
-          f"{sys.version.split()[0]}, {'quick' if quick else 'full'}, best of {repeat})\n")
-    extra = foreign_plugins(python)
+    with tempfile.TemporaryDirectory(prefix="elizon-bench-") as where:
+        version, package, extra = environment(python, Path(where))
+    step(f"measuring pytest_elizon_eval from {package}")
+    mode = (f"QUICK, NOT REPORTABLE: smaller sizes, {count} pairs" if quick else
+            f"full, median of {count} interleaved pairs")
+    print(f"# pytest-elizon-eval benchmark ({os.cpu_count()} cores, Python {version}, "
+          f"{mode})\n")
     if extra:
         print(f"⚠ this environment registers other pytest plugins ({', '.join(extra)}); "
               "every start pays for them. Measure in a virtualenv holding only "
               "`pip install -e .`.\n")
+    root = Path(tempfile.mkdtemp(prefix="elizon-bench-"))
     try:
         one_plugin, one_floor = make_tree(root, 1, 0.0)
         step("warm start")
-        (p_warm, _), (f_warm, _) = paired(plugin_run(one_plugin), floor_run(one_floor),
-                                          max(repeat, 7), python)
-        goals.append(Goal("warm start: run 1 case", seconds(p_warm), seconds(f_warm),
-                          p_warm / f_warm, 1.15))
+        goals.append(Goal("warm start: run 1 case", 1.15, "s", interleaved(
+            "warm start", [plugin_run(one_plugin)], [floor_run(one_floor)], count, python)))
         step("cold start")
         cold = (".pytest_cache", ".elizon")
-        (p_cold, _), (f_cold, _) = paired(plugin_run(one_plugin, clear=cold),
-                                          floor_run(one_floor, clear=cold),
-                                          max(repeat, 7), python)
-        goals.append(Goal("cold start: run 1 case, no caches", seconds(p_cold),
-                          seconds(f_cold), p_cold / f_cold, 1.25))
+        goals.append(Goal("cold start: run 1 case, no caches", 1.25, "s", interleaved(
+            "cold start", [plugin_run(one_plugin, clear=cold)],
+            [floor_run(one_floor, clear=cold)], count, python)))
         step("--collect-only of the example packages")
         examples = copy_examples(root / "examples")
-        (p_ide, _), (f_ide, _) = paired(
-            plugin_run(examples, "--collect-only", "example_suites"),
-            floor_run(examples, "--collect-only", "example_suites", codes=(0, 5)),
-            max(repeat, 7), python)
-        goals.append(Goal("`pytest --collect-only -q example_suites`, warm", seconds(p_ide),
-                          seconds(f_ide), p_ide / f_ide, 1.15))
+        goals.append(Goal("`pytest --collect-only -q example_suites`, warm", 1.15, "s",
+                          interleaved(
+            "--collect-only", [plugin_run(examples, "--collect-only", "example_suites")],
+            [floor_run(examples, "--collect-only", "example_suites", codes=(0, 5))],
+            count, python)))
+
+        def per_case(plugin: Side, floor: Side) -> tuple[float, float]:
+            """Each side's (wall(N) - wall(1)) / (N - 1) in ms, its N-case run first."""
+            def marginal(side: Side) -> float:
+                return (side[0][0] - side[1][0]) / (many - 1) * 1000
+            return marginal(plugin), marginal(floor)
+
         step(f"per case: {many:,} instant cases")
         plugin_many, floor_many = make_tree(root, many, 0.0)
-        (p_many, _), (f_many, _) = paired(plugin_run(plugin_many), floor_run(floor_many),
-                                          repeat, python)
-        p_case = (p_many - p_warm) / (many - 1)
-        f_case = (f_many - f_warm) / (many - 1)
-        goals.append(Goal(f"per case ({many:,} instant cases, serial)",
-                          f"{p_case * 1000:.3f} ms", f"{f_case * 1000:.3f} ms",
-                          p_case / f_case, 1.30))
+        goals.append(Goal(f"per case ({many:,} instant cases, serial)", 1.30, "ms",
+                          interleaved(
+            "per case", [plugin_run(plugin_many), plugin_run(one_plugin)],
+            [floor_run(floor_many), floor_run(one_floor)], count, python, per_case)))
         step(f"replay of {many:,} recorded cases")
         cassette = root / "cassette.json"
         plugin_run(plugin_many, f"--elizon-record={cassette}").once(python)
-        (p_replay, _), (f_replay, _) = paired(
-            plugin_run(plugin_many, f"--elizon-replay={cassette}"), floor_run(floor_many),
-            repeat, python)
-        goals.append(Goal(f"replay {many:,} recorded cases", seconds(p_replay),
-                          seconds(f_replay), p_replay / f_replay, 1.15))
+        goals.append(Goal(f"replay {many:,} recorded cases", 1.15, "s", interleaved(
+            "replay", [plugin_run(plugin_many, f"--elizon-replay={cassette}")],
+            [floor_run(floor_many)], count, python)))
         delay = 0.050
         plugin_slow, _ = make_tree(root, concurrent, delay)
+        _, floor_instant = make_tree(root, concurrent, 0.0)
         for width, target in ((64, 1.25), (16, 1.15)):
-            step(f"{concurrent:,} cases × 50 ms at concurrency {width}")
-            # the floor's fixed cost is measured between these runs too: a slow spell of
-            # the machine then raises the ideal with the run it slows
-            (wall, _), (f_fixed, _) = paired(
-                plugin_run(plugin_slow, f"--elizon-concurrency={width}"),
-                floor_run(one_floor), repeat, python)
-            ideal = max(concurrent * delay / width, concurrent * f_case) + f_fixed
-            goals.append(Goal(f"{concurrent:,} cases × 50 ms at concurrency {width}",
-                              seconds(wall), f"ideal {seconds(ideal)}", wall / ideal, target))
-        step(f"collect {collected:,} cases")
+
+            def ideal(plugin: Side, floor: Side, width: int = width) -> tuple[float, float]:
+                """The plugin's wall, and the ideal from this pair's floor runs: N instant
+                cases (its per-case cost) and one case (its fixed cost)."""
+                fixed = floor[1][0]
+                floor_case = (floor[0][0] - fixed) / (concurrent - 1)
+                return plugin[0][0], (max(concurrent * delay / width, concurrent * floor_case)
+                                      + fixed)
+
+            label = f"{concurrent:,} cases × 50 ms at concurrency {width}"
+            step(label)
+            # the floor runs next to each of the plugin's, so a slow spell of the machine
+            # raises that pair's ideal with the run it slows
+            goals.append(Goal(label, target, "s", interleaved(
+                f"concurrency {width}",
+                [plugin_run(plugin_slow, f"--elizon-concurrency={width}")],
+                [floor_run(floor_instant), floor_run(one_floor)], count, python, ideal),
+                "ideal {}", "ideal"))
+        step(f"collect {collected:,} cases (peak RSS: one pair)")
         plugin_big, floor_big = make_tree(root, collected, 0.0)
-        (p_wall, p_rss), (f_wall, f_rss) = paired(plugin_run(plugin_big, "--collect-only"),
-                                                  floor_run(floor_big, "--collect-only"),
-                                                  1, python)
-        goals.append(Goal(f"peak RSS collecting {collected:,} cases", f"{p_rss:.0f} MiB",
-                          f"{f_rss:.0f} MiB", p_rss / f_rss, 1.0))
+        collect = interleaved(
+            f"collect {collected:,}", [plugin_run(plugin_big, "--collect-only")],
+            [floor_run(floor_big, "--collect-only")], 1, python,
+            lambda plugin, floor: (plugin[0][1], floor[0][1]))
+        goals.append(Goal(f"peak RSS collecting {collected:,} cases", 1.0, "MiB", collect))
+        (((p_wall, _),), ((f_wall, _),)) = collect.sides[0]
         notes.append(f"collecting {collected:,} cases took {seconds(p_wall)} "
-                     f"(floor {seconds(f_wall)}, {p_wall / f_wall:.2f}×)")
-        step(f"writing the reports of {collected:,} cases")
+                     f"(floor {seconds(f_wall)}, {p_wall / f_wall:.2f}×; one run each)")
+        step(f"writing the reports of {collected:,} cases (peak RSS: one run each)")
         written = memory_goals(collected, python)
         if written:
             goals.extend(written)
@@ -334,14 +512,37 @@ def main(argv: Sequence[str] | None = None) -> int:
             notes.append("benchmarks/memory.py is missing: report writing not measured")
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    print("| goal | plugin | plain-pytest floor | ratio | target | met |")
-    print("|---|---|---|---|---|---|")
+    print("| goal | plugin | plain-pytest floor | ratio (median) | spread (min–max) | pairs "
+          "| target | met |")
+    print("|---|---|---|---|---|---|---|---|")
     for goal in goals:
         print(goal.row())
     for note in notes:
         print(f"\n{note}")
     met = sum(goal.met for goal in goals)
-    print(f"\n{met} of {len(goals)} goals met.")
+    print(f"\n{met} of {len(goals)} goals met (each on its median ratio).")
+    if quick:
+        print("\nA --quick run: smaller sizes and fewer pairs, a smoke test of this script. "
+              "Do not report its figures.")
+    elapsed = time.monotonic() - STARTED
+    step(f"done in {elapsed / 60:.1f} minutes")
+    if options.json:
+        head, dirty = commit(package)
+        options.json.write_text(json.dumps({
+            "reportable": not quick,
+            "mode": "quick" if quick else "full",
+            "pairs": count,
+            "cores": os.cpu_count(),
+            "python": python,
+            "python_version": version,
+            "package": str(package),
+            "commit": head,  # null when the package is not this checkout's
+            "package_changed_since_commit": dirty,
+            "elapsed_s": round(elapsed, 1),
+            "goals": [goal.data() for goal in goals],
+            "notes": notes,
+        }, ensure_ascii=False, indent=2) + "\n")
+        step(f"wrote {options.json}")
     return 0
 
 
