@@ -6,8 +6,10 @@ a conftest.py or a report consumer may want, and what an agent's entry point
 returns: ``Answer(text=…, value=…, tool_calls=[ToolCall(…)], usage=Usage(…))``,
 and what it raises to be retried later: ``RateLimited(retry_after=…)``; and what
 a hook implementer needs (docs/hooks.md): ``SuiteFile``, ``CaseItem``, ``CaseChecks``
-and ``ElizonSession``. Only these names are public: the sub-packages (load, collect,
-bind, run, decide, reporting, trust, redteam, importers) are internal.
+and ``ElizonSession``. Only these names are public, and ``pytest_elizon_eval.mock`` (a
+scripted model and a local server for offline tests, docs/mock.md); the other
+sub-packages (load, collect, bind, run, decide, reporting, trust, redteam, importers,
+history, measures) are internal.
 Names are imported when first used, so ``elizon-eval`` starts without loading
 the models the plugin needs.
 """

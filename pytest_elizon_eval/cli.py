@@ -2,13 +2,15 @@
 
 Owns the verbs of docs/contract.md#the-elizon-eval-command — ``keygen``,
 ``show``, ``diff``, ``merge``, ``acknowledge``, ``override`` and ``verify`` — as one
-argparse parser with sub-parsers and :func:`main` (``python -m
-pytest_elizon_eval`` delegates to it). Exit status: 0 ok; 1 the data (or the
-person asked) said no; 2 usage or trouble (a bad argument, a file that cannot
-be read or is not what it should be). Every file read is hostile input
-(:mod:`.evidence`): a problem is one clear line, never a traceback. What a
+argparse parser with sub-parsers (one ``_add_VERB`` function each, listed in
+:data:`VERBS`) and :func:`main` (``python -m pytest_elizon_eval`` delegates to
+it). Exit status: 0 ok; 1 the data (or the person asked) said no; 2 usage or
+trouble (a bad argument, a file that cannot be read or is not what it should
+be); ``verify --attestation`` also 3 (truncated) and 4 (a header that does not
+verify). Every file read is hostile input (:mod:`.evidence`,
+:mod:`.attestation`): a problem is one clear line, never a traceback. What a
 file holds is printed made visible and defused (:mod:`.text`); a private key
-is never printed, whatever goes wrong.
+or the attestation secret is never printed, whatever goes wrong.
 
 Reports are rendered by the reporters a run uses (terminal, JUnit, markdown,
 results), from an aggregate rebuilt from the file's cases. No pytest import.
@@ -25,9 +27,9 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn, TextIO
+from typing import Any, NoReturn, TextIO, TypeAlias
 
-from . import __version__
+from . import __version__, dataset_cli
 from .decide.outcomes import (
     ERROR,
     FAILED,
@@ -37,6 +39,7 @@ from .decide.outcomes import (
     blocks,
     display_reason,
 )
+from .errors import ELIZON_ATTESTATION_INVALID
 from .errors import ELIZON_RESULTS_INVALID as ELIZON_RESULTS_INVALID
 from .errors import ELIZON_RESULTS_SIGNATURE_INVALID as ELIZON_RESULTS_SIGNATURE_INVALID
 from .errors import EVALUATION_GATE_FAILED as EVALUATION_GATE_FAILED
@@ -46,10 +49,11 @@ from .redteam import probe_names
 from .reporting import html, junit, markdown, terminal
 from .reporting.regression import compare, verdict
 from .text import defuse, visible
-from .trust import evidence, override, provenance, signing
+from .trust import attestation, evidence, override, provenance, signing
 from .trust.evidence import Document, EvidenceError
 
-__all__ = ["EXIT_NO", "EXIT_OK", "EXIT_USAGE", "main"]
+__all__ = ["EXIT_HEADER", "EXIT_NO", "EXIT_OK", "EXIT_TRUNCATED", "EXIT_USAGE", "VERBS", "main",
+           "parser"]
 
 EXIT_OK, EXIT_NO, EXIT_USAGE = 0, 1, 2
 
@@ -487,23 +491,51 @@ def _acknowledge(args: argparse.Namespace, out: Out) -> int:
 
 
 def _verify(args: argparse.Namespace, out: Out) -> int:
+    if args.results is None:
+        asked = [flag for flag, given in (("--public-key", args.public_key),
+                                          ("--require-ack", args.require_ack),
+                                          ("--require-pass", args.require_pass),
+                                          ("--approver-key", args.approver_key)) if given]
+        if not args.attestation:
+            args.usage_error("give RESULTS, --attestation FILE, or both")
+        if asked:
+            args.usage_error(f"{', '.join(asked)}: these check a results file: give RESULTS")
+    secret = _attestation_secret() if args.attestation else None
     public = _public_key(Path(args.public_key)) if args.public_key else None
-    path = Path(args.results)
-    try:
-        document = evidence.read_document(path)
-    except EvidenceError as exc:
-        print(f"{ELIZON_RESULTS_INVALID}: {safe(path)}: {safe(exc)}", file=sys.stderr)
-        return EXIT_NO
     errors: list[str] = []
-    good: list[str] = [f"{safe(path)} is a valid results file (document sha256 "
-                       f"{document.sha256})"]
+    warnings: list[str] = []
+    good: list[str] = []
+    document = None
+    if args.results is not None:
+        path = Path(args.results)
+        try:
+            document = evidence.read_document(path)
+        except EvidenceError as exc:
+            print(f"{ELIZON_RESULTS_INVALID}: {safe(path)}: {safe(exc)}", file=sys.stderr)
+            return EXIT_NO
+        _verify_results(args, document, public, errors, warnings, good, out)
+    status = EXIT_OK
+    if secret is not None:
+        status = _verify_attestations(args.attestation, secret, document, errors, good)
+    for line in errors + warnings:
+        print(line, file=sys.stderr)
+    if errors:
+        return max(status, EXIT_NO)
+    out.line("verified: " + "; ".join(good), {"green": True})
+    return EXIT_OK
+
+
+def _verify_results(args: argparse.Namespace, document: Document, public: Any,
+                    errors: list[str], warnings: list[str], good: list[str], out: Out) -> None:
+    """``verify``'s checks of the results file: its signature, acknowledgement and gate."""
+    path = document.path
+    good.append(f"{safe(path)} is a valid results file (document sha256 {document.sha256})")
     if public is not None:
         try:
             good.append(f"signature valid, by {_check_signature(document, public)}")
         except signing.SignatureInvalid as exc:
             errors.append(f"{ELIZON_RESULTS_SIGNATURE_INVALID}: {safe(path)}: {safe(exc)}")
     approver = _public_key(Path(args.approver_key)) if args.approver_key else public
-    warnings: list[str] = []
     if args.require_ack:
         try:
             ack = evidence.check_acknowledgement(document)
@@ -545,12 +577,56 @@ def _verify(args: argparse.Namespace, out: Out) -> int:
         overridden = _override_line(document, approver)
         if overridden is not None:
             out.line(*overridden)
-    for line in errors + warnings:
-        print(line, file=sys.stderr)
-    if errors:
-        return EXIT_NO
-    out.line("verified: " + "; ".join(good), {"green": True})
-    return EXIT_OK
+
+
+def _attestation_secret() -> attestation.Secret:
+    """The shared secret ``verify --attestation`` checks with; Trouble, naming the variable and
+    never its value, when it is not set or too short."""
+    try:
+        secret = attestation.from_environment()
+    except ValueError as exc:
+        raise Trouble(f"--attestation: {exc}") from None
+    if secret is None:
+        raise Trouble(f"--attestation: an attestation is checked with the shared secret that "
+                      f"keyed it, read from ${attestation.SECRET_VARIABLE}, which is not set")
+    return secret
+
+
+#: ``verify``'s exit status for an attestation that does not hold, by verdict
+#: (docs/cli.md#verify): tampered 1, unusable 2, truncated 3, header 4.
+EXIT_TRUNCATED, EXIT_HEADER = 3, 4
+_ATTESTATION_EXIT = {attestation.TAMPERED: EXIT_NO, attestation.UNUSABLE: EXIT_USAGE,
+                     attestation.TRUNCATED: EXIT_TRUNCATED, attestation.HEADER: EXIT_HEADER}
+
+
+def _verify_attestations(files: list[str], secret: attestation.Secret,
+                         document: Document | None, errors: list[str], good: list[str]) -> int:
+    """Check each attestation's chain and, with a results ``document``, that it holds
+    exactly the attested cases, as attested; the exit status of what does not hold."""
+    status = EXIT_OK
+    attested: dict[str, Any] = {}
+    for name in files:
+        verdict = attestation.verify_file(Path(name), secret)
+        if not verdict.valid:
+            errors.append(f"{ELIZON_ATTESTATION_INVALID}: {safe(name)}: {safe(verdict.message)}")
+            status = max(status, _ATTESTATION_EXIT[verdict.status])
+            continue
+        good.append(f"attestation {safe(name)} {safe(verdict.message)}")
+        twice = next((n for n in verdict.cases if n in attested), None)
+        if twice is not None:
+            errors.append(f"{ELIZON_ATTESTATION_INVALID}: {safe(name)}: case {safe(twice)} is "
+                          "attested by another --attestation too (the same run given twice?)")
+            status = max(status, EXIT_NO)
+        attested.update(verdict.cases)
+    if document is not None and status == EXIT_OK:  # records that hold, to compare with
+        found = attestation.compare(document.data, attested)
+        if found is not None:
+            errors.append(f"{ELIZON_ATTESTATION_INVALID}: {safe(document.path)}: {safe(found)}")
+            status = EXIT_NO
+        else:
+            good.append(f"its {len(attested)} case{'s' if len(attested) != 1 else ''} are as "
+                        "attested")
+    return status
 
 
 def _honoured_override(document: Document, key: Any, errors: list[str]) -> str | None:
@@ -632,12 +708,22 @@ def _align(args: argparse.Namespace, out: Out) -> int:
         raise Trouble(str(exc)) from None
 
 
+def _dataset_hash(args: argparse.Namespace, out: Out) -> int:
+    try:
+        return dataset_cli.run(args, out)
+    except dataset_cli.DatasetTrouble as exc:
+        raise Trouble(str(exc)) from None
+
+
 # -- the parser ------------------------------------------------------------------------------
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {safe(message)}\n")
+
+
+_Verbs: TypeAlias = "argparse._SubParsersAction[_Parser]"
 
 
 def parser() -> argparse.ArgumentParser:
@@ -650,7 +736,12 @@ def parser() -> argparse.ArgumentParser:
                "or a file that cannot be used. 'elizon-eval VERB --help' describes each verb.")
     top.add_argument("--version", action="version", version=f"elizon-eval {__version__}")
     verbs = top.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
+    for add in VERBS:
+        add(verbs)
+    return top
 
+
+def _add_keygen(verbs: _Verbs) -> None:
     p = verbs.add_parser("keygen", help="write a new Ed25519 key pair into DIR",
                          description="Write a new Ed25519 key pair: DIR/elizon-eval.key (the "
                                      "private key, mode 0600) and DIR/elizon-eval.pub. Existing "
@@ -658,6 +749,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("dir", metavar="DIR")
     p.set_defaults(run=_keygen)
 
+
+def _add_show(verbs: _Verbs) -> None:
     p = verbs.add_parser("show", help="print a results file as the terminal section does",
                          description="Print a results file the way the run's 'elizon eval' "
                                      "section does: provenance, per suite its verdict and "
@@ -668,6 +761,8 @@ def parser() -> argparse.ArgumentParser:
                    help="also write the HTML report (as --elizon-html does) to PATH")
     p.set_defaults(run=_show)
 
+
+def _add_diff(verbs: _Verbs) -> None:
     p = verbs.add_parser("diff", help="what changed between two results files",
                          description="The regression table from OLD to NEW: cases regressed, "
                                      "improved, new and removed, and suite files whose SHA-256 "
@@ -678,6 +773,8 @@ def parser() -> argparse.ArgumentParser:
                    help="exit 1 when a case regressed")
     p.set_defaults(run=_diff)
 
+
+def _add_merge(verbs: _Verbs) -> None:
     p = verbs.add_parser("merge", help="one results document from the shards of a CI matrix",
                          description="Join the results files of a CI matrix's shards (each ran "
                                      "a subset with pytest --elizon-results) into one: cases "
@@ -702,6 +799,8 @@ def parser() -> argparse.ArgumentParser:
                         "signature beside a shard must still be for it)")
     p.set_defaults(run=_merge)
 
+
+def _add_acknowledge(verbs: _Verbs) -> None:
     p = verbs.add_parser("acknowledge", help="a person acknowledges the results they saw",
                          description="Print every result next to the author's baseline, with "
                                      "the must-pass gate, and ask for a typed 'yes' on a "
@@ -724,6 +823,8 @@ def parser() -> argparse.ArgumentParser:
                         "--public-key)")
     p.set_defaults(run=_acknowledge)
 
+
+def _add_override(verbs: _Verbs) -> None:
     p = verbs.add_parser("override", help="approve a failed must-pass gate, signed, on the record",
                          description="Record a person's approval of a failed must-pass gate as "
                                      "RESULTS.override.json: the approver, the reason, when, "
@@ -740,14 +841,28 @@ def parser() -> argparse.ArgumentParser:
                    help="first verify the results' signature with this public key")
     p.set_defaults(run=_override)
 
+
+def _add_verify(verbs: _Verbs) -> None:
     p = verbs.add_parser("verify", help="exit 0 only if the results may be activated",
                          description="Check a results file before activating: it must be a "
                                      "valid results file; with --public-key its signature must "
                                      "match; with --require-ack it must be acknowledged as it "
                                      "is; with --require-pass every must-pass suite must have "
-                                     "passed. One error line per failed check, exit 1.")
-    p.add_argument("results", metavar="RESULTS")
+                                     "passed; with --attestation the attestation's chain must "
+                                     "hold and RESULTS must hold exactly the attested cases. "
+                                     "One error line per failed check. Exit 1 for a failed "
+                                     "check or a tampered attestation, 3 for a truncated one, "
+                                     "4 for one whose header does not verify (wrong secret or "
+                                     "tampered header); 2 for a file that cannot be used.",
+                         epilog="Exit status: the highest that applies.")
+    p.add_argument("results", metavar="RESULTS", nargs="?",
+                   help="the results file (optional with --attestation)")
     p.add_argument("--public-key", metavar="PATH", help="the signer's public key (PEM)")
+    p.add_argument("--attestation", metavar="FILE", action="append", default=[],
+                   help="an attestation a run wrote (--elizon-attestation), checked with the "
+                        "secret in $ELIZON_ATTESTATION_SECRET: every record must hold; with "
+                        "RESULTS, its cases must be exactly the attested ones, as attested "
+                        "(repeatable: one per shard of a merged file)")
     p.add_argument("--require-ack", action="store_true",
                    help="require RESULTS.ack.json for exactly this document")
     p.add_argument("--require-pass", action="store_true",
@@ -756,8 +871,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--approver-key", metavar="PATH",
                    help="the public key that signed the acknowledgement and the override "
                         "(default: --public-key)")
-    p.set_defaults(run=_verify)
+    p.set_defaults(run=_verify, usage_error=p.error)
 
+
+def _add_import(verbs: _Verbs) -> None:
     p = verbs.add_parser("import", help="bring existing evals in: import promptfoo CONFIG -o DIR",
                          description="Convert another tool's evals into an Elizon package.")
     sources = p.add_subparsers(dest="source", metavar="SOURCE", parser_class=_Parser,
@@ -779,6 +896,8 @@ def parser() -> argparse.ArgumentParser:
                         "through)")
     q.set_defaults(run=_import_promptfoo)
 
+
+def _add_probes(verbs: _Verbs) -> None:
     p = verbs.add_parser("probes", help="the red-team probe pack: probes list [--category C]",
                          description="The probe pack shipped with the plugin, one "
                                      "file per category ("
@@ -792,6 +911,8 @@ def parser() -> argparse.ArgumentParser:
     q.add_argument("--category", choices=probe_names.CATEGORIES, help="only this category")
     q.set_defaults(run=_probes_list)
 
+
+def _add_annotations(verbs: _Verbs) -> None:
     p = verbs.add_parser("annotations", help="several people's labels: annotations summarize "
                                              "FILE", description="Summaries of human labels.")
     actions = p.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser,
@@ -812,6 +933,8 @@ def parser() -> argparse.ArgumentParser:
     q.add_argument("--json", action="store_true", help="print the summary as JSON")
     q.set_defaults(run=_annotations_summarize)
 
+
+def _add_align(verbs: _Verbs) -> None:
     p = verbs.add_parser("align", help="measure a package's judge against its human labels",
                          description="Grade every labelled output of the package's "
                                      "alignment: labels with its judge and print agreement, "
@@ -832,6 +955,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(run=_align)
 
+
+def _add_dataset(verbs: _Verbs) -> None:
+    dataset_cli.add_parser(verbs, _dataset_hash)
+
+
+def _add_history(verbs: _Verbs) -> None:
     p = verbs.add_parser("history", help="ask the history store: trends, failing and flaky "
                                          "cases; history diff RUN_A RUN_B",
                          description="Per suite, the trend of its last runs (pass rate with "
@@ -854,6 +983,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.set_defaults(run=_history)
 
+
+def _add_power(verbs: _Verbs) -> None:
     p = verbs.add_parser("power", help="cases or repeats needed to detect a pass-rate drop",
                          description="How many runs detect a pass-rate fall from --rate by "
                                      "--drop with a two-sided test at --alpha and --power, and "
@@ -872,7 +1003,27 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--power", metavar="POWER", type=_share("a power", False), default=0.8,
                    help="chance of detecting the drop when it is there (default 0.8)")
     p.set_defaults(run=_power)
-    return top
+
+
+#: Each verb's sub-parser, in the order 'elizon-eval --help' lists them. A new verb is a
+#: function that adds its sub-parser (its ``set_defaults(run=...)`` names the function
+#: that runs it) and one line here.
+VERBS: tuple[Callable[[_Verbs], None], ...] = (
+    _add_keygen,
+    _add_show,
+    _add_diff,
+    _add_merge,
+    _add_acknowledge,
+    _add_override,
+    _add_verify,
+    _add_import,
+    _add_probes,
+    _add_annotations,
+    _add_align,
+    _add_dataset,
+    _add_history,
+    _add_power,
+)
 
 
 def _history_store(given: str | None) -> Any:

@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # types only
 __all__ = [
     "CODES",
     "ELIZON_ALIGNMENT_INVALID",
+    "ELIZON_ATTESTATION_INVALID",
     "ELIZON_CASSETTE_MISSING",
     "ELIZON_CASSETTE_STALE",
     "ELIZON_ENTRY_INVALID",
@@ -57,6 +58,7 @@ ELIZON_RESULTS_INVALID = "ELIZON_RESULTS_INVALID"
 EVALUATION_GATE_FAILED = "EVALUATION_GATE_FAILED"
 ELIZON_SNAPSHOT_INVALID = "ELIZON_SNAPSHOT_INVALID"
 EVALUATION_OVERRIDE_INVALID = "EVALUATION_OVERRIDE_INVALID"
+ELIZON_ATTESTATION_INVALID = "ELIZON_ATTESTATION_INVALID"
 
 
 class Code(NamedTuple):
@@ -126,6 +128,10 @@ CODES: tuple[Code, ...] = (
          "override refused (the gate passed, or no key to sign with), or an override beside "
          "the results that is for another results file, is not signed, or whose signature "
          "does not verify with the key given"),
+    Code(ELIZON_ATTESTATION_INVALID, "elizon-eval",
+         "verify --attestation: the attestation does not hold (a record changed, moved, "
+         "removed or from another run; truncated; a header that does not verify with the "
+         "secret) or cannot be used, or RESULTS does not hold exactly the attested cases"),
 )
 
 

@@ -82,6 +82,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(redteam_nodes, "elizon-redteam")
     # the task measures: each case's label, passages and RAG scores (docs/contract.md#task-metrics)
     config.pluginmanager.register(measures_hooks, "elizon-measures")
+    config.pluginmanager.import_plugin("pytest_elizon_eval.mock.fixtures")  # docs/mock.md
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(SessionReporter(config, settings), _REPORTER)
         if settings.history is not None and not config.option.collectonly:
@@ -363,8 +364,8 @@ class SessionReporter:
                 raise pytest.UsageError(f"--elizon-baseline={settings.baseline}: {exc}") from None
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        if (self.settings.results is None and self.settings.history is None) \
-                or session.config.option.collectonly:
+        if (self.settings.results is None and self.settings.history is None
+                and self.settings.attestation is None) or session.config.option.collectonly:
             return  # no provenance is written
         folders = {item.parent.package.folder for item in session.items
                    if isinstance(item.parent, collect.SuiteFile)}
@@ -435,7 +436,7 @@ class SessionReporter:
                 history.finish(session, self.aggregate, None)
             return
         made = self._provenance() if self.settings.results is not None \
-            or history is not None else None
+            or self.settings.attestation is not None or history is not None else None
         if history is not None:
             history.finish(session, self.aggregate, made)
         from .reporting import files  # deferred: it imports each writer only when asked for

@@ -51,6 +51,11 @@ ENVIRONMENT: tuple[Variable, ...] = (
              "the PEM of the Ed25519 private key itself (not a path) that signs the results "
              "file when no --elizon-sign-key, ini elizon_sign_key or --sign-key names a key "
              "file; create one with 'elizon-eval keygen DIR'"),
+    Variable("ELIZON_ATTESTATION_SECRET", "pytest, elizon-eval verify",
+             "the shared secret (at least 16 characters; surrounding whitespace ignored) that "
+             "keys the attestation --elizon-attestation writes and verify --attestation checks; "
+             "never written or shown, only its key id (HMAC-SHA256 of a fixed text, 16 hex "
+             "digits)"),
     Variable("GITHUB_STEP_SUMMARY", "pytest",
              "when set, the markdown summary is appended to the file it names (GitHub "
              "Actions sets it)"),
@@ -72,6 +77,8 @@ FIXTURES: tuple[Fixture, ...] = (
     Fixture("elizon_checks", "plugin"),
     Fixture("elizon_secrets", "redteam.nodes"),
     Fixture("elizon_canary", "redteam.nodes"),
+    Fixture("elizon_mock_model", "mock.fixtures"),
+    Fixture("elizon_mock_server", "mock.fixtures"),
 )
 
 
@@ -136,7 +143,8 @@ def render() -> str:
     lines += ["", "## Error codes", "",
               "A code is the first word of its message, so it can be searched for in a CI log.",
               "`collection`: pytest stops before running any case; `case`: that case is an",
-              "error, the others run; `elizon-eval`: the command's error line (exit 1 or 2).",
+              "error, the others run; `elizon-eval`: the command's error line (exit 1 or 2;",
+              "`verify --attestation` also 3 or 4).",
               ""]
     lines += _table(("code", "reported at", "meaning"),
                     ((_code(c.code), c.where, c.meaning) for c in CODES))

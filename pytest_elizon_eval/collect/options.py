@@ -32,7 +32,8 @@ from ..run.deadlines import DEFAULT_MAX_HUNG
 from ..run.grade_cache import CACHE_MODES, DEFAULT_MAX_ENTRIES, GradeCache
 from ..run.retrying import RetryPolicy
 
-if TYPE_CHECKING:  # types only: signing is imported when a results file is to be signed
+if TYPE_CHECKING:  # types only: imported when a run signs or attests its results
+    from ..trust.attestation import Secret
     from ..trust.signing import SigningKey
 
 __all__ = ["HARD_LIMIT_S", "OPTIONS", "Option", "Settings", "register", "resolve"]
@@ -134,6 +135,11 @@ OPTIONS: tuple[Option, ...] = (
            help="Sign the --elizon-results file with the Ed25519 private key in the PEM file "
                 "PATH (written beside it as RESULTS.sig); else ini elizon_sign_key, else the "
                 "PEM in $ELIZON_SIGN_KEY. Create keys with 'elizon-eval keygen DIR'."),
+    Option(cli="--elizon-attestation", ini="elizon_attestation", metavar="PATH",
+           help="Write an HMAC-SHA256 hash-chained attestation of every case (hashed input "
+                "and output, outcome, score, checks) to PATH as JSON Lines, keyed by the "
+                "shared secret in $ELIZON_ATTESTATION_SECRET (at least 16 characters; "
+                "required); check it with 'elizon-eval verify --attestation PATH'."),
     Option(cli="--elizon-compliance", ini="elizon_compliance", metavar="NAME",
            help="Name the compliance framework the controls of the Compliance section belong "
                 "to (SOC 2, ISO 27001, …); the section is shown even when no case declares "
@@ -224,6 +230,11 @@ class Settings:
     #: ``--elizon-sign-key`` / ini ``elizon_sign_key`` / ``$ELIZON_SIGN_KEY``: signs the
     #: results file (docs/contract.md#signatures). Its repr shows the fingerprint only.
     sign_key: SigningKey | None = None
+    #: ``--elizon-attestation`` / ini ``elizon_attestation``: where the attestation is
+    #: written, and ``$ELIZON_ATTESTATION_SECRET`` that keys it (docs/contract.md#attestations);
+    #: both set or neither. The secret's repr shows its key id only.
+    attestation: Path | None = None
+    attestation_secret: Secret | None = None
     #: ``--elizon-concurrency=auto[:MAX]``: ``concurrency`` is MAX, found per entry point.
     concurrency_auto: bool = False
     #: ini ``elizon_max_hung_calls`` (docs/contract.md#hung-calls).
@@ -535,6 +546,30 @@ def _sign_key(config: pytest.Config, results: Path | None) -> SigningKey | None:
     return None
 
 
+def _attestation(config: pytest.Config) -> tuple[Path | None, Secret | None]:
+    """Where the attestation goes (``--elizon-attestation``, else ini ``elizon_attestation``,
+    relative to where pytest was started) and the secret in ``$ELIZON_ATTESTATION_SECRET``.
+    The secret alone writes nothing; a path without it is a usage error naming the variable,
+    never its value."""
+    raw, source = _option_or_ini(config, "elizon_attestation")
+    if not raw or not str(raw).strip():
+        return None, None
+    from ..trust import attestation  # deferred: only a run asked to attest its cases
+
+    try:
+        secret = attestation.from_environment()
+    except ValueError as exc:
+        raise pytest.UsageError(f"{source}: {exc}") from None
+    if secret is None:
+        off = "" if config.getoption("elizon_attestation") else \
+            " (or turn the ini key off for this run: -o elizon_attestation=)"
+        raise pytest.UsageError(
+            f"{source}: an attestation is keyed by a shared secret, and "
+            f"${attestation.SECRET_VARIABLE} is not set: set it to a random secret of at "
+            f"least {attestation.MIN_SECRET_CHARS} characters (a CI secret){off}")
+    return Path(config.invocation_params.dir, os.path.expanduser(str(raw).strip())), secret
+
+
 def _inconclusive(config: pytest.Config) -> bool:
     """ini ``elizon_inconclusive``: ``fail`` (default) or ``pass``."""
     raw = str(config.getini("elizon_inconclusive") or "fail").strip().lower()
@@ -607,6 +642,7 @@ def resolve(config: pytest.Config) -> Settings:
     if resume and history is None:
         raise pytest.UsageError("--elizon-resume continues a session from the history store, "
                                 "which is off (--elizon-history=off or ini elizon_history)")
+    attestation, attestation_secret = _attestation(config)
     return Settings(
         cli={ENTRY.key: entry[0], JUDGE.key: judge[0]},
         ini={ENTRY.key: entry[1], JUDGE.key: judge[1]},
@@ -631,6 +667,8 @@ def resolve(config: pytest.Config) -> Settings:
         html=_html_path(config),
         prices=_prices(config),
         sign_key=_sign_key(config, _path(config, "elizon_results")),
+        attestation=attestation,
+        attestation_secret=attestation_secret,
         grade_cache=_grade_cache(config),
         alignment_folder=_elizon_folder(config, "alignment"),
         align=bool(config.getoption("elizon_align")),

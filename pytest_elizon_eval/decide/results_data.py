@@ -430,6 +430,13 @@ class SuiteInfo:
     sha256: str = ""
     #: How cassettes name the suite (see :func:`~.cassette.suite_key`); not in report data.
     key: str = field(default="", metadata={DATA: False})
+    #: The suite's cases: how many its file holds (selected or not) and their content hash
+    #: (``sha256:…``, docs/format.md#dataset-hash); None where not known (the probe pack).
+    case_count: int | None = field(default=None, metadata={OMIT_NONE: True})
+    content_hash: str | None = field(default=None, metadata={OMIT_NONE: True})
+    #: ``authorBaseline.datasetHash``: the content hash of the cases the author's baseline
+    #: was measured on; None when the manifest does not say.
+    baseline_dataset_hash: str | None = field(default=None, metadata={OMIT_NONE: True})
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> SuiteInfo:
@@ -558,7 +565,8 @@ def case_of_file(suite: Mapping[str, Any], case: Mapping[str, Any]) -> dict[str,
     """A results file's case as report data again: the inverse of :func:`file_case`."""
     data = dict(case)
     data["case_id"] = data.pop("id")
-    data["suite"] = {name: suite[name] for name in data_fields(SuiteInfo)}
+    # a file written before a field was added lacks its key: the field's default
+    data["suite"] = {name: suite[name] for name in data_fields(SuiteInfo) if name in suite}
     return data
 
 

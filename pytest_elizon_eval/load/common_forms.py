@@ -22,8 +22,15 @@ import math
 from typing import Any, get_args
 
 from .documents import YamlMapping, YamlSequence
-from .limits import CASE_ID_PATTERN, MAX_LABEL, MAX_REPEAT, RESERVED_TAGS, TAG_PATTERN
-from .runtime import Case, Evaluation, Expect, Gate, Manifest, OutputMode, SuiteRef
+from .limits import (
+    CASE_ID_PATTERN,
+    DATASET_HASH_PATTERN,
+    MAX_LABEL,
+    MAX_REPEAT,
+    RESERVED_TAGS,
+    TAG_PATTERN,
+)
+from .runtime import AuthorBaseline, Case, Evaluation, Expect, Gate, Manifest, OutputMode, SuiteRef
 
 __all__ = ["manifest", "suite_cases"]
 
@@ -205,8 +212,17 @@ def _choice(value: object, allowed: frozenset[str]) -> str:
     return text
 
 
-def _baseline(value: object) -> dict[str, float]:
-    """Metric names to finite numbers."""
+def _baseline(value: object) -> AuthorBaseline:
+    """Metric names to finite numbers, and a well-formed ``datasetHash``."""
     if type(value) is not YamlMapping:
         raise _NotCommon
-    return {_text(key): _number(number) for key, number in value.items()}
+    metrics: dict[str, float] = {}
+    dataset_hash = None
+    for key, item in value.items():
+        if key == "datasetHash":
+            dataset_hash = _text(item)
+            if not DATASET_HASH_PATTERN.fullmatch(dataset_hash):
+                raise _NotCommon
+        else:
+            metrics[_text(key)] = _number(item)
+    return AuthorBaseline(metrics=metrics, dataset_hash=dataset_hash)

@@ -1,15 +1,18 @@
 """A case's content as ``--elizon-resume`` and the history store hash it: its canonical
 JSON, made once when its suite file is validated and kept in the suite cache with it, so
-a run does not write every case again to hash it (docs/contract.md#resume). Stdlib only.
+a run does not write every case again to hash it (docs/contract.md#resume). A suite's
+content hash (docs/format.md#dataset-hash) is made from the same texts. Stdlib only.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["CANARY", "canonical_text", "case_text"]
+__all__ = ["CANARY", "DATASET_HASH_PREFIX", "canonical_text", "case_text", "dataset_hash"]
 
 #: A run's red-team canary (:func:`~..redteam.pack.new_canary`): random in every run, so a
 #: key holds it as ``{canary}`` and a probe's grade or finished run is reused like any other.
@@ -36,3 +39,23 @@ def case_text(case: Any) -> bytes | None:
                                               warnings=False))
     except (TypeError, ValueError, RecursionError):
         return None
+
+
+#: What a content hash starts with: the algorithm, so a later one can be told apart.
+DATASET_HASH_PREFIX = "sha256:"
+
+
+def dataset_hash(ids: Sequence[str], texts: Sequence[bytes | None]) -> str | None:
+    """The content hash of a suite's cases (``ids`` and their :func:`case_text`, in file
+    order): ``sha256:`` and the SHA-256 of the JSON array of the cases sorted by id, which
+    is exactly ``json.dumps(cases, sort_keys=True, ensure_ascii=False)`` in UTF-8, so an
+    auditor can make it again (docs/format.md#dataset-hash). None when a case could not
+    be written."""
+    by_id: dict[str, bytes] = {}
+    for case_id, text in zip(ids, texts, strict=True):
+        if text is None:
+            return None
+        by_id[case_id] = text  # ids are unique in a valid suite
+    # the ids alone are sorted: a list of str sorts fastest (a cold 100,000-case suite)
+    digest = hashlib.sha256(b"[" + b", ".join([by_id[i] for i in sorted(by_id)]) + b"]")
+    return DATASET_HASH_PREFIX + digest.hexdigest()

@@ -149,7 +149,9 @@ class PackageIndex:
                 path=display, package=package.name, gate=spec.gate,
                 advisory=self.advisory(spec),
                 baseline=spec.baseline, sha256=loaded.sha256,
-                key=suite_key(package.name, package.folder, path))
+                key=suite_key(package.name, package.folder, path),
+                case_count=len(loaded.cases), content_hash=loaded.content_hash,
+                baseline_dataset_hash=spec.baseline_dataset)
 
         return read_once(self._suites, path, read)
 

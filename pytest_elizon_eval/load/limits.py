@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["CASE_ID_PATTERN", "MAX_LABEL", "MAX_PRICE", "MAX_REPEAT", "RESERVED_TAGS",
-           "TAG_PATTERN"]
+__all__ = ["CASE_ID_PATTERN", "DATASET_HASH_PATTERN", "MAX_LABEL", "MAX_PRICE", "MAX_REPEAT",
+           "RESERVED_TAGS", "TAG_PATTERN"]
 
 #: Longest label ``expect.label`` / ``expect.route`` may name (every report's tables show it).
 MAX_LABEL = 200
@@ -22,3 +22,7 @@ TAG_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 #: pytest's own markers: a tag with one of these names would change how the case runs.
 RESERVED_TAGS = frozenset({"skip", "skipif", "xfail", "parametrize", "usefixtures",
                            "filterwarnings", "tryfirst", "trylast"})
+#: A suite's content hash as ``elizon-eval dataset hash`` prints it and ``authorBaseline``'s
+#: ``datasetHash`` names it (docs/format.md#dataset-hash): lowercase, so one dataset has one
+#: spelling and two hashes compare as text.
+DATASET_HASH_PATTERN = re.compile(r"^sha256:[0-9a-f]{64}$")

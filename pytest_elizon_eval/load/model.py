@@ -34,6 +34,7 @@ from ..run.chat_body import check_body, check_tools
 from .documents import Problem, YamlMapping, YamlSequence, line_of
 from .limits import (
     CASE_ID_PATTERN,
+    DATASET_HASH_PATTERN,
     MAX_LABEL,
     MAX_PRICE,
     MAX_REPEAT,
@@ -45,6 +46,7 @@ __all__ = [
     "CASE_ID_PATTERN",
     "CONTROL_PATTERN",
     "AlignmentSpec",
+    "AuthorBaseline",
     "Case",
     "CheckSpec",
     "CommandEntry",
@@ -462,6 +464,30 @@ def _check_secret(value: str) -> str:
     return value
 
 
+#: What a ``datasetHash`` must look like, said the same for every wrong value.
+DATASET_HASH_RULE = ("must be 'sha256:' followed by 64 lowercase hex digits, as "
+                     "'elizon-eval dataset hash' prints it")
+
+
+class AuthorBaseline(_Strict):
+    """``authorBaseline:``: the author's own results, any metric name to a number, and the
+    content hash of the cases they were measured on (docs/format.md#dataset-hash)."""
+
+    # Extra keys are the metrics (any name, as before ``datasetHash``): each a finite number.
+    model_config = ConfigDict(extra="allow")  # merged with _Strict's
+    # a bare annotation: pydantic 2.5 (the oldest supported) refuses a Field() default here
+    __pydantic_extra__: dict[str, float]
+    dataset_hash: str | None = Field(None, alias="datasetHash")
+
+    @field_validator("dataset_hash", mode="before")
+    @classmethod
+    def _dataset_hash_shape(cls, value: object) -> object:
+        # a before-validator sees only a written key: a null here was written as one
+        if not isinstance(value, str) or not DATASET_HASH_PATTERN.fullmatch(value):
+            raise ValueError(f"{DATASET_HASH_RULE}; found {_describe(value)}")
+        return value
+
+
 class SuiteRef(_Strict):
     """One test set named by a manifest: a suite file, or the probe pack (``probes:``)."""
 
@@ -471,7 +497,7 @@ class SuiteRef(_Strict):
                       BeforeValidator(_check_probes)] | None = None
     #: The named input a probe's text is given as (default: one string input).
     input_name: str | None = Field(None, alias="inputName", min_length=1)
-    author_baseline: dict[str, float] | None = Field(None, alias="authorBaseline")
+    author_baseline: AuthorBaseline | None = Field(None, alias="authorBaseline")
     gate: Gate = "must-pass"
     #: Suite defaults for the cases' ``repeat`` and ``minPassRate``.
     repeat: RepeatSpec | None = None
@@ -482,7 +508,7 @@ class Evaluation(_Strict):
     """A manifest's ``evaluation`` block: one suite, or a ``suites:`` list."""
 
     suite: str | None = None
-    author_baseline: dict[str, float] | None = Field(None, alias="authorBaseline")
+    author_baseline: AuthorBaseline | None = Field(None, alias="authorBaseline")
     gate: Gate | None = None
     repeat: RepeatSpec | None = None
     min_pass_rate: float | None = Field(None, alias="minPassRate", ge=0.0, le=1.0)
@@ -727,7 +753,9 @@ def _message(error: ErrorDetails, root_model: type[BaseModel]) -> str:
         if not where:
             return f"{_ROOT_SHAPE.get(root_model, 'the file must be a mapping')}, " \
                    f"found {_describe_root(value)}"
-        return f"{prefix}expected {_EXPECTED[kind]}, found {_describe(value)}"
+        return f"{prefix}expected {_EXPECTED[kind]}, found {_describe(value)}" + (
+            "; a dataset's content hash goes under 'datasetHash'"
+            if loc[-2:-1] == ("authorBaseline",) and str(value).startswith("sha256:") else "")
     if kind == "literal_error":
         expected = error.get("ctx", {}).get("expected", "")
         return f"{prefix}expected {expected}, found {_describe(value)}"
@@ -852,4 +880,10 @@ def _one_source(data: Any) -> list[Problem]:
             problems.append(Problem(item.key_lines["inputName"],
                                     f"evaluation.suites[{index}].inputName: only for "
                                     "'probes:' (a suite's cases name their own inputs)"))
+        baseline = item.get("authorBaseline")
+        if "probes" in item and isinstance(baseline, YamlMapping) and "datasetHash" in baseline:
+            problems.append(Problem(baseline.key_lines["datasetHash"],
+                                    f"evaluation.suites[{index}].authorBaseline.datasetHash: "
+                                    "only for a suite file (the probe pack's cases are the "
+                                    "plugin's, and have no dataset hash)"))
     return problems

@@ -3,7 +3,8 @@
 Owns the step from a path on disk to validated data: a manifest becomes a
 :class:`Package` (its name, entry and test sets with resolved paths), a
 suite file becomes a :class:`LoadedSuite` (its cases, their lines and the
-file's content hash). A suite path must stay inside its package folder.
+file's SHA-256 and its cases' content hash). A suite path must stay inside its package
+folder.
 Problems found while reading a file (an unquoted ``no``, a repeated key) are
 reported together with its validation problems, in line order. Every failure
 is an :class:`~.errors.ElizonError` with the documented code. No pytest
@@ -23,7 +24,7 @@ from ..errors import ElizonError
 from ..redteam import pack as redteam
 from ..run.checks import CheckRef, check_refs
 from . import common_forms, datafiles
-from .content import case_text
+from .content import case_text, dataset_hash
 from .documents import LoadFailed, Problem, YamlMapping, YamlSequence
 from .runtime import (
     AlignmentSpec,
@@ -62,6 +63,9 @@ class SuiteSpec:
     #: and the named input a probe's text is given as; ``path`` is then the pack's file.
     probe_source: str | None = None
     input_name: str | None = None
+    #: ``authorBaseline.datasetHash``: the content hash of the cases the author's baseline
+    #: was measured on (docs/format.md#dataset-hash), None when not given.
+    baseline_dataset: str | None = None
 
 
 @dataclass(frozen=True)
@@ -116,6 +120,9 @@ class LoadedSuite:
     case_texts: tuple[bytes | None, ...]
     #: Every check the cases name (``expect.checks``), with its line.
     check_refs: tuple[CheckRef, ...] = ()
+    #: The cases' content hash (:func:`.content.dataset_hash`), None if one could not be
+    #: written; made with the case texts, so the suite cache keeps it too.
+    content_hash: str | None = None
 
 
 def _read(path: Path, display: str, code: str) -> tuple[Any, list[Problem], bytes]:
@@ -221,8 +228,9 @@ def load_manifest(path: Path, display: str, cache: SuiteCache | None = None) -> 
                                               f"(first at line {seen[suite_path]})"))
                 continue
             seen[suite_path] = line
-            suites.append(SuiteSpec(suite_path, ref.gate, dict(ref.author_baseline or {}), line,
-                                    ref.repeat, ref.min_pass_rate))
+            suites.append(SuiteSpec(suite_path, ref.gate, _metrics(ref), line,
+                                    ref.repeat, ref.min_pass_rate,
+                                    baseline_dataset=_baseline_dataset(ref)))
         if problems:
             raise ElizonError.from_problems(code, display, problems)
     key_lines = lines.keys
@@ -246,6 +254,15 @@ def load_manifest(path: Path, display: str, cache: SuiteCache | None = None) -> 
         alignment=labels,
         version=manifest.version,
     )
+
+
+def _metrics(ref: SuiteRef) -> dict[str, float]:
+    """The metrics of the set's ``authorBaseline`` (empty without one)."""
+    return dict(ref.author_baseline.metrics) if ref.author_baseline is not None else {}
+
+
+def _baseline_dataset(ref: SuiteRef) -> str | None:
+    return ref.author_baseline.dataset_hash if ref.author_baseline is not None else None
 
 
 def _alignment_labels(spec: AlignmentSpec, folder: Path, display: str, line: int | None
@@ -293,9 +310,10 @@ def _add_probes(suites: list[SuiteSpec], ref: SuiteRef, line: int, seen: dict[Pa
                                           f"(first at line {seen[path]})"))
             continue
         seen[path] = line
-        suites.append(SuiteSpec(path, ref.gate, dict(ref.author_baseline or {}), line,
+        suites.append(SuiteSpec(path, ref.gate, _metrics(ref), line,
                                 ref.repeat, ref.min_pass_rate, probe_source=where,
-                                input_name=ref.input_name))
+                                input_name=ref.input_name,
+                                baseline_dataset=_baseline_dataset(ref)))
     return problems
 
 
@@ -366,12 +384,14 @@ def load_suite(path: Path, display: str, cache: SuiteCache | None = None) -> Loa
             raise ElizonError.from_problems(code, display, problems)
         cases = from_model(suite.cases)
     validated = tuple(cases)
+    texts = tuple(case_text(case) for case in validated)
     loaded = LoadedSuite(
         cases=validated,
         lines=tuple(data["cases"].item_lines),
         sha256=hashlib.sha256(raw).hexdigest(),
         check_refs=check_refs(data),
-        case_texts=tuple(case_text(case) for case in validated),
+        case_texts=texts,
+        content_hash=dataset_hash([case.id for case in validated], texts),
     )
     if cache is not None:  # keyed on the bytes it was validated from
         cache.put("suite", path, raw, loaded)

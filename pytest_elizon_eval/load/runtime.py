@@ -28,6 +28,7 @@ __all__ = [
     "MAX_LABEL",
     "MAX_PRICE",
     "AlignmentSpec",
+    "AuthorBaseline",
     "Case",
     "CheckSpec",
     "CommandEntry",
@@ -149,14 +150,17 @@ class _Plain(metaclass=_Fields):
     def model_dump(self, *, by_alias: bool = True, exclude_none: bool = True,
                    warnings: bool = False) -> dict[str, Any]:
         """The fields as pydantic's ``model_dump(by_alias=True, exclude_none=True)`` gives
-        them (resume hashes a case by it: warm and cold runs must hash alike)."""
+        them, except that an ``output: null`` that was written is kept: it is an assertion
+        (resume and the dataset hash read a case by it, so warm and cold runs must agree,
+        and a case that gained ``output: null`` is not the case it was)."""
         del warnings  # pydantic's argument, accepted so callers need not know which it is
         out: dict[str, Any] = {}
         for name in self._FIELDS:
             if name == "output_given":
                 continue
             value = getattr(self, name)
-            if value is None and exclude_none:
+            if value is None and exclude_none and not (
+                    name == "output" and getattr(self, "output_given", False)):
                 continue
             key = self.ALIASES.get(name, name) if by_alias else name
             out[key] = _dump(value, by_alias, exclude_none)
@@ -361,6 +365,25 @@ class Suite(_Plain):
     cases: list[Case]
 
 
+class AuthorBaseline(_Plain):
+    """``authorBaseline:``: the author's own results by metric name, and the content hash of
+    the cases they were measured on (``datasetHash``, docs/format.md#dataset-hash)."""
+
+    ALIASES: ClassVar[dict[str, str]] = {"dataset_hash": "datasetHash"}
+    #: Metric name to the author's number, in the file's order (the model's extra keys).
+    metrics: dict[str, float]
+    dataset_hash: str | None = None
+
+    def model_dump(self, *, by_alias: bool = True, exclude_none: bool = True,
+                   warnings: bool = False) -> dict[str, Any]:
+        """The mapping as the file writes it: the metrics, and ``datasetHash`` if given."""
+        del warnings  # pydantic's argument, accepted so callers need not know which it is
+        out: dict[str, Any] = dict(self.metrics)
+        if self.dataset_hash is not None or not exclude_none:
+            out["datasetHash" if by_alias else "dataset_hash"] = self.dataset_hash
+        return out
+
+
 class SuiteRef(_Plain):
     """One test set named by a manifest: a suite file, or the probe pack."""
 
@@ -370,7 +393,7 @@ class SuiteRef(_Plain):
     suite: str | None = None
     probes: tuple[str, ...] | None = None
     input_name: str | None = None
-    author_baseline: dict[str, float] | None = None
+    author_baseline: AuthorBaseline | None = None
     gate: Gate = "must-pass"
     repeat: int | RepeatUntil | None = None
     min_pass_rate: float | None = None
@@ -382,7 +405,7 @@ class Evaluation(_Plain):
     ALIASES: ClassVar[dict[str, str]] = {"author_baseline": "authorBaseline",
                                          "min_pass_rate": "minPassRate"}
     suite: str | None = None
-    author_baseline: dict[str, float] | None = None
+    author_baseline: AuthorBaseline | None = None
     gate: Gate | None = None
     repeat: int | RepeatUntil | None = None
     min_pass_rate: float | None = None
@@ -459,7 +482,7 @@ class Manifest(_Plain):
 _CLASSES: dict[str, type[_Plain]] = {
     cls.__name__: cls for cls in (
         JudgeExpect, AlignmentSpec, ToolCallPattern, ToolCallsExpect, CheckSpec, RepeatUntil,
-        StableExpect, RagExpect, Expect, Turn, Case, Suite, SuiteRef, Evaluation,
+        StableExpect, RagExpect, Expect, Turn, Case, Suite, AuthorBaseline, SuiteRef, Evaluation,
         CommandEntry, UrlEntry, JudgeEndpoint, Price, Manifest)}
 
 
@@ -483,4 +506,6 @@ def from_model(value: Any) -> Any:
     given = {name: from_model(getattr(value, name)) for name in names}
     if cls is Expect:
         given["output_given"] = "output" in value.model_fields_set
+    elif cls is AuthorBaseline:  # the metrics are the model's extra keys, any name
+        given["metrics"] = dict(value.model_extra or {})
     return cls(**given)

@@ -98,10 +98,29 @@ def write_all(aggregate: Aggregate, regression: Regression | None, settings: Set
         if not document:
             raise _NotWritten("the results file it signs was not written")
         if settings.sign_key is not None:
+            cases = signing.CaseDigests()
+
+            def digest(text: str) -> None:
+                # each case's canonical text, as the signed bytes are made: no third walk
+                cases.add(text.encode("utf-8", "surrogatepass"))
+
             signed = settings.sign_key.sign_canonical(
-                chunk.encode("utf-8", "surrogatepass")
-                for chunk in results.chunks(document[0], canonical=True))
+                (chunk.encode("utf-8", "surrogatepass")
+                 for chunk in results.chunks(document[0], canonical=True, on_case=digest)),
+                cases)
             _write(path, signing.signature_file(signed))
+
+    def write_attestation(path: Path) -> None:
+        from ..trust import attestation  # deferred: only a run asked to attest its cases
+
+        if settings.attestation_secret is None:  # resolve() never leaves the path without it
+            raise _NotWritten("no shared secret to key it with")
+        # node-id order: a serial run and an xdist run of the same cases chain alike
+        ordered = sorted((r for s in aggregate.suites() for r in s.results),
+                         key=lambda r: r.nodeid)
+        _write_chunks(path, attestation.lines((r.to_data() for r in ordered), len(ordered),
+                                              settings.attestation_secret,
+                                              provenance=provenance))
 
     def write_markdown(path: Path) -> None:
         from . import markdown  # deferred: costs import time on every run, needed by few
@@ -127,6 +146,7 @@ def write_all(aggregate: Aggregate, regression: Regression | None, settings: Set
         ("step summary", settings.step_summary,
          lambda p: _append_summary(p, aggregate, regression)),
         ("cassette", settings.record, lambda p: write_cassette(p, recordings, canary)),
+        ("attestation", settings.attestation, write_attestation),
     ]
     written: list[tuple[str, Path]] = []
     failed: list[str] = []

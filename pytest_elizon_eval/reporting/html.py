@@ -54,7 +54,7 @@ from . import judges, snapshot_reports, trend
 from .aggregate import Aggregate, BaselineRow, SuiteSummary, format_metric
 from .compliance import html_part as compliance_part
 from .intervals import comparison_text, interval_cell, summary_sentences
-from .regression import CHANGES, Regression
+from .regression import CHANGES, Regression, dataset_note
 from .regression import verdict as run_verdict
 from .usage_text import dollars, usage_line
 
@@ -626,6 +626,9 @@ def _card(summary: SuiteSummary) -> str:
     table = (_baseline_table(named) if named
              else '<p class="note">no author baseline for this suite</p>')
     table += f"<details><summary>all metrics</summary>{_baseline_table(rows)}</details>"
+    other_cases = dataset_note(info)
+    if other_cases:  # above the table it qualifies (docs/format.md#dataset-hash)
+        table = f'<p class="ko dataset-mismatch">⚠️ {_esc(other_cases)}</p>' + table
     return (f'<div class="card {summary.verdict}" data-path="{_esc(info.path)}">'
             f'<h3>{_VERDICT[summary.verdict]} · {_esc(info.path)}</h3>'
             f'<div class="meta">package <b>{_esc(info.package or "—")}</b> · gate '

@@ -2,7 +2,8 @@
 
 What it holds is docs/contract.md#reports.
 
-Per suite: a verdict line (✅ / ❌ / ⚠️ advisory), the baseline table, a table
+Per suite: a verdict line (✅ / ❌ / ⚠️ advisory), the baseline table (with a
+warning above it when the author's baseline was measured on other cases), a table
 of the cases that failed or timed out, and their outputs in collapsed
 ``<details>``. Every string a model or an entry point produced is escaped so
 a table keeps its columns and nothing renders as HTML: table cells get
@@ -22,7 +23,7 @@ from ..text import cap, visible
 from . import compliance, judges, repeats, security, snapshot_reports
 from .aggregate import Aggregate, SuiteSummary, format_metric
 from .intervals import comparison_text, interval_cell, summary_sentences
-from .regression import Regression, shown_verdict
+from .regression import Regression, dataset_note, shown_verdict
 from .regression import verdict as run_verdict
 from .usage_text import usage_line
 
@@ -126,6 +127,9 @@ def render(aggregate: Aggregate, regression: Regression | None = None,
         said = summary_sentences(summary.intervals(), summary.detectable_drop(), format_metric)
         if said:
             doc.add(cell(" · ".join(said)) + "\n")
+        other_cases = dataset_note(info)
+        if other_cases:  # docs/format.md#dataset-hash
+            doc.add(f"⚠️ {cell(other_cases)}\n")
         table = _baseline_table(summary)
         if table:
             doc.add("\n".join(table) + "\n")

@@ -1,5 +1,7 @@
 """This run next to an earlier results file (``--elizon-baseline=PATH``): per case, what
-regressed, improved, stayed, appeared or went away; per suite, whether its file changed."""
+regressed, improved, stayed, appeared or went away; per suite, whether its file changed.
+Also whether a suite's author baseline was measured on the cases this run ran
+(:func:`dataset_note`, docs/format.md#dataset-hash)."""
 
 from __future__ import annotations
 
@@ -8,15 +10,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..decide.outcomes import PASSED
+from ..decide.outcomes import PASSED, SuiteInfo
 from ..measures.suite import RAG_METRICS, direction
 from .aggregate import COST_METRICS, Aggregate
 
 if TYPE_CHECKING:  # the significance tests run only when there is an earlier run to compare
     from .significance import SignificantChange
 
-__all__ = ["CHANGES", "CaseChange", "MetricChange", "Regression", "compare", "shown_verdict",
-           "verdict"]
+__all__ = ["CHANGES", "CaseChange", "MetricChange", "Regression", "compare", "dataset_note",
+           "shown_verdict", "verdict"]
 
 #: The metrics --elizon-fail-on-regression gates on: the answers' quality.
 GATED = ("pass_rate", "judge_score", "accuracy", *RAG_METRICS)
@@ -141,6 +143,30 @@ def shown_verdict(change: SignificantChange) -> str:
     if change.significant and change.metric not in GATED:
         return f"{change.verdict} (not gated)"
     return change.verdict
+
+
+#: Hex digits of a content hash a report shows (the results JSON has all 64).
+_HASH_SHOWN = 12
+
+
+def _short_hash(value: str) -> str:
+    algorithm, _, digest = value.partition(":")
+    return f"{algorithm}:{digest[:_HASH_SHOWN]}…" if len(digest) > _HASH_SHOWN else value
+
+
+def dataset_note(info: SuiteInfo) -> str | None:
+    """The sentence every report puts beside a suite's author-baseline table when that
+    baseline names the dataset it was measured on (``authorBaseline.datasetHash``) and this
+    run's cases are not that dataset; None when they are, or when the manifest does not say
+    (then the comparison is as it always was)."""
+    measured_on, ran = info.baseline_dataset_hash, info.content_hash
+    if measured_on is None or measured_on == ran:
+        return None
+    if ran is None:
+        return (f"the author's baseline names dataset {_short_hash(measured_on)}, and this "
+                "run's cases have no content hash to compare it with")
+    return (f"the author's baseline was measured on other cases: dataset "
+            f"{_short_hash(measured_on)} ≠ this run's {_short_hash(ran)}")
 
 
 def verdict(aggregate: Aggregate, regression: Regression | None) -> tuple[bool, str]:

@@ -82,6 +82,9 @@ def stream(aggregate: Aggregate, regression: Regression | None = None, *,
             "package": info.package, "path": info.path, "sha256": info.sha256,
             "gate": info.gate, "advisory": info.advisory, "verdict": summary.verdict,
             "baseline": dict(info.baseline), "metrics": summary.metrics(),
+            # docs/format.md#dataset-hash: the cases run, and those the baseline was taken on
+            "case_count": info.case_count, "content_hash": info.content_hash,
+            "baseline_dataset_hash": info.baseline_dataset_hash,
             "comparison": [{"metric": r.metric, "baseline": r.baseline, "run": r.run,
                             "delta": r.delta, "comparison": r.comparison,
                             "interval": r.interval.to_data() if r.interval else None,
@@ -114,12 +117,14 @@ def stream(aggregate: Aggregate, regression: Regression | None = None, *,
     return data
 
 
-def chunks(value: Any, canonical: bool = False, level: int = 0) -> Iterator[str]:
+def chunks(value: Any, canonical: bool = False, level: int = 0,
+           on_case: Callable[[str], None] | None = None) -> Iterator[str]:
     """``value`` (:func:`stream`'s data) as JSON text, piece by piece: the text of
     ``json.dumps(value, ensure_ascii=False, indent=2)`` — or, ``canonical``, of the
     signature's canonical form (:func:`..trust.signing.canonical`: keys sorted, no
     whitespace) — as if every :class:`Cases` were a list. One case's text at a time is
-    made, so a file of 100,000 cases is written without holding them all."""
+    made, so a file of 100,000 cases is written without holding them all. ``on_case`` is
+    given each case's text as it is made (the signature's per-case digests)."""
     if isinstance(value, Cases):
         items: Iterable[Any] = value
         opened, closed = "[", "]"
@@ -147,7 +152,12 @@ def chunks(value: Any, canonical: bool = False, level: int = 0) -> Iterator[str]
         if opened == "{":
             key, item = item
             yield json.dumps(key, ensure_ascii=False) + (":" if canonical else ": ")
-        yield from chunks(item, canonical, level + 1)
+        if on_case is not None and isinstance(value, Cases):
+            text = "".join(chunks(item, canonical, level + 1))  # one case: one piece
+            on_case(text)
+            yield text
+        else:
+            yield from chunks(item, canonical, level + 1, on_case)
     if first:
         yield opened + closed
     else:

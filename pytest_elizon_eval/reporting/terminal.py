@@ -2,7 +2,8 @@
 
 Per suite: gate, counts, verdict and the baseline table (metric · author
 baseline · this run · Δ · at/above/below) for the metrics the author named
-(the markdown summary and results JSON show every metric); then the timed-out cases
+(the markdown summary and results JSON show every metric), with a line above it when
+the baseline was measured on other cases than this run's; then the timed-out cases
 (pytest's FAILURES section lists failures only), the advisory cases that did
 not pass, each with its one-line reason, and the changes since an earlier
 run (``--elizon-baseline``).
@@ -59,6 +60,16 @@ def _baseline_table(summary: SuiteSummary) -> list[Line]:
              {"bold": row is head}) for row in [head, *rows]]
 
 
+def _dataset(summary: SuiteSummary) -> list[Line]:
+    """A line when the author's baseline was measured on other cases (its datasetHash)."""
+    if summary.info.baseline_dataset_hash is None:
+        return []  # the manifest does not say: nothing to check
+    from .regression import dataset_note  # deferred: only a baseline that names its dataset
+
+    note = dataset_note(summary.info)
+    return [(f"    {note}", {"yellow": True})] if note else []
+
+
 def _regression(regression: Regression) -> list[Line]:
     from .regression import shown_verdict  # deferred: only a run with a baseline loads it
 
@@ -98,6 +109,7 @@ def render(aggregate: Aggregate, regression: Regression | None = None) -> list[L
                       markup))
         lines.extend((f"    {text}", {}) for text in summary_sentences(
             summary.intervals(), summary.detectable_drop(), format_metric))
+        lines.extend(_dataset(summary))
         lines.extend(_baseline_table(summary))
         lines.extend((text, {}) for text in measures_lines(summary.measures()))
     timeouts = [r for s in suites for r in s.results if r.outcome == TIMEOUT]

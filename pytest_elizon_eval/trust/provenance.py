@@ -5,8 +5,9 @@ plugin, pytest and Python versions; the Elizon options of the command line
 (entry points and judges as their descriptions, never header or
 environment values); and per package its name and version, the manifest's
 SHA-256, the entry points the cases were given to (their descriptions, as
-every report shows them), its suites and, when the package sits in a git
-work tree, the commit and whether the package's files differ from it.
+every report shows them), its suites with the dataset each one's cases are (name,
+version, case count, content hash: docs/format.md#dataset-hash) and, when the package
+sits in a git work tree, the commit and whether the package's files differ from it.
 
 Also merges the provenance of the shards of a CI matrix into one. No pytest
 import here: :mod:`.plugin` passes in what only pytest knows.
@@ -208,6 +209,12 @@ def packages(aggregate: Aggregate, index: PackageIndex,
                 "git": git_cache[folder],
             }
         record["suites"].append(info.path)
+        if info.content_hash is not None and info.case_count is not None:
+            # what each case says was hashed once, when its file was validated: nothing is
+            # read again here (the xdist controller never loads the suites)
+            record.setdefault("datasets", []).append(
+                {"name": info.path, "version": record["version"],
+                 "case_count": info.case_count, "content_hash": info.content_hash})
         record["entries"] = sorted({*record["entries"],
                                     *(r.entry for r in summary.results if r.entry)})
         record["judges"] = sorted({*record.get("judges", ()),
@@ -232,6 +239,22 @@ def record(*, started: str, finished: str, pytest_version: str,
 
 def _joined(values: Iterable[str]) -> str:
     return ", ".join(sorted(set(values))) or "unknown"
+
+
+def _merged_datasets(old: Iterable[Mapping[str, Any]], new: Iterable[Mapping[str, Any]],
+                     package: str, old_file: str, new_file: str) -> list[dict[str, Any]]:
+    """Two shards' dataset records of one package, joined by suite (in suite order); a
+    suite whose cases hash differently in the two raises ValueError."""
+    joined = {d["name"]: dict(d) for d in old}
+    for dataset in new:
+        known = joined.get(dataset["name"])
+        if known is not None and known["content_hash"] != dataset["content_hash"]:
+            raise ValueError(f"package {package!r}: the cases of {dataset['name']} differ "
+                             f"between {old_file} ({known['content_hash']}) and {new_file} "
+                             f"({dataset['content_hash']}); the shards ran different "
+                             "datasets")
+        joined.setdefault(dataset["name"], dict(dataset))
+    return [joined[name] for name in sorted(joined)]
 
 
 def merge(shards: Sequence[tuple[str, str, Mapping[str, Any] | None]]) -> dict[str, Any]:
@@ -268,6 +291,10 @@ def merge(shards: Sequence[tuple[str, str, Mapping[str, Any] | None]]) -> dict[s
             current["entries"] = sorted({*current["entries"], *package["entries"]})
             current["judges"] = sorted({*current.get("judges", ()), *package.get("judges", ())})
             current["suites"] = sorted({*current["suites"], *package["suites"]})
+            datasets = _merged_datasets(current.get("datasets", ()), package.get("datasets", ()),
+                                        package["name"], seen_in[key], name)
+            if datasets:
+                current["datasets"] = datasets
     common: dict[str, str | bool] = {}
     if known:
         first = known[0][2]["options"]

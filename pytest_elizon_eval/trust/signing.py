@@ -2,10 +2,12 @@
 
 Owns what a signature is (docs/contract.md#trust): the canonical
 serialisation of a document (:func:`canonical`), the signature file written
-beside a results file (``<results>.sig``, :data:`SIGNATURE_FORMAT`), key
-pairs (:func:`generate`) and loading keys from PEM text without ever putting
-the key's text into a message. A signature either verifies or raises
-:class:`SignatureInvalid` with a reason a person can act on.
+beside a results file (``<results>.sig``, :data:`SIGNATURE_FORMAT`) with its
+signed per-case digests (:class:`CaseDigests`), key pairs (:func:`generate`)
+and loading keys from PEM text without ever putting the key's text into a
+message. A signature either verifies or raises :class:`SignatureInvalid` with
+a reason a person can act on — for a results document changed after signing,
+the first case that changed.
 
 ``cryptography`` is imported when a key is used, never at plugin start-up.
 No pytest import here.
@@ -34,9 +36,11 @@ __all__ = [
     "KEY_FILE",
     "PUBLIC_KEY_FILE",
     "SIGNATURE_FORMAT",
+    "CaseDigests",
     "SignatureInvalid",
     "SigningKey",
     "canonical",
+    "changed_case",
     "check_document",
     "document_sha256",
     "fingerprint",
@@ -58,6 +62,16 @@ KEY_FILE = "elizon-eval.key"
 PUBLIC_KEY_FILE = "elizon-eval.pub"
 #: A PEM key is a few hundred bytes; anything far larger is not one (and is not read whole).
 MAX_KEY_BYTES = 64 * 1024
+#: Prefixed to the per-case digests before signing them, so that signature can never pass
+#: for one of a document (or of anything else the key signs).
+CASES_CONTEXT = b"pytest-elizon-eval/signature/v1/cases\n"
+#: Each case's digest: the first 8 bytes of the SHA-256 of its canonical bytes. Enough to
+#: tell which case changed; what proves the document is the signature over all of it.
+CASE_DIGEST = "sha256/8"
+_DIGEST_BYTES = 8
+#: A run of more cases keeps no per-case digests: the signature file stays under the 1 MiB
+#: a reader reads of it (65,536 digests are 699,052 characters of base64).
+MAX_CASE_DIGESTS = 65_536
 
 
 class SignatureInvalid(Exception):
@@ -74,6 +88,56 @@ def canonical(data: Any) -> bytes:
                       allow_nan=False)
     # A lone surrogate (a file the plugin writes never holds one) still has one encoding.
     return text.encode("utf-8", "surrogatepass")
+
+
+def _cases(data: Any) -> list[Any] | None:
+    """A results document's cases in document order (``suites[].cases[]``); None for a
+    document without suites (an acknowledgement, an override)."""
+    suites = data.get("suites") if isinstance(data, dict) else None
+    if not isinstance(suites, list):
+        return None
+    found: list[Any] = []
+    for suite in suites:
+        cases = suite.get("cases") if isinstance(suite, dict) else None
+        if isinstance(cases, list):
+            found += cases
+    return found
+
+
+def _digest(case: Any) -> bytes:
+    return hashlib.sha256(canonical(case)).digest()[:_DIGEST_BYTES]
+
+
+class CaseDigests:
+    """The per-case digests of a results document, gathered a case at a time from each
+    case's canonical bytes (as the writer makes them, or from the document read back)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._packed = bytearray()
+
+    def add(self, case_canonical: bytes) -> None:
+        self.count += 1
+        if self.count <= MAX_CASE_DIGESTS:
+            self._packed += hashlib.sha256(case_canonical).digest()[:_DIGEST_BYTES]
+
+    @classmethod
+    def of(cls, data: Any) -> CaseDigests | None:
+        cases = _cases(data)
+        if cases is None:
+            return None
+        found = cls()
+        for case in cases:
+            found.add(canonical(case))
+        return found
+
+    def payload(self, document_sha256: str) -> dict[str, Any] | None:
+        """What the cases' signature covers; None past :data:`MAX_CASE_DIGESTS`."""
+        if self.count > MAX_CASE_DIGESTS:
+            return None
+        return {"count": self.count, "digest": CASE_DIGEST,
+                "digests": base64.b64encode(bytes(self._packed)).decode("ascii"),
+                "document_sha256": document_sha256}
 
 
 def document_sha256(data: Any) -> str:
@@ -146,20 +210,26 @@ class SigningKey:
     def from_file(cls, path: Path, source: str) -> SigningKey:
         return cls.from_pem(_read_key_file(path, source), source)
 
-    def sign(self, data: Any) -> dict[str, str]:
+    def sign(self, data: Any) -> dict[str, Any]:
         """The signature file's data for the document ``data``."""
         return self.sign_canonical([canonical(data)])
 
-    def sign_canonical(self, parts: Iterable[bytes]) -> dict[str, str]:
+    def sign_results(self, data: Any) -> dict[str, Any]:
+        """:meth:`sign`, with the signed per-case digests of a results document."""
+        return self.sign_canonical([canonical(data)], CaseDigests.of(data))
+
+    def sign_canonical(self, parts: Iterable[bytes], cases: CaseDigests | None = None
+                       ) -> dict[str, Any]:
         """:meth:`sign` of the document whose canonical bytes are ``parts`` joined (made
         piece by piece by a writer that never holds the document itself). Ed25519 signs
-        the whole message, so the bytes are gathered once, in one buffer."""
+        the whole message, so the bytes are gathered once, in one buffer. ``cases``, filled
+        while ``parts`` are made, adds the signed per-case digests (``cases``)."""
         message = bytearray(CONTEXT)
         digest = hashlib.sha256()
         for part in parts:
             digest.update(part)
             message += part
-        return {
+        signed: dict[str, Any] = {
             "format": SIGNATURE_FORMAT,
             "algorithm": ALGORITHM,
             "canonicalization": CANONICALIZATION,
@@ -167,6 +237,14 @@ class SigningKey:
             "public_key_fingerprint": self.fingerprint,
             "signature": base64.b64encode(self.key.sign(message)).decode("ascii"),
         }
+        payload = cases.payload(signed["document_sha256"]) if cases is not None else None
+        if payload is not None:  # an extra key: verifiers of the document ignore it
+            signed["cases"] = {
+                "count": payload["count"], "digest": payload["digest"],
+                "digests": payload["digests"],
+                "signature": base64.b64encode(self.key.sign(
+                    CASES_CONTEXT + canonical(payload))).decode("ascii")}
+        return signed
 
 
 def _read_key_file(path: Path, source: str) -> bytes:
@@ -207,6 +285,10 @@ def check_document(data: Any, signature: Any) -> str:
     return _for_document(data, signature)[0]
 
 
+class _OtherDocument(SignatureInvalid):
+    """The signature is for another document: a results file changed after signing."""
+
+
 def _for_document(data: Any, signature: Any) -> tuple[str, bytes]:
     """:func:`check_document`'s fingerprint, and the canonical bytes (made once: a results
     file may be large)."""
@@ -221,7 +303,7 @@ def _for_document(data: Any, signature: Any) -> tuple[str, bytes]:
     body = canonical(data)
     digest = hashlib.sha256(body).hexdigest()
     if signature.get("document_sha256") != digest:
-        raise SignatureInvalid(
+        raise _OtherDocument(
             "the signature is for another document (it names document sha256 "
             f"{str(signature.get('document_sha256'))[:64]}, this one is {digest}): the results "
             "were changed after signing, or the signature file belongs to another results file")
@@ -237,7 +319,11 @@ def verify(data: Any, signature: Any, public_key: Ed25519PublicKey) -> str:
     # deferred: cryptography costs start-up time; only signing and verifying need it
     from cryptography.exceptions import InvalidSignature
 
-    named, body = _for_document(data, signature)
+    try:
+        named, body = _for_document(data, signature)
+    except _OtherDocument as exc:
+        where = changed_case(data, signature, public_key)
+        raise SignatureInvalid(f"{exc}; {where}" if where else str(exc)) from None
     expected = fingerprint(public_key)
     if named != expected:
         raise SignatureInvalid(
@@ -255,6 +341,59 @@ def verify(data: Any, signature: Any, public_key: Ed25519PublicKey) -> str:
     except InvalidSignature:
         raise SignatureInvalid("the signature does not match the document and the key") from None
     return expected
+
+
+def _case_label(position: int, case: Any) -> str:
+    """``case 3 (id ID, node id NODEID)``: its 1-based place among the document's cases."""
+    named = case if isinstance(case, dict) else {}
+    return (f"case {position} (id {str(named.get('id'))[:200]}, node id "
+            f"{str(named.get('nodeid'))[:200]})")
+
+
+def changed_case(data: Any, signature: Any, public_key: Ed25519PublicKey) -> str | None:
+    """Which case of the results document ``data`` is not as signed, by the signature's
+    per-case digests (``cases``), once their own signature verifies with ``public_key``.
+    None when there are none to go by: an older signature, one by another key, a run of
+    more than :data:`MAX_CASE_DIGESTS` cases, or a document without suites."""
+    # deferred: cryptography costs start-up time; only signing and verifying need it
+    from cryptography.exceptions import InvalidSignature
+
+    cases = signature.get("cases") if isinstance(signature, dict) else None
+    now = _cases(data)
+    if not isinstance(cases, dict) or now is None or cases.get("digest") != CASE_DIGEST:
+        return None
+    payload = {"count": cases.get("count"), "digest": CASE_DIGEST,
+               "digests": cases.get("digests"),
+               "document_sha256": signature.get("document_sha256")}
+    try:
+        packed = base64.b64decode(str(payload["digests"]), validate=True)
+        sig = base64.b64decode(str(cases.get("signature")), validate=True)
+        public_key.verify(sig, CASES_CONTEXT + canonical(payload))
+    except (ValueError, InvalidSignature):
+        return None  # not this key's digests: they could point anywhere
+    count = payload["count"]
+    if not isinstance(count, int) or len(packed) != count * _DIGEST_BYTES:
+        return None
+    signed = [packed[i:i + _DIGEST_BYTES] for i in range(0, len(packed), _DIGEST_BYTES)]
+    current = [_digest(case) for case in now]
+    for i, (was, is_) in enumerate(zip(signed, current, strict=False)):
+        if was == is_:
+            continue
+        # one case taken out, or one put in, moves every later one: say so of the first
+        if len(current) < len(signed) and signed[i + 1:i + 2] == [is_]:
+            return (f"signed case {i + 1} was removed after signing "
+                    f"({_case_label(i + 1, now[i])} was signed as case {i + 2})")
+        if len(current) > len(signed) and current[i + 1:i + 2] == [was]:
+            return f"{_case_label(i + 1, now[i])} was added after signing"
+        return f"{_case_label(i + 1, now[i])} was changed after signing"
+    if len(current) > len(signed):
+        return f"{_case_label(len(signed) + 1, now[len(signed)])} was added after signing"
+    if len(current) < len(signed):
+        gone = len(signed) - len(current)
+        return (f"the last {gone} signed case{'s' if gone != 1 else ''} "
+                f"{'were' if gone != 1 else 'was'} removed after signing")
+    return ("every case is as signed: what changed is outside the cases (the verdict, a "
+            "suite's fields, the provenance)")
 
 
 def generate(folder: Path) -> tuple[Path, Path, str]:
@@ -289,9 +428,9 @@ def generate(folder: Path) -> tuple[Path, Path, str]:
 
 def signature_text(results_text: str, key: SigningKey) -> str:
     """The signature file for the results file whose text is ``results_text``."""
-    return signature_file(key.sign(json.loads(results_text)))
+    return signature_file(key.sign_results(json.loads(results_text)))
 
 
-def signature_file(signed: dict[str, str]) -> str:
+def signature_file(signed: dict[str, Any]) -> str:
     """The signature file's text for :meth:`SigningKey.sign`'s data."""
     return json.dumps(signed, indent=2) + "\n"
