@@ -9,11 +9,14 @@ from pathlib import Path
 
 import pytest
 
+import pytest_elizon_eval
 from pytest_elizon_eval.collect import _pytest_compat
 
 from .conftest import ECHO_APP, Packages
 
 ROOT = Path(__file__).resolve().parents[1]
+#: The package as imported: the checkout, or site-packages when the wheel is tested.
+PACKAGE = Path(pytest_elizon_eval.__file__).parent
 SUITE = "cases:\n  - id: a\n    input: hello\n    expect: {contains: [hello]}\n"
 
 
@@ -84,7 +87,7 @@ def test_the_reference_documents_every_option_and_ini_key(pytester: pytest.Pytes
 
 
 def test_no_reference_cites_a_document_outside_the_repository() -> None:
-    files = [ROOT / "README.md", *ROOT.glob("docs/*.md"), *ROOT.glob("pytest_elizon_eval/**/*.py"),
+    files = [ROOT / "README.md", *ROOT.glob("docs/*.md"), *PACKAGE.glob("**/*.py"),
              *ROOT.glob("tests/*.py")]
     cited = [f.name for f in files if re.search(r"SPEC (§|\.md)", f.read_text("utf-8"))]
     assert cited == []

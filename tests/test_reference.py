@@ -18,7 +18,8 @@ from pytest_elizon_eval import cli, errors, reference
 from pytest_elizon_eval.collect.options import OPTIONS
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGE = ROOT / "pytest_elizon_eval"
+#: The package as imported: the checkout, or site-packages when the wheel is tested.
+PACKAGE = Path(pytest_elizon_eval.__file__).parent
 REFERENCE = ROOT / "docs/reference.md"
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+import pytest_elizon_eval
 from pytest_elizon_eval import errors
 from pytest_elizon_eval.bind import binding
 from pytest_elizon_eval.bind.binding import Source
@@ -24,7 +25,8 @@ from pytest_elizon_eval.run import concurrency, planning, retrying
 
 from .conftest import ECHO_APP, Packages
 
-PACKAGE_DIR = Path(__file__).resolve().parent.parent / "pytest_elizon_eval"
+#: The package as imported: the checkout, or site-packages when the wheel is tested.
+PACKAGE_DIR = Path(pytest_elizon_eval.__file__).parent
 
 # -- the session ----------------------------------------------------------------------------
 
