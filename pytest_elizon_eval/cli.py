@@ -602,9 +602,10 @@ _ATTESTATION_EXIT = {attestation.TAMPERED: EXIT_NO, attestation.UNUSABLE: EXIT_U
 def _verify_attestations(files: list[str], secret: attestation.Secret,
                          document: Document | None, errors: list[str], good: list[str]) -> int:
     """Check each attestation's chain and, with a results ``document``, that it holds
-    exactly the attested cases, as attested; the exit status of what does not hold."""
+    exactly the attested suites and cases, as attested, with the attested runs'
+    provenance; the exit status of what does not hold."""
     status = EXIT_OK
-    attested: dict[str, Any] = {}
+    attested = attestation.Attested()
     for name in files:
         verdict = attestation.verify_file(Path(name), secret)
         if not verdict.valid:
@@ -612,20 +613,19 @@ def _verify_attestations(files: list[str], secret: attestation.Secret,
             status = max(status, _ATTESTATION_EXIT[verdict.status])
             continue
         good.append(f"attestation {safe(name)} {safe(verdict.message)}")
-        twice = next((n for n in verdict.cases if n in attested), None)
-        if twice is not None:
-            errors.append(f"{ELIZON_ATTESTATION_INVALID}: {safe(name)}: case {safe(twice)} is "
-                          "attested by another --attestation too (the same run given twice?)")
+        clash = attested.add(verdict)
+        if clash is not None:
+            errors.append(f"{ELIZON_ATTESTATION_INVALID}: {safe(name)}: {safe(clash)}")
             status = max(status, EXIT_NO)
-        attested.update(verdict.cases)
     if document is not None and status == EXIT_OK:  # records that hold, to compare with
         found = attestation.compare(document.data, attested)
         if found is not None:
             errors.append(f"{ELIZON_ATTESTATION_INVALID}: {safe(document.path)}: {safe(found)}")
             status = EXIT_NO
         else:
-            good.append(f"its {len(attested)} case{'s' if len(attested) != 1 else ''} are as "
-                        "attested")
+            cases, suites = len(attested), len(attested.suites)
+            good.append(f"its {cases} case{'s' if cases != 1 else ''}, {suites} "
+                        f"suite{'s' if suites != 1 else ''} and provenance are as attested")
     return status
 
 

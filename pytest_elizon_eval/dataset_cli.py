@@ -39,7 +39,8 @@ def add_parser(verbs: Any, run: Callable[[argparse.Namespace, Any], int]) -> Non
         "hash", help="each suite's case count and content hash",
         description="Print, per suite file of the package, its path, the package's version, "
                     "its number of cases and its content hash: sha256 of the cases' canonical "
-                    "JSON sorted by id, the same whatever their order in the file. Write it as "
+                    "JSON as written (defaults left out) sorted by id, the same whatever their "
+                    "order in the file. Write it as "
                     "authorBaseline.datasetHash to pin the cases a baseline was measured on.")
     q.add_argument("package", metavar="PACKAGE",
                    help="the package folder, its elizon.yaml, or one suite or data file")

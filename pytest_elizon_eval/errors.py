@@ -62,8 +62,8 @@ ELIZON_ATTESTATION_INVALID = "ELIZON_ATTESTATION_INVALID"
 
 
 class Code(NamedTuple):
-    """One error code: where it is reported and what it means, in one line. A named tuple:
-    the table is made at import, and a dataclass is made on first use (records.py)."""
+    """One error code: where it is reported and what it means, in one line (a named tuple:
+    the table is made at import, cheaply)."""
 
     code: str
     #: ``collection`` (the run stops before any case), ``case`` (that case is an error),
@@ -131,7 +131,8 @@ CODES: tuple[Code, ...] = (
     Code(ELIZON_ATTESTATION_INVALID, "elizon-eval",
          "verify --attestation: the attestation does not hold (a record changed, moved, "
          "removed or from another run; truncated; a header that does not verify with the "
-         "secret) or cannot be used, or RESULTS does not hold exactly the attested cases"),
+         "secret) or cannot be used, or RESULTS does not hold exactly the attested suites "
+         "and cases, as attested, with the attested provenance"),
 )
 
 

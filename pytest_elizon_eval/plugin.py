@@ -13,6 +13,7 @@ whose xdist worker crashed through xdist's own ``pytest_handlecrashitem``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Generator, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -57,10 +58,13 @@ def pytest_configure(config: pytest.Config) -> None:
     if problem:
         config.issue_config_time_warning(pytest.PytestConfigWarning(problem), stacklevel=2)
     settings = options.resolve(config)
-    before = deadlines.suspended(), deadlines.hung.cap
+    # the process's deadline state is this session's until its cleanup puts it back (a run
+    # inside a test, pytester's, keeps deadlines by its own options, not its host's)
+    config.add_cleanup(functools.partial(_restore_deadlines, deadlines.suspended(),
+                                         deadlines.hung.cap))
     debugging = _debugging(config)
+    deadlines.restore(debugging)
     if debugging is not None:
-        deadlines.suspend(debugging)
         # one case at a time: the person debugging steps through one call, not 64
         settings = replace(settings, concurrency=1, concurrency_auto=False)
     deadlines.hung.cap = max(settings.max_hung_calls, settings.concurrency)
@@ -76,7 +80,7 @@ def pytest_configure(config: pytest.Config) -> None:
                                             queued=settings.concurrency if gates is None
                                             else 0)
         if settings.concurrency > 1 else None,
-        suspended=deadlines.suspended(), deadlines_before=before,
+        suspended=debugging,
     ).start(config)
     # the probe pack: the run's canary (one for all xdist workers), its fixtures, its checks
     config.pluginmanager.register(redteam_nodes, "elizon-redteam")
@@ -152,8 +156,8 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     why = running.suspended if running is not None else None
     if why is None:
         return None
-    return (f"elizon: deadlines suspended ({why}): entry points, judges and checks are "
-            "waited for without limit, one case at a time")
+    return (f"elizon: deadlines suspended ({why}): Python entry points, judges and checks "
+            "are waited for without limit, one case at a time")
 
 
 def pytest_enter_pdb(config: pytest.Config) -> None:
@@ -170,11 +174,12 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter,
                                     "calls from then on were waited for without limit")
 
 
+def _restore_deadlines(suspended: str | None, cap: int) -> None:
+    deadlines.restore(suspended)
+    deadlines.hung.cap = cap
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
-    running = config.stash.get(elizon_session.SESSION, None)
-    if running is not None and running.deadlines_before is not None:
-        deadlines.restore(running.deadlines_before[0])
-        deadlines.hung.cap = running.deadlines_before[1]
     reporter = config.pluginmanager.get_plugin(_REPORTER)
     if reporter is not None:
         config.pluginmanager.unregister(reporter)
@@ -441,10 +446,16 @@ class SessionReporter:
             history.finish(session, self.aggregate, made)
         from .reporting import files  # deferred: it imports each writer only when asked for
 
+        # the models an attestation names besides those the answers named
+        models = provenance.entry_models(
+            self.aggregate, elizon_session.of(self.config).index,
+            self.settings.cli["entry"].value, self.settings.ini["entry"].value) \
+            if self.settings.attestation is not None else []
         self.written, self.unwritten = files.write_all(self.aggregate, self.regression,
                                                        self.settings, self.recordings, made,
                                                        redteam_nodes.canary(self.config),
-                                                       history.history if history else None)
+                                                       history.history if history else None,
+                                                       entry_models=models)
         if self.unwritten:
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
 

@@ -50,12 +50,13 @@ ENVIRONMENT: tuple[Variable, ...] = (
     Variable("ELIZON_SIGN_KEY", "pytest, elizon-eval merge",
              "the PEM of the Ed25519 private key itself (not a path) that signs the results "
              "file when no --elizon-sign-key, ini elizon_sign_key or --sign-key names a key "
-             "file; create one with 'elizon-eval keygen DIR'"),
+             "file; create one with 'elizon-eval keygen DIR'. Not passed on to a command "
+             "entry's process"),
     Variable("ELIZON_ATTESTATION_SECRET", "pytest, elizon-eval verify",
              "the shared secret (at least 16 characters; surrounding whitespace ignored) that "
              "keys the attestation --elizon-attestation writes and verify --attestation checks; "
              "never written or shown, only its key id (HMAC-SHA256 of a fixed text, 16 hex "
-             "digits)"),
+             "digits), nor passed on to a command entry's process"),
     Variable("GITHUB_STEP_SUMMARY", "pytest",
              "when set, the markdown summary is appended to the file it names (GitHub "
              "Actions sets it)"),

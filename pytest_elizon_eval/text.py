@@ -4,7 +4,9 @@ Owns the escaping every renderer shares: control characters, DEL, C1
 controls, U+FFFE/U+FFFF and lone surrogates become visible escapes
 (``\\x1b``, ``\\ufffe``, ``\\ud800``), so nothing a model prints can move a
 terminal's cursor, corrupt an XML file or hide text; and :func:`defuse` keeps
-such text from starting a GitHub Actions workflow command when it is printed.
+such text from starting a GitHub Actions workflow command when it is printed;
+:func:`without_userinfo` keeps a URL's user name and password out of whatever names
+the URL (a description, a message, a report, the provenance).
 No pytest import here.
 """
 
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["cap", "defuse", "visible"]
+__all__ = ["cap", "defuse", "visible", "without_userinfo"]
 
 # C0 controls except TAB and LF, DEL, C1 controls, lone surrogates, non-characters.
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
@@ -50,3 +52,15 @@ def defuse(text: str) -> str:
     Use on text that is already :func:`visible` (so a bare CR cannot start a line)."""
     text = _COMMAND_AT_LINE_START.sub(lambda m: f"{m.group(1)}:{_ZWSP}", text)
     return text.replace("##[", f"##{_ZWSP}[")
+
+
+#: ``scheme://`` and a URL's userinfo: everything between ``//`` and the last ``@`` before
+#: the path (RFC 3986's authority, taken wide: a password holding an unescaped ``?`` or
+#: ``#`` is hidden too, never shown because a parser would have cut it short).
+_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*://)[^/\s]*@")
+
+
+def without_userinfo(text: str) -> str:
+    """``text`` with the user name and password of every URL in it replaced by ``***``:
+    ``https://bob:hunter2@api.example/x`` is named ``https://***@api.example/x``."""
+    return _USERINFO.sub(r"\1***@", text) if "@" in text else text

@@ -6,8 +6,10 @@ first case changed after signing.
 
 One module-scoped set of runs gives the material, as a CI job makes it: a signed serial run
 with the results file and the attestation, a second serial run (another run id, to splice
-from), and an ``-n 2`` run of the same cases. The verdicts come from the console script
-itself.
+from), and an ``-n 2`` run of the same cases, one after the other. A second set, a package
+with a must-pass and an advisory suite, gives the results that are edited to pass a gate
+they failed (a suite made advisory, a failing case moved, the provenance rewritten). The
+verdicts come from the console script itself.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import io
 import json
 import os
 import shutil
@@ -27,7 +30,9 @@ from typing import Any
 
 import pytest
 
-from pytest_elizon_eval.trust import attestation, signing
+from pytest_elizon_eval.mock import MockModel, MockServer
+from pytest_elizon_eval.reporting import results
+from pytest_elizon_eval.trust import attestation, evidence, signing
 
 from .conftest import Packages
 
@@ -108,19 +113,23 @@ def material(tmp_path_factory: pytest.TempPathFactory) -> Material:
         "xdist": ["-n", "2", "--elizon-attestation=xdist.jsonl", "-p", "no:cacheprovider",
                   "--elizon-history=off"],
     }
-    started = [subprocess.Popen([sys.executable, "-m", "pytest", "pkg", *args], cwd=tmp,
-                                env=env, text=True, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT)
-               for args in runs.values()]
     outputs = []
-    for process in started:
-        out, _ = process.communicate(timeout=120)
-        outputs.append(out)
+    for args in runs.values():  # one after the other: each session has the machine to itself
+        done = _pytest("pkg", *args, cwd=tmp, env=env)
+        outputs.append(done.stdout)
         # charlie fails: every run reports it and writes its files
-        assert process.returncode == pytest.ExitCode.TESTS_FAILED, out
-        assert "1 failed, 4 passed" in out, out
+        assert done.returncode == pytest.ExitCode.TESTS_FAILED, done.stdout
+        assert "1 failed, 4 passed" in done.stdout, done.stdout
     assert "generated attestation: " in outputs[0]
     return Material(tmp, "".join(outputs))
+
+
+def _pytest(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """A pytest session as a CI step runs it. The timeout only stops a hung session from
+    hanging the test run: nothing is measured by it."""
+    return subprocess.run([sys.executable, "-m", "pytest", *args], cwd=cwd, env=env,
+                          text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          timeout=900, check=False)
 
 
 def verify(*args: str, cwd: Path, secret: str | None = SECRET
@@ -151,7 +160,7 @@ def test_a_run_writes_the_attestation_and_verify_says_valid(material: Material) 
                   "keys/elizon-eval.pub", cwd=material.tmp)
     assert both.returncode == 0, both.stderr
     assert "signature valid" in both.stdout
-    assert both.stdout.rstrip().endswith("its 5 cases are as attested")
+    assert both.stdout.rstrip().endswith("its 5 cases, 1 suite and provenance are as attested")
 
 
 def test_the_file_is_as_documented_and_an_auditor_can_recompute_it(material: Material) -> None:
@@ -159,11 +168,20 @@ def test_the_file_is_as_documented_and_an_auditor_can_recompute_it(material: Mat
     header, cases, final = records[0], records[1:-1], records[-1]
     assert [r["record"] for r in records] == ["header", *["case"] * 5, "final"]
     assert [r["index"] for r in records] == list(range(7))
-    assert header["format"] == "pytest-elizon-eval/attestation/v1"
+    assert header["format"] == "pytest-elizon-eval/attestation/v2"
     assert (header["algorithm"], header["order"], header["cases"]) == ("hmac-sha256", "nodeid", 5)
     assert final["cases"] == 5
-    # node-id order; the outcome, score and each check's pass/fail of every case
+    # each suite's path, gate, effective advisory flag, file SHA-256 and content hash, as the
+    # results file says them
+    [suite] = json.loads((material.tmp / "r.json").read_text())["suites"]
+    assert header["suites"] == [{k: suite[k] for k in ("path", "gate", "advisory", "sha256",
+                                                       "content_hash")}]
+    assert header["suites"][0]["gate"] == "must-pass"
+    assert header["suites"][0]["content_hash"].startswith("sha256:")
+    # node-id order; the suite, outcome, score and each check's pass/fail of every case
     assert [r["case_id"] for r in cases] == ["alpha", "bravo", "charlie", "delta", "echo"]
+    assert {r["suite"] for r in cases} == {"pkg/eval/suite.yaml"}
+    assert [(r["advisory"], r["inconclusive_passes"]) for r in cases] == [(None, None)] * 5
     assert [r["outcome"] for r in cases] == ["passed", "passed", "failed", "passed", "passed"]
     assert cases[4]["checks"] == [{"name": "contains", "passed": True},
                                   {"name": "startsWith", "passed": True}]
@@ -183,7 +201,7 @@ def test_the_file_is_as_documented_and_an_auditor_can_recompute_it(material: Mat
     for record in records:
         assert record["prev"] == prev
         body = {k: v for k, v in record.items() if k != "mac"}
-        message = b"pytest-elizon-eval/attestation/v1\n" + json.dumps(
+        message = b"pytest-elizon-eval/attestation/v2\n" + json.dumps(
             body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
         assert record["mac"] == hmac.new(SECRET.encode(), message, hashlib.sha256).hexdigest()
         prev = record["mac"]
@@ -197,7 +215,7 @@ def test_the_header_holds_the_results_provenance(material: Material) -> None:
     assert header["provenance"] == provenance
     packages = provenance["packages"]
     assert header["metadata"] == {
-        "entries": ["app:answer"], "judges": [],
+        "entries": ["app:answer"], "models": [], "judges": [],  # the app reports no usage
         "datasets": [d for p in packages for d in p.get("datasets", [])]}
 
 
@@ -228,6 +246,14 @@ def _edit_outcome(lines: list[str], _: list[str]) -> str:
     return "".join([*lines[:3], json.dumps(record) + "\n", *lines[4:]])
 
 
+def _removed_and_forged_later(lines: list[str], _: list[str]) -> str:
+    """Record 2 removed, and a forgery of it (its MAC no longer holds) put further down:
+    only a record whose MAC holds can make the gap a move."""
+    forged = json.loads(lines[2])
+    forged["outcome"] = "failed"
+    return "".join([*lines[:2], *lines[3:-1], json.dumps(forged) + "\n", lines[-1]])
+
+
 TAMPERINGS = {
     # name: (the file's text from the chain's lines and another run's, exit, verdict words)
     "edited outcome": (_edit_outcome, 1,
@@ -244,6 +270,9 @@ TAMPERINGS = {
                    "(case charlie", "record 2 is at line 4"]),
     "a record removed": (lambda lines, _: "".join([*lines[:2], *lines[3:]]), 1,
                          ["broken chain link at record 2", "record 2 was removed"]),
+    "a record removed and a forgery of it further down": (
+        _removed_and_forged_later, 1, ["broken chain link at record 2: line 3 holds record 3",
+                                       "record 2 was removed"]),
     "spliced from another run": (
         lambda lines, other: "".join([*lines[:2], other[2], *lines[3:]]), 1,
         ["tampered: record 2 (line 3, case bravo, node id pkg/eval/suite.yaml::bravo) is "
@@ -277,6 +306,41 @@ def test_each_tampering_is_one_verdict_naming_the_first_bad_record(
     for word in words:
         assert word in line, line
     assert done.stdout == ""
+
+
+class _Lines(io.RawIOBase):
+    """An attestation file that fails the test if it is read past line ``stop``."""
+
+    def __init__(self, lines: list[bytes], stop: int) -> None:
+        self.lines, self.stop, self.given = lines, stop, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readline(self, size: int | None = -1) -> bytes:
+        assert self.given < self.stop, "read on past the first record that does not hold"
+        self.given += 1
+        return self.lines[self.given - 1] if self.given <= len(self.lines) else b""
+
+
+def test_the_file_is_read_a_line_at_a_time_and_no_further_than_the_verdict() -> None:
+    secret = attestation.Secret.from_text(SECRET, "s")
+    cases = [{"nodeid": f"s::{n}", "case_id": n, "outcome": "passed"} for n in "abcdef"]
+    made = [line.encode() for line in attestation.lines(cases, 6, secret, provenance=None)]
+    assert attestation.verify_stream(_Lines(made, len(made) + 1), secret).valid
+    tampered = [*made[:3], made[3].replace(b'"passed"', b'"failed"'), *made[4:]]
+    verdict = attestation.verify_stream(_Lines(tampered, 4), secret)
+    assert (verdict.status, verdict.index) == (attestation.TAMPERED, 3)
+    # a byte that is not UTF-8 is named by its offset in the file, when it is reached
+    broken = [*made[:2], b"\xff" + made[2], *made[3:]]
+    verdict = attestation.verify_bytes(b"".join(broken), secret)
+    assert verdict.status == attestation.UNUSABLE
+    assert verdict.message == ("not an attestation file: not UTF-8 text (byte offset "
+                               f"{len(made[0]) + len(made[1])})")
+    # blank lines only: empty, as a file with nothing in it
+    assert attestation.verify_bytes(b"\n \n", secret).status == attestation.TRUNCATED
+    assert attestation.verify_bytes(b"\n" + made[0], secret).message == (
+        "not an attestation file: line 1 is empty")
 
 
 def test_a_missing_file_a_folder_and_a_wrong_secret(material: Material) -> None:
@@ -316,6 +380,194 @@ def test_results_that_differ_from_the_attestation_name_the_case(material: Materi
     assert gone.returncode == 1
     assert "attested record 2 (case bravo, node id pkg/eval/suite.yaml::bravo) is not in " \
            "the results: removed after the run" in one_line(gone)
+
+
+# -- results edited to pass a gate they failed -------------------------------------------------
+
+GATES_MANIFEST = """\
+name: gates
+version: '3.1'
+entry: app:answer
+evaluation:
+  suites:
+    - suite: ./eval/must.yaml
+      gate: must-pass
+    - suite: ./eval/extra.yaml
+      gate: advisory
+"""
+MUST = """
+cases:
+  - id: alpha
+    input: {text: alpha}
+    expect: {contains: [alpha]}
+  - id: charlie
+    input: {text: charlie}
+    expect: {contains: [delta]}
+"""
+EXTRA = """
+cases:
+  - id: kilo
+    input: {text: kilo}
+    expect: {contains: [kilo]}
+  - id: lima
+    input: {text: lima}
+    expect: {contains: [mike]}
+"""
+
+
+@pytest.fixture(scope="module")
+def gates(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run of a package with a must-pass suite (charlie fails it) and an advisory one:
+    its results ``r.json`` and attestation ``att.jsonl``."""
+    tmp = tmp_path_factory.mktemp("gates")
+    (tmp / "gates" / "eval").mkdir(parents=True)
+    (tmp / "gates" / "elizon.yaml").write_text(GATES_MANIFEST)
+    (tmp / "gates" / "eval" / "must.yaml").write_text(MUST)
+    (tmp / "gates" / "eval" / "extra.yaml").write_text(EXTRA)
+    (tmp / "gates" / "app.py").write_text(APP)
+    (tmp / "pytest.ini").write_text("[pytest]\n")
+    done = _pytest("gates", "--elizon-results=r.json", "--elizon-attestation=att.jsonl",
+                   "-p", "no:cacheprovider", "--elizon-history=off", cwd=tmp,
+                   env=_env(ELIZON_ATTESTATION_SECRET=SECRET))
+    assert done.returncode == pytest.ExitCode.TESTS_FAILED, done.stdout
+    return tmp
+
+
+def _suite(data: dict[str, Any], name: str) -> dict[str, Any]:
+    found: dict[str, Any] = next(s for s in data["suites"] if s["path"].endswith(name))
+    return found
+
+
+def _made_advisory(data: dict[str, Any]) -> None:
+    _suite(data, "must.yaml").update(gate="advisory", advisory=True)
+
+
+def _only_its_advisory_flag(data: dict[str, Any]) -> None:
+    _suite(data, "must.yaml")["advisory"] = True
+
+
+def _failing_case_moved(data: dict[str, Any]) -> None:
+    must = _suite(data, "must.yaml")
+    [charlie] = [c for c in must["cases"] if c["id"] == "charlie"]
+    must["cases"].remove(charlie)
+    _suite(data, "extra.yaml")["cases"].append(charlie)
+
+
+def _excused_by_an_unaligned_judge(data: dict[str, Any]) -> None:
+    [charlie] = [c for c in _suite(data, "must.yaml")["cases"] if c["id"] == "charlie"]
+    charlie["advisory"] = "judge not aligned: κ 0.10 < 0.60"
+
+
+def _entry_rewritten(data: dict[str, Any]) -> None:
+    data["provenance"]["packages"][0]["entries"] = ["other:model"]
+
+
+def _option_added(data: dict[str, Any]) -> None:
+    data["provenance"]["options"]["--elizon-strict"] = True
+
+
+def _provenance_removed(data: dict[str, Any]) -> None:
+    del data["provenance"]
+
+
+def _content_hash_changed(data: dict[str, Any]) -> None:
+    _suite(data, "extra.yaml")["content_hash"] = "sha256:" + "0" * 64
+
+
+EDITS = {
+    # name: (the edit, what verify says, whether --require-pass alone then passes)
+    "a must-pass suite made advisory": (
+        _made_advisory, "suite gates/eval/must.yaml differs from its attestation: gate, "
+                        "advisory flag changed after the run", True),
+    "only its advisory flag": (
+        _only_its_advisory_flag, "suite gates/eval/must.yaml differs from its attestation: "
+                                 "advisory flag changed after the run", True),
+    "a failing case moved into the advisory suite": (
+        _failing_case_moved, "(id charlie, node id gates/eval/must.yaml::charlie) differs "
+                             "from its attested record 4: suite changed after the run "
+                             "(attested in suite gates/eval/must.yaml)", True),
+    "a failing case excused as only an unaligned judge's": (
+        _excused_by_an_unaligned_judge, "(id charlie, node id gates/eval/must.yaml::charlie) "
+                                        "differs from its attested record 4: advisory reason "
+                                        "changed after the run", True),
+    "the provenance's entry point rewritten": (
+        _entry_rewritten, "provenance.packages[0].entries[0] is not the attested "
+                          "provenance: changed after the run", False),
+    "an option added to the provenance": (
+        _option_added, "provenance.options.--elizon-strict is not the attested provenance: "
+                       "changed after the run", False),
+    "the provenance removed": (
+        _provenance_removed, "provenance is not the attested provenance: changed after the "
+                             "run", False),
+    "a suite's content hash changed": (
+        _content_hash_changed, "suite gates/eval/extra.yaml differs from its attestation: "
+                               "content hash changed after the run", False),
+}
+
+
+def _rebuilt(data: dict[str, Any], target: Path) -> None:
+    """``data`` written as a results file whose verdicts follow from its (edited) cases, as
+    someone without the secret would make it to pass every other check."""
+    target.write_text(json.dumps(results.build(evidence.aggregate_of(data),
+                                               provenance=data.get("provenance"))))
+
+
+def test_the_run_with_two_gates_verifies_and_fails_its_must_pass_gate(gates: Path) -> None:
+    done = verify("r.json", "--attestation", "att.jsonl", cwd=gates)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.rstrip().endswith("its 4 cases, 2 suites and provenance are as "
+                                         "attested")
+    assert verify("r.json", "--require-pass", cwd=gates).returncode == 1
+    # rebuilt as the edits below are, unchanged: it still verifies
+    _rebuilt(json.loads((gates / "r.json").read_text()), gates / "rebuilt.json")
+    assert verify("rebuilt.json", "--attestation", "att.jsonl", cwd=gates).returncode == 0
+
+
+@pytest.mark.parametrize("name", EDITS)
+def test_results_edited_without_the_secret_fail_verify_naming_the_change(
+        gates: Path, name: str) -> None:
+    edit, said, passes_the_gate = EDITS[name]
+    data = json.loads((gates / "r.json").read_text())
+    edit(data)
+    target = gates / f"edited-{name.replace(' ', '-')}.json"
+    _rebuilt(data, target)
+    # what the edit buys without an attestation: a gate that fails no more
+    alone = verify(target.name, "--require-pass", cwd=gates)
+    assert (alone.returncode == 0) is passes_the_gate, alone.stderr
+    done = verify(target.name, "--attestation", "att.jsonl", "--require-pass", cwd=gates)
+    assert done.returncode == 1, done.stderr
+    lines = done.stderr.splitlines()
+    assert "Traceback" not in done.stderr
+    [attested] = [line for line in lines if line.startswith("ELIZON_ATTESTATION_INVALID")]
+    assert attested.startswith(f"ELIZON_ATTESTATION_INVALID: {target.name}: "), attested
+    assert said in attested, attested
+
+
+def test_the_header_names_the_models_the_answers_and_the_openai_entry_name(
+        packages: Packages, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``metadata.models``: what the answers' usage named and what an ``output: openai``
+    entry asks for (here the manifest's), sorted and distinct."""
+    monkeypatch.setenv("ELIZON_ATTESTATION_SECRET", SECRET)
+    with MockServer(MockModel(default={"content": "Hello", "model": "shop-model-2025"})
+                    ) as server:
+        packages.package(suite="cases:\n  - id: a\n    input: hi\n  - id: b\n"
+                               "    input: ho\n",
+                         entry=f"{{url: '{server.url}/chat/completions', output: openai, "
+                               "model: shop-model}")
+        result = pytester.runpytest("--elizon-attestation=att.jsonl", "--elizon-history=off")
+        result.assert_outcomes(passed=2)
+    header = json.loads((pytester.path / "att.jsonl").read_text().splitlines()[0])
+    assert header["metadata"]["models"] == ["shop-model", "shop-model-2025"]
+    assert header["metadata"]["entries"] == [f"POST {server.url}/chat/completions"]
+
+
+def test_models_in_the_metadata_are_those_given_sorted_and_distinct() -> None:
+    secret = attestation.Secret.from_text(SECRET, "s")
+    [header, *_] = attestation.records(
+        [], 0, secret, provenance=None, models=["b-model", "a-model", "b-model"])
+    assert header["metadata"] == {"entries": [], "models": ["a-model", "b-model"],
+                                  "judges": [], "datasets": []}
+    assert header["suites"] == []
 
 
 # -- the secret: required, long enough, never shown ----------------------------------------

@@ -35,6 +35,8 @@ from pytest_elizon_eval.trust import evidence, signing
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = Path(sys.executable).with_name("elizon-eval")
 LATENCY_METRICS = {"mean_latency_ms", "p50_latency_ms", "p95_latency_ms", "max_latency_ms"}
+#: The workflow's ``secrets.ELIZON_ATTESTATION_SECRET``.
+ATTESTATION_SECRET = "ci-attestation-secret-0123456789"
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -139,7 +141,8 @@ def material(tmp_path_factory: pytest.TempPathFactory) -> Material:
     assert done.returncode == 0, done.stderr
     shutil.copy(keys / signing.PUBLIC_KEY_FILE, tmp / "elizon-eval.pub")
     key_pem = (keys / signing.KEY_FILE).read_text()
-    base = {"secrets.ELIZON_SIGN_KEY": key_pem, "github.actor": "ci-reviewer"}
+    base = {"secrets.ELIZON_SIGN_KEY": key_pem, "github.actor": "ci-reviewer",
+            "secrets.ELIZON_ATTESTATION_SECRET": ATTESTATION_SECRET}
     outputs = [done.stdout, done.stderr]
     for shard in flow["jobs"]["eval"]["strategy"]["matrix"]["include"]:
         values = {**base, **{f"matrix.{k}": str(v) for k, v in shard.items()}}
@@ -239,7 +242,8 @@ def test_examples_pass_with_one_advisory_failure(material: Material) -> None:
 def test_every_results_file_records_its_provenance(material: Material) -> None:
     shard = json.loads((material.tmp / "reports" / "shard-legal.json").read_text())
     prov = shard["provenance"]
-    assert prov["options"] == {"--elizon-results": "reports/shard-legal.json"}
+    assert prov["options"] == {"--elizon-results": "reports/shard-legal.json",
+                               "--elizon-attestation": "reports/shard-legal.attestation.jsonl"}
     assert prov["pytest"] == pytest.__version__
     assert prov["python"] == ".".join(map(str, sys.version_info[:3]))
     assert prov["started"] <= prov["finished"]
@@ -249,6 +253,58 @@ def test_every_results_file_records_its_provenance(material: Material) -> None:
     assert package["entries"] == ["handle"]
     assert package["git"] is None
     assert len(package["suites"]) == 8  # its two suites and the six probe categories
+
+
+def _verify_attested(document: str, *attestations: str, cwd: Path
+                     ) -> subprocess.CompletedProcess[str]:
+    words = [w for name in attestations for w in ("--attestation", name)]
+    return elizon_eval("verify", document, *words, cwd=cwd,
+                       ELIZON_ATTESTATION_SECRET=ATTESTATION_SECRET)
+
+
+SHARD_ATTESTATIONS = ("reports/shard-legal.attestation.jsonl",
+                      "reports/shard-rest.attestation.jsonl")
+
+
+def test_the_merged_results_hold_what_the_shards_attested(material: Material) -> None:
+    """The workflow's last verify: the merged document against both shards' attestations
+    (the shards' provenance merged again as merge merged it), in either order."""
+    tmp = material.tmp
+    for order in (SHARD_ATTESTATIONS, SHARD_ATTESTATIONS[::-1]):
+        done = _verify_attested("reports/elizon.json", *order, cwd=tmp)
+        assert done.returncode == 0, done.stderr
+        assert "suites and provenance are as attested" in done.stdout
+    # each shard against its own: exactly its provenance
+    assert _verify_attested("reports/shard-legal.json", SHARD_ATTESTATIONS[0],
+                            cwd=tmp).returncode == 0
+    # one shard's attestation does not cover the merge
+    alone = _verify_attested("reports/elizon.json", SHARD_ATTESTATIONS[1], cwd=tmp)
+    assert alone.returncode == 1
+    assert "is not in the attestation: added after the run" in alone.stderr
+
+
+@pytest.mark.parametrize(("edit", "named"), [
+    (lambda p: p["packages"][0].update(version="9.9"), "provenance.packages[0].version"),
+    (lambda p: p["packages"][-1]["entries"].append("other:model"),
+     "provenance.packages[*].entries[*]"),
+    (lambda p: p.update(pytest="0.1"), "provenance.pytest"),
+    (lambda p: p["merged_from"][0].update(started="2000-01-01T00:00:00+00:00"),
+     "provenance.merged_from[0].started"),
+])
+def test_a_merged_provenance_edited_after_the_merge_fails_verify(
+        material: Material, edit: Any, named: str) -> None:
+    tmp = material.tmp
+    data = json.loads(material.merged.read_text())
+    edit(data["provenance"])
+    target = tmp / "edited-provenance.json"
+    target.write_text(json.dumps(data))
+    done = _verify_attested(target.name, *SHARD_ATTESTATIONS, cwd=tmp)
+    assert done.returncode == 1, done.stderr
+    [line] = done.stderr.splitlines()
+    assert line.startswith("ELIZON_ATTESTATION_INVALID: edited-provenance.json: provenance.")
+    assert re.search(re.escape(named).replace(r"\*", r"\d+"), line), line
+    assert line.endswith(" is not the attested runs' provenance as merged: changed after "
+                         "the run")
 
 
 def test_sign_then_verify_ok_and_a_flipped_byte_is_invalid(material: Material) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import html
 import json
+import shutil
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -121,15 +122,63 @@ def test_the_documented_recipe_makes_the_same_hash(tmp_path: Path) -> None:
     assert written == "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def test_cases_are_hashed_as_validated_with_defaults_filled(tmp_path: Path) -> None:
-    """A judge's samples and tolerance defaults are the case's as much as when written, and
-    a number where the format wants one is a float (docs/format.md#dataset-hash)."""
+def test_cases_are_hashed_as_written_with_defaults_left_out(tmp_path: Path) -> None:
+    """A judge's samples and tolerance written at their defaults are left out, as if not
+    written, and a number where the format wants one is a float
+    (docs/format.md#dataset-hash); a value that is not the default is part of the case."""
     short = ("cases:\n  - id: a\n    input: x\n    minPassRate: 1\n    repeat: 3\n"
              "    expect: {judge: {rubric: polite, threshold: 1}}\n")
     spelled_out = ("cases:\n  - id: a\n    input: x\n    minPassRate: 1.0\n    repeat: 3\n"
                    "    expect: {judge: {rubric: polite, threshold: 1.0, samples: 1, "
                    "tolerance: 0.1}}\n")
     assert _hash_of(tmp_path, short) == _hash_of(tmp_path, spelled_out, "other.yaml")
+    other = spelled_out.replace("samples: 1,", "samples: 3,")
+    assert _hash_of(tmp_path, other, "third.yaml") != _hash_of(tmp_path, short)
+    # the recipe of docs/format.md, of the file as written without its defaults
+    case = {"id": "a", "input": "x", "minPassRate": 1.0, "repeat": 3,
+            "expect": {"judge": {"rubric": "polite", "threshold": 1.0}}}
+    text = json.dumps([case], sort_keys=True, ensure_ascii=False)
+    assert _hash_of(tmp_path, spelled_out, "fourth.yaml") == \
+        "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def test_a_default_the_plugin_adds_later_leaves_every_hash_as_it_was() -> None:
+    """A plugin version that adds a key with a default, and fills it in, hashes a case as
+    before: the value it fills in is its default, left out (here a judge record as it is,
+    and as a later version might make it)."""
+    from pytest_elizon_eval.load import content, runtime  # the records, directly
+
+    class Judge(runtime._Plain):
+        rubric: str
+        threshold: float
+
+    class LaterJudge(runtime._Plain):
+        rubric: str
+        threshold: float
+        temperature: float = 0.0  # what a later version might add
+
+    class Case(runtime._Plain):
+        id: str
+        judge: object
+
+    now = content.case_text(Case(id="a", judge=Judge(rubric="polite", threshold=0.5)))
+    later = content.case_text(Case(id="a", judge=LaterJudge(rubric="polite", threshold=0.5)))
+    assert now == later == b'{"id": "a", "judge": {"rubric": "polite", "threshold": 0.5}}'
+    # written otherwise than its default, it is part of the case
+    assert content.case_text(Case(id="a", judge=LaterJudge(
+        rubric="polite", threshold=0.5, temperature=0.7))) != now
+
+
+def test_cases_are_sorted_by_id_in_code_point_order(tmp_path: Path) -> None:
+    """``-`` before a digit, a digit before a letter: Python's own ``str`` order, not a
+    locale's (which would sort ``a-z`` as ``az``, after ``ab``)."""
+    text = ("cases:\n  - id: ab\n    input: w\n  - id: a9z\n    input: x\n"
+            "  - id: a0\n    input: y\n  - id: a-z\n    input: z\n")
+    cases = [{"id": "a-z", "input": "z"}, {"id": "a0", "input": "y"},
+             {"id": "a9z", "input": "x"}, {"id": "ab", "input": "w"}]
+    canonical = json.dumps(cases, sort_keys=True, ensure_ascii=False)
+    assert _hash_of(tmp_path, text) == \
+        "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 def test_a_data_file_hashes_its_expanded_cases_like_the_same_cases_in_yaml(
@@ -463,3 +512,22 @@ def test_a_malformed_dataset_hash_stops_the_run_at_its_line(
 def _write(path: Path, text: str) -> Path:
     path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
     return path
+
+
+OFFLINE_CHAT = Path(__file__).parent.parent / "example_suites" / "offline-chat"
+
+
+def test_the_offline_chat_example_pins_the_cases_its_baseline_was_measured_on(
+        pytester: pytest.Pytester) -> None:
+    """The example shows ``authorBaseline.datasetHash``, and it is its cases' hash: a run
+    compares with the baseline without a "measured on other cases" note (an edit of the
+    cases that does not update it is caught here)."""
+    manifest = yaml.safe_load((OFFLINE_CHAT / "elizon.yaml").read_text(encoding="utf-8"))
+    pinned = manifest["evaluation"]["authorBaseline"]["datasetHash"]
+    assert pinned == load_suite(OFFLINE_CHAT / "eval" / "orders.yaml", "o").content_hash
+    example = pytester.path / "offline-chat"
+    shutil.copytree(OFFLINE_CHAT, example, ignore=shutil.ignore_patterns("__pycache__"))
+    result = pytester.runpytest("offline-chat", "--elizon-history=off")
+    assert result.parseoutcomes() == {"passed": 5}
+    result.stdout.fnmatch_lines(["    metric*author baseline*"])
+    assert "measured on other cases" not in result.stdout.str()

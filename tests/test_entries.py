@@ -6,6 +6,7 @@ from __future__ import annotations
 import http.server
 import inspect
 import json
+import os
 import shlex
 import socket
 import sys
@@ -18,8 +19,11 @@ from typing import Any, ClassVar
 import pytest
 
 from pytest_elizon_eval.bind import entries as entries_module
-from pytest_elizon_eval.bind.entries import entry_from
-from pytest_elizon_eval.load.runtime import CommandEntry, UrlEntry
+from pytest_elizon_eval.bind.entries import HttpEntry, entry_from
+from pytest_elizon_eval.bind.judging import EndpointJudge
+from pytest_elizon_eval.load.runtime import CommandEntry, JudgeEndpoint, UrlEntry
+from pytest_elizon_eval.mock import MockModel, MockRequest, MockServer
+from pytest_elizon_eval.text import without_userinfo
 
 from .conftest import Packages, start_pytest
 
@@ -633,3 +637,96 @@ def test_how_a_mapping_is_passed_is_chosen_once_per_set_of_keys() -> None:
                 if args and isinstance(args[0], dict):
                     assert args[0] is not again[0][0]
         assert len(known) == 10  # one choice per set of keys (5 × 2; a string binds none)
+
+
+# -- the plugin's own secrets and a URL's password stay out ------------------------------------
+
+PRINT_ENVIRONMENT = "import json, os; print(json.dumps(dict(os.environ)))"
+
+
+def test_a_command_entry_never_inherits_the_plugins_own_secrets(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ELIZON_ATTESTATION_SECRET", "attestation-secret-4711-abcdef")
+    monkeypatch.setenv("ELIZON_SIGN_KEY", "-----BEGIN PRIVATE KEY-----\nsecret\n")
+    monkeypatch.setenv("ELIZON_SOMETHING_ELSE", "kept")
+    printed = entry_from(CommandEntry(command=[sys.executable, "-c", PRINT_ENVIRONMENT],
+                                      output="json"), "command", tmp_path)
+    call = printed.run("x", deadline=time.monotonic() + 120)
+    assert call.error is None, call.error
+    environment = call.value
+    assert environment["ELIZON_SOMETHING_ELSE"] == "kept"  # the rest is inherited
+    assert "ELIZON_ATTESTATION_SECRET" not in environment
+    assert "ELIZON_SIGN_KEY" not in environment
+    assert "attestation-secret-4711" not in call.text
+    # the plugin's process keeps them (verify and signing read them there)
+    assert os.environ["ELIZON_ATTESTATION_SECRET"] == "attestation-secret-4711-abcdef"
+    # an entry's env may still pass one on purpose
+    named = entry_from(CommandEntry(command=[sys.executable, "-c", PRINT_ENVIRONMENT],
+                                    env={"ELIZON_SIGN_KEY": "${ELIZON_SIGN_KEY}"},
+                                    output="json"), "command", tmp_path)
+    given = named.run("x", deadline=time.monotonic() + 120)
+    assert given.value["ELIZON_SIGN_KEY"] == "-----BEGIN PRIVATE KEY-----\nsecret\n"
+    assert "ELIZON_ATTESTATION_SECRET" not in given.value
+
+
+@pytest.mark.parametrize(("url", "shown"), [
+    ("https://bob:hunter2@api.example/x", "https://***@api.example/x"),
+    ("https://bob@api.example:8443/x?q=1", "https://***@api.example:8443/x?q=1"),
+    ("http://bob:p%40ss@h/x?mail=a@b", "http://***@h/x?mail=a@b"),  # only the authority's
+    ("http://b:pa#ss@h/x", "http://***@h/x"),  # a password a parser would cut at # or ?
+    ("https://api.example/x?mail=a@b", "https://api.example/x?mail=a@b"),
+    ("no URL at all: bob@example.org", "no URL at all: bob@example.org"),
+])
+def test_a_url_is_described_without_its_user_name_and_password(url: str, shown: str) -> None:
+    assert without_userinfo(url) == shown
+    assert HttpEntry.describe(UrlEntry(url=url)) == f"POST {shown}"
+    assert EndpointJudge.describe(JudgeEndpoint(url=url, model="m")).startswith(
+        f"chat-completions judge 'm' at {shown}")
+
+
+def _grading_mock(request: MockRequest) -> str | dict[str, Any]:
+    """The application's model and the judge's, behind one mock server."""
+    if request.model == "judge-model":
+        return '{"score": 1, "reasoning": "fine"}'
+    return {"content": "Hello there", "model": "shop-model-2025"}
+
+
+def test_a_url_s_user_name_and_password_reach_no_file_and_no_output(
+        packages: Packages, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An entry and a judge whose URLs carry a user name and password: sent (the service
+    gets them as Basic auth), never written — not in the results, the attestation, any
+    other report, the history store or pytest's cache — nor shown."""
+    packages.package(suite="cases:\n  - id: greets\n    input: hi\n"
+                           "    expect: {contains: [Hello], judge: {rubric: polite, "
+                           "threshold: 0.5}}\n", entry=None)
+    monkeypatch.setenv("ELIZON_ATTESTATION_SECRET", "attestation-secret-4711-abcdef")
+    with MockServer(MockModel(on_request=_grading_mock)) as server:
+        authority = f"bob:hunter2@127.0.0.1:{server.port}"
+        result = pytester.runpytest(
+            f"--elizon-entry={{url: 'http://{authority}/v1/chat/completions', "
+            "output: openai, model: shop-model}",
+            f"--elizon-judge={{url: 'http://{authority}/v1', model: judge-model}}",
+            "--elizon-results=r.json", "--elizon-attestation=att.jsonl",
+            "--elizon-junit=j.xml", "--elizon-markdown=s.md", "--elizon-html=r.html",
+            "--elizon-history=.elizon/history.sqlite", "-rA", "-v")
+        result.assert_outcomes(passed=1)
+        # sent: the service saw both calls with the user's credentials (recorded masked)
+        assert [r.body["model"] for r in server.requests] == ["shop-model", "judge-model"]
+        assert all(r.headers["authorization"] == "Basic ***" for r in server.requests)
+    written = [p for p in pytester.path.rglob("*") if p.is_file()]
+    names = {p.name for p in written}
+    # every report, the history store, and pytest's cache with the judge's grade in it
+    assert {"r.json", "att.jsonl", "j.xml", "s.md", "r.html", "history.sqlite"} <= names
+    assert any(p.parent.parent.name == "grades" for p in written)
+    for secret in (b"hunter2", b"bob"):
+        assert [p for p in written if secret in p.read_bytes()] == []
+    shown = result.stdout.str() + result.stderr.str()
+    assert "hunter2" not in shown
+    assert "bob" not in shown
+    data = json.loads((pytester.path / "r.json").read_text())
+    [case] = data["suites"][0]["cases"]
+    port = server.port
+    assert case["entry"] == f"POST http://***@127.0.0.1:{port}/v1/chat/completions"
+    assert data["provenance"]["options"]["--elizon-judge"] == (
+        f"chat-completions judge 'judge-model' at http://***@127.0.0.1:{port}/v1/chat/"
+        "completions")

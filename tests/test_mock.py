@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 import shutil
 import socket
+import sys
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -509,6 +509,118 @@ def http_post(server: MockServer, body: object) -> httpx.Response:
         return http.post(f"{server.url}/chat/completions", json=body)
 
 
+def _raw_exchange(server: MockServer, head: bytes) -> bytes:
+    """Send ``head`` (a request line, headers and what follows) on a socket of its own and
+    read the whole answer, the socket left open for writing: a server that waited for the
+    client to close would never answer. The timeout only stops a test that would hang."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=120) as sock:
+        sock.sendall(head)
+        received = b""
+        while chunk := sock.recv(65536):  # HTTP/1.0: the server closes when it has answered
+            received += chunk
+    return received
+
+
+CHUNKED = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: mock\r\n"
+           b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+BODY = json.dumps({"messages": USER}).encode()
+
+
+@pytest.mark.parametrize("size", [b"-1", b"+1f", b"0x1f", b"1_f", b"", b"zz",
+                                  b"11111111111111111", b" -1;ext"])
+def test_a_chunk_size_that_is_not_hex_digits_is_refused_before_anything_is_read(
+        size: bytes) -> None:
+    """``int(b"-1", 16)`` is -1, and ``rfile.read(-1)`` reads to the end of the stream,
+    past the size limit: a chunk size is 1 to 16 hex digits, or the request is a 400."""
+    with MockServer(MockModel(default="fine")) as server:
+        answer = _raw_exchange(server, CHUNKED + size + b"\r\n" + BODY)
+        assert server.model.call_count == 0
+    assert answer.startswith(b"HTTP/1.0 400 "), answer[:200]
+    body = json.loads(answer.split(b"\r\n\r\n", 1)[1])
+    assert body["error"]["message"] == "the request body's length cannot be read"
+    assert server.errors == []
+
+
+def test_a_chunked_body_with_extensions_and_a_content_length_of_digits_are_read() -> None:
+    with MockServer(MockModel(default="fine")) as server:
+        chunked = _raw_exchange(server, CHUNKED + b"%X;name=value\r\n" % len(BODY) + BODY
+                                + b"\r\n0\r\n\r\n")
+        plain = _raw_exchange(server, b"POST /v1/chat/completions HTTP/1.1\r\nHost: m\r\n"
+                                      b"Content-Length: %d\r\n\r\n" % len(BODY) + BODY)
+        signed = _raw_exchange(server, b"POST /v1/chat/completions HTTP/1.1\r\nHost: m\r\n"
+                                       b"Content-Length: +%d\r\n\r\n" % len(BODY) + BODY)
+    assert chunked.startswith(b"HTTP/1.0 200 "), chunked[:200]
+    assert plain.startswith(b"HTTP/1.0 200 "), plain[:200]
+    assert signed.startswith(b"HTTP/1.0 400 "), signed[:200]
+    assert server.model.call_count == 2
+
+
+OPENAI_CALL = {"role": "assistant", "content": None, "tool_calls": [
+    {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}
+ANTHROPIC_USE = {"role": "assistant", "content": [
+    {"type": "tool_use", "id": "call_1", "name": "f", "input": {}}]}
+
+
+@pytest.mark.parametrize(("path", "body", "message"), [
+    ("/v1/chat/completions", {"messages": [*USER, {"role": "assistant", "tool_calls": 5}]},
+     "messages[1].tool_calls must be an array, not 5"),
+    ("/v1/chat/completions", {"messages": [*USER, {"role": "assistant", "tool_calls": [7]}]},
+     "messages[1].tool_calls[0] must be an object, not 7"),
+    ("/v1/chat/completions", {"messages": [*USER, {"role": "assistant", "tool_calls": [
+        {"id": ["x"], "type": "function"}]}]},
+     'messages[1].tool_calls[0].id must be a string, not ["x"]'),
+    ("/v1/chat/completions", {"messages": [*USER, OPENAI_CALL,
+                                           {"role": "tool", "tool_call_id": [1],
+                                            "content": "21 C"}]},
+     "messages[2].tool_call_id must be a string, not [1]"),
+    ("/v1/messages", {"max_tokens": 5, "messages": [*USER, ANTHROPIC_USE, {
+        "role": "user", "content": [{"type": "tool_result", "tool_use_id": {},
+                                     "content": "21 C"}]}]},
+     "messages[2].content[0].tool_use_id must be a string, not {}"),
+    ("/v1/messages", {"max_tokens": 5, "messages": [*USER, {"role": "assistant", "content": [
+        {"type": "tool_use", "id": 3, "name": "f", "input": {}}]}]},
+     "messages[1].content[0].id must be a string, not 3"),
+    ("/v1/responses", {"input": [*USER, {"type": "function_call_output", "call_id": [],
+                                         "output": "21 C"}]},
+     "input[1].call_id must be a string, not []"),
+])
+def test_a_tool_call_id_or_tool_calls_of_the_wrong_type_is_a_400_in_the_api_s_shape(
+        path: str, body: dict[str, Any], message: str) -> None:
+    """What made ``request_of`` raise TypeError (the client then got no answer at all) is
+    refused as the API would refuse it."""
+    with MockServer(MockModel(default="fine")) as server, httpx.Client() as http:
+        answered = http.post(f"{server.root_url}{path}", json=body)
+    assert answered.status_code == 400
+    if path == "/v1/messages":
+        assert answered.json() == {"type": "error", "error": {
+            "type": "invalid_request_error", "message": message}}
+    else:
+        assert answered.json() == {"error": {"message": message,
+                                             "type": "invalid_request_error", "param": None,
+                                             "code": None}}
+    assert (server.errors, server.model.call_count) == ([], 0)
+
+
+def test_a_request_no_check_foresaw_is_answered_500_and_kept(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(api: str, body: object) -> MockRequest:
+        raise TypeError("a shape nobody foresaw")
+
+    from pytest_elizon_eval.mock import protocols  # deferred: the module is patched here
+
+    monkeypatch.setattr(protocols, "request_of", broken)
+    server = MockServer(MockModel(default="fine")).start()
+    try:
+        answered = http_post(server, {"messages": USER})
+    finally:
+        server.stop()
+    assert answered.status_code == 500
+    assert answered.json()["error"]["message"] == ("the mock server could not read the "
+                                                   "request: TypeError: a shape nobody "
+                                                   "foresaw")
+    assert [str(e) for e in server.errors] == ["a shape nobody foresaw"]
+
+
 def test_a_model_that_cannot_answer_is_a_500_once_and_fails_the_with_block() -> None:
     import openai  # deferred: a test-only dependency, for the tests that use it
 
@@ -536,7 +648,9 @@ def test_a_model_that_cannot_answer_is_a_500_once_and_fails_the_with_block() -> 
 
 def test_stopping_interrupts_a_delayed_answer_closes_the_port_and_joins_every_thread() -> None:
     before = set(threading.enumerate())
-    server = MockServer(MockModel([{"content": "late", "delay": 600}, "prompt"])).start()
+    arrived = threading.Event()
+    server = MockServer(MockModel([{"content": "late", "delay": 600}, "prompt"],
+                                  on_request=lambda request: arrived.set())).start()
     port = server.port
     outcome: list[object] = []
 
@@ -544,19 +658,22 @@ def test_stopping_interrupts_a_delayed_answer_closes_the_port_and_joins_every_th
         try:
             with httpx.Client(timeout=None) as http:
                 outcome.append(http.post(f"{server.url}/chat/completions",
-                                         json={"messages": USER}).status_code)
+                                         json={"messages": [{"role": "user",
+                                                             "content": "slow"}]}).status_code)
         except httpx.HTTPError as exc:
             outcome.append(type(exc).__name__)
 
     slow = threading.Thread(target=ask_slowly)
     slow.start()
-    deadline = time.monotonic() + 60  # for safety only: the order is what is checked
-    while server.model.call_count < 1:
-        assert time.monotonic() < deadline, "the first request never arrived"
-        time.sleep(0.01)
+    # the first request reached the model (the wait only stops a test that would hang)
+    assert arrived.wait(120)
     with httpx.Client() as http:
-        prompt = http.post(f"{server.url}/chat/completions", json={"messages": USER}).json()
-    # the second request was answered while the first still waited out its delay
+        prompt = http.post(f"{server.url}/chat/completions", json={"messages": [
+            {"role": "user", "content": "quick"}]}).json()
+    # the second request was answered while the first still waited out its delay: the
+    # model took them in that order, answered the second, and the first got no answer
+    # until the server stopped — and then none at all
+    assert [c.last_user_text for c in server.model.calls] == ["slow", "quick"]
     assert prompt["choices"][0]["message"]["content"] == "prompt"
     assert outcome == []
     server.stop()
@@ -568,6 +685,52 @@ def test_stopping_interrupts_a_delayed_answer_closes_the_port_and_joins_every_th
     server.stop()  # twice is no error
     with pytest.raises(RuntimeError, match="a MockServer starts once"):
         server.start()
+
+
+def test_the_fixture_stops_every_server_though_one_fails_and_raises_every_error() -> None:
+    from pytest_elizon_eval.mock.fixtures import _stop_all  # the fixture's teardown
+
+    servers = [MockServer(MockModel(["one"])).start() for _ in range(3)]
+    ports = [s.port for s in servers]
+    real_stop = servers[0].stop
+
+    def failing_stop() -> None:
+        raise OSError("the first server's socket would not close")
+
+    servers[0].stop = failing_stop  # type: ignore[method-assign]
+    for server in servers[1:]:  # each one's script runs out: an error kept, to be raised
+        for _ in range(2):
+            http_post(server, {"messages": USER})
+    with pytest.raises(Exception, match=r"^3 problems stopping the test's mock servers") \
+            as raised:
+        _stop_all(servers)
+    # the others were stopped all the same
+    for port in ports[1:]:
+        with pytest.raises(ConnectionRefusedError), \
+                socket.create_connection(("127.0.0.1", port)):
+            pass
+    problems = list(getattr(raised.value, "exceptions", [raised.value]))
+    if sys.version_info >= (3, 11):
+        assert type(raised.value).__name__ == "ExceptionGroup"
+        assert [type(p).__name__ for p in problems] == ["OSError", "AssertionError",
+                                                        "AssertionError"]
+        assert str(problems[0]) == "the first server's socket would not close"
+        assert all("MockScriptExhausted" in str(p) for p in problems[1:])
+    else:  # one AssertionError naming each
+        assert isinstance(raised.value, AssertionError)
+        assert "OSError: the first server's socket would not close" in str(raised.value)
+        assert str(raised.value).count("MockScriptExhausted") == 2
+    real_stop()
+
+
+def test_one_server_s_error_is_raised_as_itself() -> None:
+    from pytest_elizon_eval.mock.fixtures import _stop_all  # the fixture's teardown
+
+    server = MockServer(MockModel([])).start()
+    http_post(server, {"messages": USER})
+    with pytest.raises(AssertionError, match="could not answer 1 request"):
+        _stop_all([server])
+    _stop_all([])  # none: nothing to say
 
 
 def test_a_server_not_started_says_so_and_takes_only_a_mock_model() -> None:

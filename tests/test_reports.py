@@ -166,13 +166,12 @@ def answer(text):
     (HERE / "printed").write_text("done")
 """
 ABANDONED_CONFTEST = """
-import pathlib, signal, time
+import pathlib, time
 import pytest
 
 HERE = pathlib.Path(__file__).parent
-# SIGALRM taken: calls run in worker threads, so the late call is abandoned and goes on
-# (on the main thread it would be interrupted at its deadline: docs/contract.md#signal-deadline)
-signal.signal(signal.SIGALRM, signal.SIG_IGN)
+# the late call is abandoned on its worker thread and goes on printing
+# (docs/contract.md#at-the-deadline)
 
 @pytest.hookimpl(trylast=True)
 def pytest_terminal_summary(terminalreporter):

@@ -28,7 +28,7 @@ import queue
 import threading
 import time
 import traceback
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Hashable, Iterator
 from typing import Any, ClassVar, TypeVar
 
 from ..run import deadlines, slots
@@ -189,7 +189,7 @@ class _Worker:
                 done.set()
 
 
-def run_blocking(work: Callable[[], _T], deadline: float, key: str | None = None
+def run_blocking(work: Callable[[], _T], deadline: float, key: Hashable | None = None
                  ) -> _T | None:
     """Run ``work()`` on a worker thread until ``deadline``; None if it had not finished by
     then (the worker is abandoned, and counted against ``key`` until it returns). What
@@ -204,8 +204,7 @@ def run_blocking(work: Callable[[], _T], deadline: float, key: str | None = None
             box.append((True, work()))
         except BaseException as exc:  # handed to the caller, whatever it is
             box.append((False, exc))
-        if os.getpid() != pid:  # a child the call forked came back here: it must go
-            os._exit(0)
+        _end_forked_child(pid)
         state.finished()
 
     _Worker.run(task, done)
@@ -219,12 +218,36 @@ def run_blocking(work: Callable[[], _T], deadline: float, key: str | None = None
     return value  # type: ignore[no-any-return]
 
 
+def _end_forked_child(pid: int) -> None:
+    """A child process the call forked came back from it: it must never go on with the
+    session (docs/contract.md#at-the-deadline)."""
+    if os.getpid() != pid:
+        os._exit(0)
+
+
+def _still_debugging() -> bool:
+    """At a deadline: whether deadlines are suspended, or a debugger has been attached
+    since the session started (which suspends them from now on)."""
+    if deadlines.suspended() is None:
+        attached = deadlines.debugger_in_use()
+        if attached is not None:
+            deadlines.suspend(attached)
+    return deadlines.suspended() is not None
+
+
 def _wait(done: threading.Event, deadline: float) -> bool:
     """Wait for ``done`` until ``deadline``; on, without limit, while deadlines are
     suspended (a debugger entered during the wait counts too)."""
     if done.wait(deadlines.remaining(deadline)):
         return True
-    return deadlines.suspended() is not None and done.wait()
+    return _still_debugging() and done.wait()
+
+
+def _stops_the_session(exc: BaseException) -> bool:
+    """pytest's own ``Exit`` (quitting pdb with ``q``, ``pytest.exit()``): not the entry
+    point's error but the person's wish to stop (told apart by name: no pytest import)."""
+    kind = type(exc)
+    return kind.__name__ == "Exit" and kind.__module__ == "_pytest.outcomes"
 
 
 class _Abandonment:
@@ -233,7 +256,7 @@ class _Abandonment:
 
     __slots__ = ("_lock", "abandoned", "ended", "key")
 
-    def __init__(self, key: str | None) -> None:
+    def __init__(self, key: Hashable | None) -> None:
         self._lock = threading.Lock()
         self.key = key
         self.abandoned = self.ended = False
@@ -244,16 +267,15 @@ class _Abandonment:
             if self.ended:
                 return False
             self.abandoned = True
-        if self.key is not None:
-            deadlines.hung.add(self.key)
+            if self.key is not None:  # counted before finished() can see the flag
+                deadlines.hung.add(self.key)
         return True
 
     def finished(self) -> None:
         with self._lock:
             self.ended = True
-            counted = self.abandoned and self.key is not None
-        if counted:
-            deadlines.hung.done(self.key)  # type: ignore[arg-type]
+            if self.abandoned and self.key is not None:
+                deadlines.hung.done(self.key)
 
 
 def _claim_slot_call() -> SlotCall | None:
@@ -265,11 +287,15 @@ def _claim_slot_call() -> SlotCall | None:
 
 def _call_sync(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
                deadline: float, convert: Convert, slot: SlotCall | None = None,
-               key: str | None = None) -> EntryCall:
+               name: str | None = None) -> EntryCall:
+    direct = slot is None and deadlines.suspended() is not None
+    pid = os.getpid()
+
     def work() -> EntryCall:
         start = time.perf_counter()
         try:
             raw = fn(*args, **kwargs)
+            _end_forked_child(pid)
             if inspect.isawaitable(raw) or hasattr(raw, "__aiter__"):
                 import asyncio  # deferred: only async entry points need it
 
@@ -284,32 +310,38 @@ def _call_sync(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
         except _PastDeadline:
             return EntryCall(timed_out=True)
         except BaseException as exc:  # graded, whatever it is: SystemExit included
+            _end_forked_child(pid)
+            if _stops_the_session(exc) or (direct and isinstance(exc, KeyboardInterrupt)):
+                raise  # on this thread a Ctrl-C is the person's, not the entry point's
+            if deadlines.passed(deadline):  # an error raised after the limit: a timeout too
+                return EntryCall(timed_out=True)
             return EntryCall(error=error_info(exc),
                              latency_ms=(time.perf_counter() - start) * 1000)
 
     if slot is not None and slot.state == SlotCall.TIMED_OUT:
         return EntryCall(timed_out=True)
-    refused = _hung_refusal(key)
+    key = id(fn)
+    refused = _hung_refusal(key, name)
     if refused is not None:
         return refused
     if slot is not None:  # on its slot thread: the scheduler keeps the deadline
-        slot.begin(deadline, None if key is None else lambda: deadlines.hung.add(key))
+        slot.begin(deadline, None if name is None else lambda: deadlines.hung.add(key))
         made = work()
         if not slot.end():
-            if key is not None:
+            if name is not None:
                 deadlines.hung.done(key)
             raise SlotAbandoned
         return made
-    if deadlines.suspended() is not None:
+    if direct:
         return work()  # on this thread, as a test's code runs, for the person debugging it
-    call = run_blocking(work, deadline, key)
+    call = run_blocking(work, deadline, key if name is not None else None)
     return call if call is not None else EntryCall(timed_out=True)
 
 
-def _hung_refusal(key: str | None) -> EntryCall | None:
-    """The call not made, when ``key`` has too many calls still running past their
-    deadline."""
-    said = None if key is None else deadlines.hung.refusal(key)
+def _hung_refusal(key: Hashable, name: str | None) -> EntryCall | None:
+    """The call not made, when the callable ``key`` (shown as ``name``; None: not capped)
+    has too many calls still running past their deadline."""
+    said = None if name is None else deadlines.hung.refusal(key, name)
     return None if said is None else EntryCall(error=ErrorInfo("EntryPointHung", said))
 
 
@@ -350,17 +382,20 @@ def _shared_loop() -> _LoopThread:
         return _loop
 
 
-def _retire_loop(stuck: _LoopThread) -> None:
+def _retire_loop(stuck: _LoopThread) -> bool:
     """Abandon a loop that code blocked (e.g. time.sleep in a coroutine); the next call gets
-    a fresh one, so one bad case cannot time out every later async case."""
+    a fresh one, so one bad case cannot time out every later async case. True for the call
+    that retired it (others that waited on the same loop did not block it)."""
     global _loop
     with _loop_lock:
         if _loop is stuck:
             _loop = None
+            return True
+        return False
 
 
 def run_on_loop(make: Callable[[], Coroutine[Any, Any, _T]], deadline: float,
-                key: str | None = None) -> _T | None:
+                key: Hashable | None = None) -> _T | None:
     """Run ``make()`` on the shared loop until ``deadline``; None if it was cancelled there.
 
     Cancellation at the deadline is the only way such a call ends early, so reaching the
@@ -371,14 +406,12 @@ def run_on_loop(make: Callable[[], Coroutine[Any, Any, _T]], deadline: float,
     try:
         return future.result(deadlines.remaining(deadline))
     except concurrent.futures.TimeoutError:
-        if deadlines.suspended() is not None:  # a debugger was entered meanwhile
+        if _still_debugging():  # a debugger was entered meanwhile
             return future.result()
         future.cancel()
-        if not runner.responsive(1.0):
-            _retire_loop(runner)
-            if key is not None:
-                deadlines.hung.add(key)
-                runner.loop.call_soon_threadsafe(deadlines.hung.done, key)
+        if not runner.responsive(1.0) and _retire_loop(runner) and key is not None:
+            deadlines.hung.add(key)
+            runner.loop.call_soon_threadsafe(deadlines.hung.done, key)
         return None
 
 
@@ -396,8 +429,10 @@ async def _guarded(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[s
     except BaseException as exc:
         import asyncio  # already loaded: this runs on the event loop
 
-        if isinstance(exc, asyncio.CancelledError):
+        if isinstance(exc, asyncio.CancelledError) or _stops_the_session(exc):
             raise
+        if deadlines.passed(deadline):  # an error raised after the limit: a timeout too
+            return EntryCall(timed_out=True)
         # caught here so asyncio never sees SystemExit/KeyboardInterrupt
         return EntryCall(error=error_info(exc), latency_ms=(time.perf_counter() - start) * 1000)
 
@@ -423,16 +458,17 @@ def is_async(fn: Callable[..., Any]) -> bool:
 
 
 def call_with_deadline(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-                       deadline: float, convert: Convert, key: str | None = None) -> EntryCall:
+                       deadline: float, convert: Convert, name: str | None = None) -> EntryCall:
     """Call ``fn(*args, **kwargs)`` until ``deadline`` (``time.monotonic()``), with every guard
-    of this module; ``convert`` its result. ``key`` names the entry point whose calls still
-    running past their deadline are counted (and capped)."""
+    of this module; ``convert`` its result. With ``name`` (how reports name the entry
+    point), the calls of ``fn`` still running past their deadline are counted and capped."""
     slot = _claim_slot_call()
     if is_async(fn):
-        refused = _hung_refusal(key)
+        key = id(fn)
+        refused = _hung_refusal(key, name)
         if refused is not None:
             return refused
         call = run_on_loop(lambda: _guarded(fn, args, kwargs, deadline, convert), deadline,
-                           key)
+                           key if name is not None else None)
         return call if call is not None else EntryCall(timed_out=True)
-    return _call_sync(fn, args, kwargs, deadline, convert, slot, key)
+    return _call_sync(fn, args, kwargs, deadline, convert, slot, name)

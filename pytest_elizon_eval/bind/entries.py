@@ -26,7 +26,9 @@ which kind they hold. The kinds (docs/contract.md#binding):
 
 ``${NAME}`` in ``env`` and header values is read from the operator's
 environment at call time; the values never appear in a description, an
-error or a report. :func:`entry_from` builds an entry from what a binding
+error or a report. A command inherits the environment but for the plugin's
+own secrets (:data:`WITHHELD_VARIABLES`); a URL is described without its user
+name and password. :func:`entry_from` builds an entry from what a binding
 source gave. No pytest import here.
 """
 
@@ -51,6 +53,7 @@ from ..run.answers import chat_request, conversation, from_reply, from_return, p
 from ..run.calls import EntryCall, ErrorInfo, OutputError
 from ..run.chat_body import build, load_tools
 from ..run.retrying import RETRY_STATUSES, Refusal, Tally, attempts, gave_up, wait_from_headers
+from ..text import without_userinfo
 from .calling import call_with_deadline, is_async, run_blocking
 from .http_client import (
     HttpClient,
@@ -62,8 +65,8 @@ from .http_client import (
     limit_key_of,
 )
 
-__all__ = ["MAX_OUTPUT_BYTES", "CallableEntry", "Entry", "EntryConfigError", "HttpEntry",
-           "ProcessEntry", "entry_from", "expand"]
+__all__ = ["MAX_OUTPUT_BYTES", "WITHHELD_VARIABLES", "CallableEntry", "Entry",
+           "EntryConfigError", "HttpEntry", "ProcessEntry", "entry_from", "expand"]
 
 #: Output kept of a process's stdout, or of an HTTP body, in bytes (head and tail halves).
 MAX_OUTPUT_BYTES = 8 * 1024 * 1024
@@ -74,6 +77,11 @@ _EXIT_GRACE_S = 0.5
 #: How long a killed process, and the pipes of its output, get to go away.
 _REAP_S = 5.0
 _REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+#: The plugin's own secrets, never passed on to a command entry's process (the application
+#: under test has no use for them, and could leak them in its answer or its logs): the
+#: attestation's shared secret and the results' signing key. An entry's own ``env:`` may
+#: still name one explicitly.
+WITHHELD_VARIABLES = frozenset({"ELIZON_ATTESTATION_SECRET", "ELIZON_SIGN_KEY"})
 
 
 class Entry(Protocol):
@@ -351,7 +359,7 @@ class ProcessEntry:
     def run(self, case_input: object, *, deadline: float,
             messages: list[dict[str, Any]] | None = None) -> EntryCall:
         try:
-            environ = dict(os.environ)
+            environ = {k: v for k, v in os.environ.items() if k not in WITHHELD_VARIABLES}
             environ.update({k: expand(v, os.environ, f"env.{k}") for k, v in self.env.items()})
         except EntryConfigError as exc:
             return EntryCall(error=ErrorInfo("EntryConfigError", str(exc)))
@@ -445,8 +453,9 @@ class HttpEntry:
 
     @staticmethod
     def describe(spec: UrlEntry) -> str:
-        """What an entry of ``spec`` is called in reports (its headers never show)."""
-        return f"{spec.method} {spec.url}"
+        """What an entry of ``spec`` is called in reports (its headers never show, nor the
+        URL's user name and password: ``POST https://***@api.example/x``)."""
+        return f"{spec.method} {without_userinfo(spec.url)}"
 
     def __init__(self, spec: UrlEntry, output: str | None = None,
                  folder: Path | None = None) -> None:
@@ -469,6 +478,8 @@ class HttpEntry:
         elif spec.tools is not None:
             self.tools = list(spec.tools)
         self.description = self.describe(spec)
+        #: The URL as messages name it (no user name or password).
+        self.shown_url = without_userinfo(self.url)
         #: Adaptive concurrency adapts per host (docs/contract.md#concurrency).
         self.limit_key = limit_key_of(self.url)
         self._client = HttpClient()
@@ -500,7 +511,7 @@ class HttpEntry:
             return retried(call, tally)
         if own:
             return retried(EntryCall(error=ErrorInfo(
-                "HttpTimeout", f"no answer from {self.url} within the entry's timeout of "
+                "HttpTimeout", f"no answer from {self.shown_url} within the entry's timeout of "
                                f"{self.timeout_s:g} s")), tally)
         return retried(EntryCall(timed_out=True), tally)
 
@@ -531,20 +542,21 @@ class HttpEntry:
     def _read_reply(self, reply: HttpReply) -> EntryCall:
         text = reply.text()
         if not reply.ok:
-            return EntryCall(error=ErrorInfo("HttpError", f"HTTP {reply.status} from {self.url}: "
+            return EntryCall(error=ErrorInfo("HttpError", f"HTTP {reply.status} from "
+                                                          f"{self.shown_url}: "
                                                           f"{excerpt(text, 500)}"),
                              latency_ms=reply.latency_ms)
         if self.output in ("answer", "openai"):
             return _read(text, self.output, reply.latency_ms)
         if self.output == "json" or "json" in reply.content_type:
             try:
-                value = parse_json(text, f"the JSON reply from {self.url}")
+                value = parse_json(text, f"the JSON reply from {self.shown_url}")
             except OutputError as exc:
                 return EntryCall(error=ErrorInfo("OutputError", str(exc)),
                                  latency_ms=reply.latency_ms)
             except ValueError as exc:
                 return EntryCall(error=ErrorInfo(
-                    "HttpError", f"the JSON reply from {self.url} is malformed ({exc}): "
+                    "HttpError", f"the JSON reply from {self.shown_url} is malformed ({exc}): "
                                  f"{excerpt(text)}"), latency_ms=reply.latency_ms)
             return EntryCall(value=value, text=json.dumps(value, ensure_ascii=False),
                              latency_ms=reply.latency_ms)

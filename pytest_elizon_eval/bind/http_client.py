@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from ..text import without_userinfo
 from .calling import run_blocking
 
 if TYPE_CHECKING:
@@ -89,7 +90,8 @@ def _was_reset(exc: BaseException) -> bool:
 
 
 def _transport_problem(exc: BaseException, url: str) -> str:
-    """A transport error in words; a refused connection says so."""
+    """A transport error in words; a refused connection says so. ``url`` is as messages
+    name it (:func:`~..text.without_userinfo`); the exception's own text is made so too."""
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
@@ -97,7 +99,7 @@ def _transport_problem(exc: BaseException, url: str) -> str:
         if isinstance(current, ConnectionRefusedError):
             return f"connection refused by {url} (is the service running?)"
         current = current.__cause__ or current.__context__
-    text = str(exc) or type(exc).__name__
+    text = without_userinfo(str(exc) or type(exc).__name__)
     if "refused" in text.lower():
         return f"connection refused by {url} (is the service running?)"
     return f"cannot reach {url}: {type(exc).__name__}: {text}"
@@ -139,6 +141,7 @@ class HttpClient:
         first ``limit`` bytes of its body, so that the status decides (a retry, the error)."""
         import httpx  # deferred: costs import time on every run, needed by URL entries only
 
+        where = without_userinfo(url)  # messages never name its user or password
         client = self._session()
         backstop = max(deadline - time.monotonic(), 0) + _BACKSTOP_S
         started = time.perf_counter()
@@ -150,17 +153,17 @@ class HttpClient:
                     raw += chunk
                     if len(raw) > limit:
                         if response.is_success:
-                            raise HttpError(f"the response body from {url} is larger than "
+                            raise HttpError(f"the response body from {where} is larger than "
                                             f"{limit:,} bytes")
                         del raw[limit:]  # an error's start says enough; the rest is unread
                         break
                     if time.monotonic() >= deadline:
                         raise PastDeadline
         except (httpx.HTTPError, OSError) as exc:
-            raise HttpError(_transport_problem(exc, url), reset=_was_reset(exc)) from None
+            raise HttpError(_transport_problem(exc, where), reset=_was_reset(exc)) from None
         except (TypeError, ValueError) as exc:  # an input JSON cannot hold, a header not ASCII
-            raise HttpError(f"the request to {url} cannot be sent: {type(exc).__name__}: "
-                            f"{exc}") from None
+            raise HttpError(f"the request to {where} cannot be sent: {type(exc).__name__}: "
+                            f"{without_userinfo(str(exc))}") from None
         return HttpReply(status=response.status_code,
                          content_type=response.headers.get("content-type", ""),
                          body=bytes(raw), encoding=response.encoding or "utf-8",
@@ -183,9 +186,10 @@ class HttpClient:
 
 
 def limit_key_of(url: str) -> str:
-    """What adaptive concurrency adapts per for a URL: its scheme, host and port."""
+    """What adaptive concurrency adapts per for a URL: its scheme, host and port (never its
+    user name or password: the key is shown in reports)."""
     parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}"
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
 
 
 def excerpt(data: bytes | str, limit: int = 200) -> str:

@@ -31,6 +31,7 @@ from ..load.runtime import JudgeEndpoint
 from ..run.answers import is_token_count
 from ..run.calls import EntryCall, Usage
 from ..run.retrying import RETRY_STATUSES, Refusal, Tally, attempts, gave_up, wait_from_headers
+from ..text import without_userinfo
 from .calling import call_with_deadline, run_blocking
 from .http_client import HttpClient, HttpError, HttpReply, PastDeadline, excerpt, limit_key_of
 
@@ -213,8 +214,9 @@ class EndpointJudge:
 
     @classmethod
     def describe(cls, spec: JudgeEndpoint) -> str:
-        """What a judge of ``spec`` is called in reports (its API key never shows)."""
-        return f"chat-completions judge {spec.model!r} at {cls.endpoint(spec)}"
+        """What a judge of ``spec`` is called in reports (its API key never shows, nor the
+        URL's user name and password)."""
+        return f"chat-completions judge {spec.model!r} at {without_userinfo(cls.endpoint(spec))}"
 
     def __init__(self, spec: JudgeEndpoint) -> None:
         self.url = self.endpoint(spec)

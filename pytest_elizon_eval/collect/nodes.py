@@ -293,6 +293,8 @@ class CaseItem(compat.FixtureItem):
     def runtest(self) -> None:
         try:
             result = self._run()
+        except pytest.exit.Exception:
+            raise  # quitting pdb (q) or pytest.exit(): the session stops, as for any test
         except Exception as exc:  # whatever escapes, the case still reaches every report
             result = outcomes.escaped(self.identity, self._limits(), exc)
             self.result = result

@@ -137,7 +137,8 @@ OPTIONS: tuple[Option, ...] = (
                 "PEM in $ELIZON_SIGN_KEY. Create keys with 'elizon-eval keygen DIR'."),
     Option(cli="--elizon-attestation", ini="elizon_attestation", metavar="PATH",
            help="Write an HMAC-SHA256 hash-chained attestation of every case (hashed input "
-                "and output, outcome, score, checks) to PATH as JSON Lines, keyed by the "
+                "and output, outcome, score, checks), each suite's gate and the run's "
+                "provenance to PATH as JSON Lines, keyed by the "
                 "shared secret in $ELIZON_ATTESTATION_SECRET (at least 16 characters; "
                 "required); check it with 'elizon-eval verify --attestation PATH'."),
     Option(cli="--elizon-compliance", ini="elizon_compliance", metavar="NAME",

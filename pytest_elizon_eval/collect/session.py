@@ -49,11 +49,9 @@ class ElizonSession:
     #: ``--elizon-resume``: the cases the resumed run finished, by node id (suite sha256,
     #: case sha256, entry, report data); None when not resuming.
     resumable: dict[str, tuple[str, str, str, dict[str, Any]]] | None = None
-    #: Why deadlines were suspended from the session's start (a debugger), if they were;
-    #: and the process's deadline state before the session, put back at its end
+    #: Why deadlines were suspended from the session's start (a debugger), if they were
     #: (docs/contract.md#debugging).
     suspended: str | None = None
-    deadlines_before: tuple[str | None, int] | None = None
 
     def start(self, config: pytest.Config | None) -> None:
         """Keep this session under its config and make it the process's current one."""

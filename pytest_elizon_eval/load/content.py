@@ -32,11 +32,13 @@ def canonical_text(value: Any) -> bytes:
 
 
 def case_text(case: Any) -> bytes | None:
-    """The case as its suite file says it (what its model dumps), as :func:`canonical_text`;
-    None when it cannot be written (such a case is never resumed)."""
+    """The case as its suite file says it (what its model dumps, a value equal to the
+    plugin's default left out, as when not written), as :func:`canonical_text`; None when
+    it cannot be written (such a case is never resumed). Defaults left out: a plugin
+    version that adds a key with a default, and fills it in, hashes the cases alike."""
     try:  # what the model holds as objects (a check's spec) is written by its repr
         return canonical_text(case.model_dump(by_alias=True, exclude_none=True,
-                                              warnings=False))
+                                              exclude_defaults=True, warnings=False))
     except (TypeError, ValueError, RecursionError):
         return None
 
@@ -47,10 +49,12 @@ DATASET_HASH_PREFIX = "sha256:"
 
 def dataset_hash(ids: Sequence[str], texts: Sequence[bytes | None]) -> str | None:
     """The content hash of a suite's cases (``ids`` and their :func:`case_text`, in file
-    order): ``sha256:`` and the SHA-256 of the JSON array of the cases sorted by id, which
-    is exactly ``json.dumps(cases, sort_keys=True, ensure_ascii=False)`` in UTF-8, so an
-    auditor can make it again (docs/format.md#dataset-hash). None when a case could not
-    be written."""
+    order): ``sha256:`` and the SHA-256 of the JSON array of the cases sorted by id (in
+    code-point order: Python's ``sorted`` of the ids), which is exactly
+    ``json.dumps(cases, sort_keys=True, ensure_ascii=False)`` in UTF-8, so an auditor can
+    make it again (docs/format.md#dataset-hash). The scheme is fixed for this format; one
+    made otherwise would start with another prefix. None when a case could not be
+    written."""
     by_id: dict[str, bytes] = {}
     for case_id, text in zip(ids, texts, strict=True):
         if text is None:

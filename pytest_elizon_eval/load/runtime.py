@@ -148,34 +148,47 @@ class _Plain(metaclass=_Fields):
         return value
 
     def model_dump(self, *, by_alias: bool = True, exclude_none: bool = True,
-                   warnings: bool = False) -> dict[str, Any]:
+                   exclude_defaults: bool = False, warnings: bool = False) -> dict[str, Any]:
         """The fields as pydantic's ``model_dump(by_alias=True, exclude_none=True)`` gives
         them, except that an ``output: null`` that was written is kept: it is an assertion
         (resume and the dataset hash read a case by it, so warm and cold runs must agree,
-        and a case that gained ``output: null`` is not the case it was)."""
+        and a case that gained ``output: null`` is not the case it was). With
+        ``exclude_defaults``, a field whose value is its default is left out too: the case
+        as written, whatever defaults this version of the plugin fills in."""
         del warnings  # pydantic's argument, accepted so callers need not know which it is
         out: dict[str, Any] = {}
+        defaults = self._DEFAULTS
         for name in self._FIELDS:
             if name == "output_given":
                 continue
             value = getattr(self, name)
-            if value is None and exclude_none and not (
-                    name == "output" and getattr(self, "output_given", False)):
+            asserted = name == "output" and getattr(self, "output_given", False)
+            if value is None and exclude_none and not asserted:
+                continue
+            if exclude_defaults and not asserted and name in defaults \
+                    and _same_value(value, defaults[name]):
                 continue
             key = self.ALIASES.get(name, name) if by_alias else name
-            out[key] = _dump(value, by_alias, exclude_none)
+            out[key] = _dump(value, by_alias, exclude_none, exclude_defaults)
         return out
 
 
-def _dump(value: Any, by_alias: bool, exclude_none: bool) -> Any:
+def _same_value(value: Any, default: Any) -> bool:
+    """``value`` is ``default`` as data: of one type and equal (``True`` is not ``1``)."""
+    return type(value) is type(default) and bool(value == default)
+
+
+def _dump(value: Any, by_alias: bool, exclude_none: bool, exclude_defaults: bool = False
+          ) -> Any:
     if isinstance(value, _Plain):
-        return value.model_dump(by_alias=by_alias, exclude_none=exclude_none)
+        return value.model_dump(by_alias=by_alias, exclude_none=exclude_none,
+                                exclude_defaults=exclude_defaults)
     if type(value) is list:
-        return [_dump(v, by_alias, exclude_none) for v in value]
+        return [_dump(v, by_alias, exclude_none, exclude_defaults) for v in value]
     if type(value) is tuple:
-        return tuple(_dump(v, by_alias, exclude_none) for v in value)
+        return tuple(_dump(v, by_alias, exclude_none, exclude_defaults) for v in value)
     if type(value) is dict:
-        return {k: _dump(v, by_alias, exclude_none) for k, v in value.items()}
+        return {k: _dump(v, by_alias, exclude_none, exclude_defaults) for k, v in value.items()}
     return value
 
 
@@ -375,9 +388,9 @@ class AuthorBaseline(_Plain):
     dataset_hash: str | None = None
 
     def model_dump(self, *, by_alias: bool = True, exclude_none: bool = True,
-                   warnings: bool = False) -> dict[str, Any]:
+                   exclude_defaults: bool = False, warnings: bool = False) -> dict[str, Any]:
         """The mapping as the file writes it: the metrics, and ``datasetHash`` if given."""
-        del warnings  # pydantic's argument, accepted so callers need not know which it is
+        del warnings, exclude_defaults  # pydantic's arguments: nothing here has a default
         out: dict[str, Any] = dict(self.metrics)
         if self.dataset_hash is not None or not exclude_none:
             out["datasetHash" if by_alias else "dataset_hash"] = self.dataset_hash

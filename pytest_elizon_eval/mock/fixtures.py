@@ -1,13 +1,16 @@
 """The mock model's fixtures (docs/mock.md#fixtures), registered by the plugin at start-up.
 
 Both are factories, so a test makes as many models or servers as it needs, each with its
-own script; every server a test started is stopped when the test ends. The model and the
-server are imported when a test first asks for a fixture, not when pytest starts.
+own script; every server a test started is stopped when the test ends, each even if
+stopping another failed, and then everything that went wrong is raised together. The
+model and the server are imported when a test first asks for a fixture, not when pytest
+starts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+import builtins
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import pytest
@@ -37,7 +40,8 @@ def elizon_mock_server() -> Iterator[Callable[..., MockServer]]:
     default=…, on_request=…)`` or ``elizon_mock_server(model=…)`` starts a ``MockServer``
     answering OpenAI chat completions and Responses at ``.url`` and Anthropic messages at
     ``.anthropic_url``; each is stopped when the test ends, which then fails if the model
-    could not answer a request.
+    could not answer a request. ``on_request`` must return: stopping waits for every
+    request being answered, so one that blocks blocks the test's teardown.
     """
     from .model import MockModel  # deferred: the plugin's start-up never needs them
     from .server import MockServer
@@ -58,7 +62,35 @@ def elizon_mock_server() -> Iterator[Callable[..., MockServer]]:
         return server
 
     yield start
-    for server in started:
-        server.stop()
-    for server in started:
-        server.raise_errors()
+    _stop_all(started)
+
+
+def _stop_all(servers: Sequence[MockServer]) -> None:
+    """Stop every server, each whatever stopping the others did; then raise what went
+    wrong — stopping, or answering — all of it: the one error, or several together (an
+    ``ExceptionGroup`` on Python 3.11+, else one ``AssertionError`` naming each)."""
+    problems: list[Exception] = []
+    interrupted: BaseException | None = None
+    for server in servers:
+        try:
+            server.stop()
+        except Exception as exc:
+            problems.append(exc)
+        except BaseException as exc:  # Ctrl-C: the other servers are still stopped first
+            interrupted = interrupted or exc
+    if interrupted is not None:
+        raise interrupted
+    for server in servers:
+        try:
+            server.raise_errors()
+        except AssertionError as exc:
+            problems.append(exc)
+    if len(problems) == 1:
+        raise problems[0]
+    if problems:
+        what = f"{len(problems)} problems stopping the test's mock servers"
+        group = getattr(builtins, "ExceptionGroup", None)  # Python 3.11+
+        if group is not None:
+            raise group(what, problems)
+        raise AssertionError(what + ": " + "; ".join(  # pragma: no cover - Python 3.10
+            f"{type(p).__name__}: {p}" for p in problems)) from problems[0]

@@ -64,29 +64,62 @@ def _messages(value: object, name: str) -> tuple[Mapping[str, Any], ...]:
     return tuple(value)
 
 
+def _shown(value: object) -> str:
+    """A value of the request as a message quotes it (JSON, cut short)."""
+    return json.dumps(value, ensure_ascii=False, default=repr)[:80]
+
+
+def _ident(value: object, where: str, *, required: bool = False) -> str | None:
+    """A tool call's id as the request gives it: a string (or, unless ``required``, left
+    out); :class:`BadRequest` naming ``where`` for anything else, as both APIs refuse."""
+    if value is None and not required:
+        return None
+    if not isinstance(value, str):
+        raise BadRequest(f"{where} must be a string, not {_shown(value)}")
+    return value
+
+
 def _check_tool_results(api: str, messages: tuple[Mapping[str, Any], ...]) -> None:
     """A tool result must answer a call of the assistant message before it, as both real
-    APIs insist: an application that loses a call's id fails here, as it would there."""
-    issued: set[object] = set()
+    APIs insist: an application that loses a call's id fails here, as it would there. An
+    id that is not a string, or ``tool_calls`` that are not an array of objects, are
+    refused as the APIs refuse them."""
+    issued: set[str | None] = set()
     for index, message in enumerate(messages):
         content = message.get("content")
         blocks = content if isinstance(content, list) else []
+        where = f"messages[{index}]" if api != RESPONSES else f"input[{index}]"
+        if api == RESPONSES:  # items, not a conversation of turns: the ids' types only
+            _ident(message.get("call_id"), f"{where}.call_id")
+            continue
         if message.get("role") == "assistant":
-            issued = {c.get("id") for c in message.get("tool_calls") or () if isinstance(c, dict)}
-            issued |= {b.get("id") for b in blocks
+            calls = message.get("tool_calls")
+            if calls is not None and not isinstance(calls, list):
+                raise BadRequest(f"{where}.tool_calls must be an array, not {_shown(calls)}")
+            issued = set()
+            for number, call in enumerate(calls or ()):
+                if not isinstance(call, dict):
+                    raise BadRequest(f"{where}.tool_calls[{number}] must be an object, not "
+                                     f"{_shown(call)}")
+                issued.add(_ident(call.get("id"), f"{where}.tool_calls[{number}].id"))
+            issued |= {_ident(b.get("id"), f"{where}.content[{number}].id")
+                       for number, b in enumerate(blocks)
                        if isinstance(b, dict) and b.get("type") == "tool_use"}
             continue
         if api == CHAT and message.get("role") == "tool":
-            answered = [message.get("tool_call_id")]
+            answered = [_ident(message.get("tool_call_id"), f"{where}.tool_call_id",
+                               required=True)]
         elif api == MESSAGES:
-            answered = [b.get("tool_use_id") for b in blocks
+            answered = [_ident(b.get("tool_use_id"), f"{where}.content[{number}].tool_use_id",
+                               required=True)
+                        for number, b in enumerate(blocks)
                         if isinstance(b, dict) and b.get("type") == "tool_result"]
         else:
             answered = []
         for ident in answered:
             if ident not in issued:
                 raise BadRequest(
-                    f"messages[{index}]: the tool result for {json.dumps(ident)} answers no "
+                    f"{where}: the tool result for {json.dumps(ident)} answers no "
                     f"tool call of the assistant message before it (its calls: "
                     f"{', '.join(sorted(map(str, issued))) or 'none'})")
 

@@ -71,10 +71,12 @@ def _append_summary(path: Path, aggregate: Aggregate, regression: Regression | N
 
 def write_all(aggregate: Aggregate, regression: Regression | None, settings: Settings,
               recordings: list[dict[str, Any]], provenance: Mapping[str, Any] | None = None,
-              canary: str | None = None, history: History | None = None
+              canary: str | None = None, history: History | None = None,
+              entry_models: Iterable[str] = ()
               ) -> tuple[list[tuple[str, Path]], list[str]]:
     """Write every requested file: (kind, path) of each written, and a line for each that
-    could not be written."""
+    could not be written. ``entry_models``: the models the run's ``output: openai`` entry
+    points ask for (the attestation names them with those the answers named)."""
     # the results as written (each suite's cases made again when walked): the signature
     # covers exactly their canonical form
     document: list[dict[str, Any]] = []
@@ -118,9 +120,18 @@ def write_all(aggregate: Aggregate, regression: Regression | None, settings: Set
         # node-id order: a serial run and an xdist run of the same cases chain alike
         ordered = sorted((r for s in aggregate.suites() for r in s.results),
                          key=lambda r: r.nodeid)
+        models = set(entry_models)
+        for result in ordered:  # and those the answers named
+            model = result.usage.model if result.usage is not None else None
+            if model:
+                models.add(model)
+        suites = [{"path": s.info.path, "gate": s.info.gate, "advisory": s.info.advisory,
+                   "sha256": s.info.sha256, "content_hash": s.info.content_hash}
+                  for s in aggregate.suites()]
         _write_chunks(path, attestation.lines((r.to_data() for r in ordered), len(ordered),
                                               settings.attestation_secret,
-                                              provenance=provenance))
+                                              provenance=provenance, suites=suites,
+                                              models=models))
 
     def write_markdown(path: Path) -> None:
         from . import markdown  # deferred: costs import time on every run, needed by few

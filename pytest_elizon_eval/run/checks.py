@@ -394,13 +394,17 @@ def _graded(function: CheckFunction, wanted: _Makers, threshold: float | None
 
 
 def _call_by(function: CheckFunction, wanted: _Makers, threshold: float | None,
-             deadline: float) -> tuple[bool, str | None, str] | None:
+             deadline: float, name: str) -> tuple[bool, str | None, str] | None:
     """:func:`_graded` on the deadline runner entry points and judges use, so a hung check
     (or a hung ``__repr__`` of what it returned) is abandoned at the deadline, never waited
-    for: None then."""
+    for: None then. A check with too many calls still hung is not called again: it fails
+    saying so (docs/contract.md#hung-calls)."""
     from ..bind.calling import run_blocking  # deferred: needed where a check runs
 
-    return run_blocking(lambda: _graded(function, wanted, threshold), deadline)
+    refused = deadlines.hung.refusal(id(function), name)
+    if refused is not None:
+        return False, None, refused
+    return run_blocking(lambda: _graded(function, wanted, threshold), deadline, id(function))
 
 
 def grade_checks(expect: Expect | None, functions: Mapping[str, CheckFunction], case: Case,
@@ -437,7 +441,8 @@ def grade_checks(expect: Expect | None, functions: Mapping[str, CheckFunction], 
             results.append(AssertionResult(name, False, wanted, "no time left within the "
                                            "case's time limit"))
             continue
-        graded = _call_by(function, _arguments(function, offered), spec.threshold, deadline)
+        graded = _call_by(function, _arguments(function, offered), spec.threshold, deadline,
+                          f"the check {spec.check}")
         if graded is None:
             out_of_time = True
             results.append(AssertionResult(name, False, wanted, f"gave no result within the "

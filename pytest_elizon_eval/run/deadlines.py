@@ -21,13 +21,15 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Hashable
 
 __all__ = ["DEFAULT_MAX_HUNG", "HungCalls", "debugger_in_use", "hung", "passed", "remaining",
            "restore", "suspend", "suspended"]
 
-#: Trace functions of these modules are debuggers (pdb and its kin are built on bdb; the
-#: IDEs' pydevd), not coverage or a profiler.
-_DEBUGGER_MODULES = frozenset({"bdb", "pdb", "pydevd", "pydevd_frame_evaluator"})
+#: Trace functions from modules whose dotted name has a part starting with one of these are
+#: debuggers (pdb and its kin are built on bdb; the IDEs' pydevd, as ``pydevd_cython`` or
+#: ``pydevd_frame_evaluator``), not coverage or a profiler.
+_DEBUGGER_MODULES = ("bdb", "pdb", "pydevd")
 
 #: Calls of one entry point left running past their deadline before its later calls are
 #: refused (ini ``elizon_max_hung_calls``; never below the run's concurrency).
@@ -41,7 +43,7 @@ def debugger_in_use() -> str | None:
     if trace is not None:
         module = (getattr(trace, "__module__", None)
                   or getattr(type(trace), "__module__", None) or "")
-        if module.partition(".")[0] in _DEBUGGER_MODULES:
+        if any(part.startswith(_DEBUGGER_MODULES) for part in module.split(".")):
             return f"a debugger's trace function ({module})"
     monitoring = getattr(sys, "monitoring", None)
     if monitoring is not None:
@@ -89,38 +91,45 @@ def passed(deadline: float) -> bool:
 
 
 class HungCalls:
-    """Calls left running past their deadline, by entry point, until each returns."""
+    """Calls left running past their deadline, by callable, until each returns.
+
+    A callable is keyed by its identity (``id(fn)``): two packages' ``app:answer`` are two
+    callables, and while one of its calls is counted the callable is alive (the call's
+    frame holds it), so its identity cannot be reused."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._running: dict[str, int] = {}
-        #: The most one entry point may have (set by the session; restored after it).
+        self._running: dict[Hashable, int] = {}
+        #: The most one callable may have (set by the session; restored after it).
         self.cap = DEFAULT_MAX_HUNG
 
-    def add(self, key: str) -> None:
+    def add(self, key: Hashable) -> None:
         with self._lock:
             self._running[key] = self._running.get(key, 0) + 1
 
-    def done(self, key: str) -> None:
-        """One of ``key``'s abandoned calls has returned at last."""
+    def done(self, key: Hashable) -> None:
+        """One of ``key``'s abandoned calls has returned at last (always after its
+        :meth:`add`: callers count a call as abandoned under the lock that decides it)."""
         with self._lock:
-            left = self._running.get(key, 0) - 1
+            left = self._running[key] - 1
             if left > 0:
                 self._running[key] = left
             else:
-                self._running.pop(key, None)
+                del self._running[key]
 
-    def count(self, key: str) -> int:
+    def count(self, key: Hashable) -> int:
         return self._running.get(key, 0)
 
-    def refusal(self, key: str) -> str | None:
-        """Why a new call of ``key`` is not made, or None when it may be."""
+    def refusal(self, key: Hashable, name: str) -> str | None:
+        """Why a new call of ``key`` (shown as ``name``) is not made, or None when it may
+        be."""
         running = self.count(key)
         if running < self.cap:
             return None
-        return (f"{key} does not return: {running} of its calls are still running past "
-                f"their deadline (ini elizon_max_hung_calls = {self.cap}), so no more are "
-                "started; each one that returns frees its place")
+        return (f"{name} does not return: {running} of its calls are still running past "
+                f"their deadline (the cap is {self.cap}: ini elizon_max_hung_calls, never "
+                "below the concurrency), so no more are started; each one that returns "
+                "frees its place")
 
 
 #: The process's hung calls (their threads are the process's).

@@ -3,28 +3,32 @@
 Owns docs/contract.md#attestations (the seed's ``attestEvalSuite`` and
 ``verifyEvalAttestation``): the shared secret (``$ELIZON_ATTESTATION_SECRET``, never
 written or shown: only its key id, an HMAC of a fixed text, is); the JSON Lines file a
-run writes (a header, one record per case in node-id order, a final record, each
-MAC'd over its canonical bytes, which hold the MAC of the record before it); verifying
-such a file into one :class:`Verdict`; and comparing a results document's cases with
-the records. An Ed25519 signature (:mod:`.signing`) proves a whole results document
-to anyone with the public key; an attestation proves each case to whoever holds the
-secret, and says which record was changed, removed, moved or spliced in.
+run writes (a header with each suite's gate and the run's provenance, one record per
+case in node-id order, a final record, each MAC'd over its canonical bytes, which hold
+the MAC of the record before it); verifying such a file, one line at a time, into one
+:class:`Verdict`; and comparing a results document with what one or more valid chains
+attest (:class:`Attested`): its suites, its cases and its provenance. An Ed25519
+signature (:mod:`.signing`) proves a whole results document to anyone with the public
+key; an attestation proves each case to whoever holds the secret, and says which record
+was changed, removed, moved or spliced in.
 
-Stdlib ``hmac`` and ``hashlib`` only. No pytest import here.
+Stdlib ``hmac`` and ``hashlib`` only (the provenance of shards is merged as ``elizon-eval
+merge`` merges it, by :mod:`.provenance`). No pytest import here.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import io
 import json
 import os
 import secrets
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from .signing import canonical
 
@@ -34,10 +38,12 @@ __all__ = [
     "HEADER",
     "MIN_SECRET_CHARS",
     "SECRET_VARIABLE",
+    "SUITE_FIELDS",
     "TAMPERED",
     "TRUNCATED",
     "UNUSABLE",
     "VALID",
+    "Attested",
     "Secret",
     "Verdict",
     "case_fields",
@@ -46,15 +52,20 @@ __all__ = [
     "lines",
     "metadata",
     "records",
+    "suite_fields",
     "verify_bytes",
     "verify_file",
+    "verify_stream",
 ]
 
-FORMAT = "pytest-elizon-eval/attestation/v1"
+#: v2: the header attests each suite (``suites``) and names the models; a case record its
+#: suite and what lets a case that did not pass leave the gate alone (``advisory``,
+#: ``inconclusive_passes``). A v1 file is not read: its records have other shapes.
+FORMAT = "pytest-elizon-eval/attestation/v2"
 ALGORITHM = "hmac-sha256"
 #: Prefixed to a record's canonical bytes before the MAC, so an attestation's MAC can never
-#: pass for an HMAC the same secret makes of something else.
-CONTEXT = b"pytest-elizon-eval/attestation/v1\n"
+#: pass for an HMAC the same secret makes of something else (nor a v1 record's for v2's).
+CONTEXT = FORMAT.encode("ascii") + b"\n"
 SECRET_VARIABLE = "ELIZON_ATTESTATION_SECRET"
 MIN_SECRET_CHARS = 16
 #: The key id is HMAC-SHA256(secret, this), 16 hex digits: it tells a wrong secret from a
@@ -133,14 +144,21 @@ def _sha256(value: Any) -> str:
     return hashlib.sha256(canonical(value)).hexdigest()
 
 
-def case_fields(case: Mapping[str, Any]) -> dict[str, Any]:
+def case_fields(case: Mapping[str, Any], suite: str | None = None) -> dict[str, Any]:
     """What a case record attests of a case, from its plain data as a report carries it
-    (``case_id``) or a results file keeps it (``id``): its input and output only as the
-    SHA-256 of their canonical JSON, never their text."""
+    (``case_id``, its ``suite`` inside) or a results file keeps it (``id``; ``suite``: the
+    path of the suite it is listed under): its input and output only as the SHA-256 of
+    their canonical JSON, never their text; and what decides whether a case that did not
+    pass fails the gate (docs/contract.md#outcomes-and-gates)."""
     assertions = case.get("assertions")
+    if suite is None:
+        info = case.get("suite")
+        suite = info.get("path") if isinstance(info, Mapping) else None
+    repeat = case.get("repeat")
     return {
         "nodeid": case.get("nodeid"),
         "case_id": case["case_id"] if "case_id" in case else case.get("id"),
+        "suite": suite,
         "outcome": case.get("outcome"),
         "score": case.get("judge_score"),
         "checks": [{"name": a.get("name"), "passed": a.get("passed")}
@@ -149,13 +167,32 @@ def case_fields(case: Mapping[str, Any]) -> dict[str, Any]:
         "input_sha256": _sha256(case.get("input")),
         "output_sha256": _sha256(case.get("output")),
         "output_length": case.get("output_length"),
+        # only an unaligned judge failed it; an inconclusive case the ini lets pass
+        "advisory": case.get("advisory"),
+        "inconclusive_passes": repeat.get("inconclusive_passes")
+        if isinstance(repeat, Mapping) else None,
     }
 
 
-def metadata(provenance: Mapping[str, Any] | None) -> dict[str, Any]:
-    """What an auditor asks of a run first, from its results' provenance as written: the
-    entry points the cases were given to (the model), the judges that graded them, and the
-    datasets (each suite's case count and content hash) where the provenance holds them."""
+#: What a header attests of each suite, as a results file's suite (and a report's
+#: ``suite``) names it: the gate and the effective advisory flag decide what a failure
+#: does; the file's SHA-256 and the cases' content hash say which suite it was.
+SUITE_FIELDS = ("path", "gate", "advisory", "sha256", "content_hash")
+
+
+def suite_fields(suite: Mapping[str, Any]) -> dict[str, Any]:
+    """What the header attests of one suite (a results file's suite entry, or the plain
+    data of a :class:`~..decide.results_data.SuiteInfo`)."""
+    return {name: suite.get(name) for name in SUITE_FIELDS}
+
+
+def metadata(provenance: Mapping[str, Any] | None,
+             models: Iterable[str] = ()) -> dict[str, Any]:
+    """What an auditor asks of a run first: the entry points the cases were given to, the
+    ``models`` that answered (what the answers' usage named, and what an ``output: openai``
+    entry asks for), the judges that graded them, and the datasets (each suite's case
+    count and content hash) — all but the models from its results' provenance as
+    written."""
     entries: set[str] = set()
     judges: set[str] = set()
     datasets: list[Any] = []
@@ -164,7 +201,8 @@ def metadata(provenance: Mapping[str, Any] | None) -> dict[str, Any]:
         entries.update(package.get("entries") or ())
         judges.update(package.get("judges") or ())
         datasets += package.get("datasets") or []
-    return {"entries": sorted(entries), "judges": sorted(judges), "datasets": datasets}
+    return {"entries": sorted(entries), "models": sorted(set(models)), "judges": sorted(judges),
+            "datasets": datasets}
 
 
 def _sealed(record: dict[str, Any], secret: Secret) -> dict[str, Any]:
@@ -173,16 +211,20 @@ def _sealed(record: dict[str, Any], secret: Secret) -> dict[str, Any]:
 
 
 def records(cases: Iterable[Mapping[str, Any]], count: int, secret: Secret, *,
-            provenance: Mapping[str, Any] | None, run_id: str | None = None,
-            created: str | None = None) -> Iterator[dict[str, Any]]:
+            provenance: Mapping[str, Any] | None,
+            suites: Iterable[Mapping[str, Any]] = (), models: Iterable[str] = (),
+            run_id: str | None = None, created: str | None = None
+            ) -> Iterator[dict[str, Any]]:
     """The chain of a run's ``count`` cases (their plain data, in node-id order, made one at
-    a time): the header, a record per case, the final record."""
+    a time): the header (with each of ``suites`` and the ``models``), a record per case,
+    the final record."""
     run_id = run_id or secrets.token_hex(16)
     header = _sealed({
         "format": FORMAT, "record": "header", "index": 0, "run_id": run_id,
         "created": created or datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "algorithm": ALGORITHM, "key_id": secret.key_id, "order": ORDER, "cases": count,
-        "metadata": metadata(provenance),
+        "suites": sorted((suite_fields(s) for s in suites), key=lambda s: str(s["path"])),
+        "metadata": metadata(provenance, models),
         "provenance": None if provenance is None else dict(provenance), "prev": FIRST_PREV,
     }, secret)
     yield header
@@ -200,12 +242,13 @@ def records(cases: Iterable[Mapping[str, Any]], count: int, secret: Secret, *,
 
 
 def lines(cases: Iterable[Mapping[str, Any]], count: int, secret: Secret, *,
-          provenance: Mapping[str, Any] | None, run_id: str | None = None,
+          provenance: Mapping[str, Any] | None, suites: Iterable[Mapping[str, Any]] = (),
+          models: Iterable[str] = (), run_id: str | None = None,
           created: str | None = None) -> Iterator[str]:
     """:func:`records` as the file's lines. ASCII JSON: a lone surrogate in an id is written
     as its escape and reads back as the string the MAC covers."""
-    for record in records(cases, count, secret, provenance=provenance, run_id=run_id,
-                          created=created):
+    for record in records(cases, count, secret, provenance=provenance, suites=suites,
+                          models=models, run_id=run_id, created=created):
         yield json.dumps(record, ensure_ascii=True) + "\n"
 
 
@@ -227,6 +270,8 @@ class Verdict:
     records: int = 0
     #: A valid chain's case records, by node id.
     cases: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: A valid chain's header (its suites, metadata and provenance).
+    header: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def valid(self) -> bool:
@@ -235,6 +280,10 @@ class Verdict:
 
 class _Duplicate(ValueError):
     pass
+
+
+class _Unreadable(Exception):
+    """The file cannot be read on as an attestation: the unusable verdict's message."""
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -267,6 +316,29 @@ def _parse(line: str) -> tuple[dict[str, Any] | None, str]:
     return value, ""
 
 
+_Parsed = tuple[dict[str, Any] | None, str]
+
+
+def _read_lines(stream: IO[bytes]) -> Iterator[str]:
+    """The file's lines (split at ``\n`` only; the newline that ends the last one is no line
+    of its own), read and decoded one at a time, never more than :data:`MAX_FILE_BYTES` in
+    all; :class:`_Unreadable` for bytes that are not UTF-8 or a file over the limit."""
+    read = 0
+    while True:
+        raw = stream.readline(MAX_FILE_BYTES + 1 - read)
+        if not raw:
+            return
+        read += len(raw)
+        if read > MAX_FILE_BYTES:
+            raise _Unreadable(f"larger than {MAX_FILE_BYTES:,} bytes; not read")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _Unreadable(f"not an attestation file: not UTF-8 text (byte offset "
+                              f"{read - len(raw) + exc.start})") from None
+        yield text[:-1] if text.endswith("\n") else text
+
+
 def _short(value: object) -> str:
     text = str(value)
     return text if len(text) <= _SHOWN else text[:_SHOWN] + "…"
@@ -291,39 +363,55 @@ def _case_id(record: Mapping[str, Any] | None) -> str | None:
 
 
 def verify_file(path: Path, secret: Secret) -> Verdict:
-    """Verify the attestation file at ``path`` (hostile input) with ``secret``."""
+    """Verify the attestation file at ``path`` (hostile input) with ``secret``, reading it
+    one line at a time."""
     try:
         with path.open("rb") as fh:
-            raw = fh.read(MAX_FILE_BYTES + 1)
+            try:
+                size = os.fstat(fh.fileno()).st_size
+            except OSError:
+                size = 0
+            if size > MAX_FILE_BYTES:  # a regular file's size; any other is counted as read
+                return Verdict(UNUSABLE, f"larger than {MAX_FILE_BYTES:,} bytes; not read")
+            return verify_stream(fh, secret)
     except FileNotFoundError:
         return Verdict(UNUSABLE, "no such file")
     except IsADirectoryError:
         return Verdict(UNUSABLE, "it is a directory, not a file")
     except OSError as exc:
         return Verdict(UNUSABLE, f"cannot read it: {exc.strerror or exc}")
-    if len(raw) > MAX_FILE_BYTES:
-        return Verdict(UNUSABLE, f"larger than {MAX_FILE_BYTES:,} bytes; not read")
-    return verify_bytes(raw, secret)
 
 
 def verify_bytes(raw: bytes, secret: Secret) -> Verdict:
-    """Re-derive the chain of an attestation file's bytes: the first record that does not
-    hold, and why; or that every record does."""
+    """:func:`verify_stream` of an attestation file's bytes."""
+    return verify_stream(io.BytesIO(raw), secret)
+
+
+def verify_stream(stream: IO[bytes], secret: Secret) -> Verdict:
+    """Re-derive the chain of an attestation file, line by line: the first record that
+    does not hold, and why; or that every record does. Only the line at hand (and, of a
+    valid chain, its header and case records) is held."""
+    found = _read_lines(stream)
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return Verdict(UNUSABLE, f"not an attestation file: not UTF-8 text (byte offset "
-                                 f"{exc.start})")
-    if not text.strip():
-        return Verdict(TRUNCATED, "truncated: the file is empty (no header, no records)",
-                       index=0)
-    found = text.split("\n")
-    if found[-1] == "":  # the newline that ends the last line
-        found.pop()
-    parsed = [_parse(line) for line in found]
-    header, problem = parsed[0]
-    if header is None:
-        return Verdict(UNUSABLE, f"not an attestation file: line 1 is {problem}")
+        first = next(found, None)
+        if first is None or not first.strip():
+            if all(not line.strip() for line in found):
+                return Verdict(TRUNCATED, "truncated: the file is empty (no header, no "
+                                          "records)", index=0)
+            return Verdict(UNUSABLE, "not an attestation file: line 1 is empty")
+        header, problem = _parse(first)
+        if header is None:
+            return Verdict(UNUSABLE, f"not an attestation file: line 1 is {problem}")
+        problem_with_header = _check_header(header, secret)
+        if problem_with_header is not None:
+            return problem_with_header
+        return _chain((_parse(line) for line in found), header, secret)
+    except _Unreadable as exc:
+        return Verdict(UNUSABLE, str(exc))
+
+
+def _check_header(header: dict[str, Any], secret: Secret) -> Verdict | None:
+    """The verdict on a first line that is not a header this secret made, else None."""
     if header.get("format") != FORMAT:
         if header.get("record") in ("case", "final"):
             return Verdict(HEADER, f"the chain has no header: line 1 is a {header['record']} "
@@ -339,23 +427,25 @@ def verify_bytes(raw: bytes, secret: Secret) -> Verdict:
         return Verdict(HEADER, "wrong secret or tampered header: the header's MAC does not "
                                "match, though its key id is this secret's: the header was "
                                "changed", index=0)
-    run_id, count = header.get("run_id"), header.get("cases")
+    run_id, count, suites = header.get("run_id"), header.get("cases"), header.get("suites")
     if header.get("record") != "header" or header.get("index") != 0 \
             or header.get("prev") != FIRST_PREV or not isinstance(run_id, str) \
-            or not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            or not isinstance(count, int) or isinstance(count, bool) or count < 0 \
+            or not isinstance(suites, list) \
+            or not all(isinstance(s, dict) and isinstance(s.get("path"), str) for s in suites):
         return Verdict(UNUSABLE, "the header's MAC holds, but it is not a header this version "
-                                 "reads (its record, index, prev, run_id or cases)")
-    return _chain(parsed, header, secret)
+                                 "reads (its record, index, prev, run_id, cases or suites)")
+    return None
 
 
-def _chain(parsed: list[tuple[dict[str, Any] | None, str]], header: dict[str, Any],
-           secret: Secret) -> Verdict:
+def _chain(parsed: Iterator[_Parsed], header: dict[str, Any], secret: Secret) -> Verdict:
     run_id, count = header["run_id"], header["cases"]
     prev = header["mac"]
     cases: dict[str, Mapping[str, Any]] = {}
-    last = 0
-    for position in range(1, len(parsed)):
-        record, problem = parsed[position]
+    last: tuple[int, Mapping[str, Any]] | None = None
+    position = 0
+    for record, problem in parsed:
+        position += 1
         if record is None:
             return Verdict(TAMPERED, f"tampered: record {position} (line {position + 1}) is "
                                      f"{problem}", index=position, run_id=run_id)
@@ -370,11 +460,12 @@ def _chain(parsed: list[tuple[dict[str, Any] | None, str]], header: dict[str, An
                        f"{_short(record.get('run_id'))}; this chain's is {run_id}): spliced in "
                        "from another attestation")
         if record.get("index") != position or record.get("prev") != prev:
-            return _out_of_place(parsed, position, record, label, run_id, count)
+            return _out_of_place(parsed, position, record, label, run_id, count, secret)
         kind = record.get("record")
         if kind == "final":
-            if position + 1 < len(parsed):
-                return _at(position + 1, parsed[position + 1][0], run_id, TAMPERED,
+            appended = next(parsed, None)
+            if appended is not None:
+                return _at(position + 1, appended[0], run_id, TAMPERED,
                            f"tampered: record {position + 1} (line {position + 2}) follows the "
                            "final record: appended")
             if record.get("cases") != count or position != count + 1:  # never made so
@@ -384,18 +475,18 @@ def _chain(parsed: list[tuple[dict[str, Any] | None, str]], header: dict[str, An
             return Verdict(VALID, f"valid: {position + 1} records (header, {count} case"
                                   f"{'s' if count != 1 else ''}, final) of run {run_id}, key "
                                   f"id {secret.key_id}", run_id=run_id, records=position + 1,
-                           cases=cases)
+                           cases=cases, header=header)
         nodeid = record.get("nodeid")
         if kind != "case" or position > count or not isinstance(nodeid, str):
             return _at(position, record, run_id, TAMPERED,
                        f"tampered: {label} is not a case record the header allows (it counts "
                        f"{count} cases)")
         cases[nodeid] = record
-        prev, last = record["mac"], position
-    after = f"after {_label(last, parsed[last][0] or {})}" if last else "after its header"
+        prev, last = record["mac"], (position, record)
+    after = f"after {_label(*last)}" if last else "after its header"
     return Verdict(TRUNCATED, f"truncated: the chain ends {after} without its final record: "
-                              f"{last} of the header's {count} case records are there",
-                   index=len(parsed), run_id=run_id)
+                              f"{last[0] if last else 0} of the header's {count} case records "
+                              "are there", index=position + 1, run_id=run_id)
 
 
 def _at(position: int, record: Mapping[str, Any] | None, run_id: str, status: str,
@@ -404,17 +495,18 @@ def _at(position: int, record: Mapping[str, Any] | None, run_id: str, status: st
     return Verdict(status, message, index=position, case_id=_case_id(record), run_id=run_id)
 
 
-def _out_of_place(parsed: list[tuple[dict[str, Any] | None, str]], position: int,
-                  record: Mapping[str, Any], label: str, run_id: str, count: int) -> Verdict:
+def _out_of_place(rest: Iterator[_Parsed], position: int, record: Mapping[str, Any],
+                  label: str, run_id: str, count: int, secret: Secret) -> Verdict:
     """The verdict on an authentic record of this run that does not follow the one before
-    it: records moved, removed or repeated."""
+    it: records moved, removed or repeated. ``rest``: the lines after it, searched (only
+    for records whose MAC holds) for the one that should have been here."""
     index = record.get("index")
     here = (f"broken chain link at record {position}: line {position + 1} holds record "
             f"{_short(index)} ({_what(record)})")
     if isinstance(index, int) and index > position:
-        later = next((p for p in range(position + 1, len(parsed))
-                      if (r := parsed[p][0]) is not None and r.get("index") == position
-                      and r.get("run_id") == run_id), None)
+        later = next((p for p, (r, _) in enumerate(rest, start=position + 1)
+                      if r is not None and r.get("index") == position
+                      and r.get("run_id") == run_id and secret.holds(r)), None)
         if later is not None:
             return _at(position, record, run_id, TAMPERED,
                        f"tampered: reordered: {here}, and record {position} is at line "
@@ -436,40 +528,111 @@ def _out_of_place(parsed: list[tuple[dict[str, Any] | None, str]], position: int
 
 # -- results against the attestation ---------------------------------------------------------
 
-#: A record's fields compared with a results file's case, and what each is called.
-_COMPARED = (("case_id", "id"), ("outcome", "outcome"), ("score", "judge score"),
-             ("checks", "checks"), ("input_sha256", "input"), ("output_sha256", "output"),
-             ("output_length", "output length"))
+class Attested:
+    """What one or more valid attestations (one per shard of a merged results file) attest
+    together: their case records by node id, their suites by path, and each run's
+    provenance."""
+
+    def __init__(self) -> None:
+        self.cases: dict[str, Mapping[str, Any]] = {}
+        self.suites: dict[str, Mapping[str, Any]] = {}
+        self.provenances: list[Mapping[str, Any] | None] = []
+
+    def __len__(self) -> int:
+        return len(self.cases)
+
+    def add(self, verdict: Verdict) -> str | None:
+        """Add a valid chain's records; what makes them not one run's with those added
+        before (a case attested twice, a suite attested otherwise), else None. What is
+        added still counts when there is a problem: every attestation is checked."""
+        twice = next((n for n in verdict.cases if n in self.cases), None)
+        self.cases.update(verdict.cases)
+        suites = verdict.header.get("suites")
+        other = None
+        for suite in suites if isinstance(suites, list) else []:
+            known = self.suites.setdefault(suite["path"], suite)
+            if known != suite and other is None:
+                other = suite["path"]
+        provenance = verdict.header.get("provenance")
+        self.provenances.append(provenance if isinstance(provenance, Mapping) else None)
+        if twice is not None:
+            return (f"case {_short(twice)} is attested by another --attestation too (the same "
+                    "run given twice?)")
+        if other is not None:
+            return (f"suite {_short(other)} is attested with another gate, advisory flag, "
+                    "file SHA-256 or content hash by another --attestation: the shards did "
+                    "not run the same suite")
+        return None
 
 
-def compare(document: Mapping[str, Any], attested: Mapping[str, Mapping[str, Any]]
-            ) -> str | None:
-    """The first case of the results ``document`` (in document order, 1-based) that is not
-    as a valid attestation's records say, and how; or the first attested case the document
-    lacks. None when the document holds exactly the attested cases, as attested."""
+#: A case record's fields compared with a results file's case, and what each is called.
+_COMPARED = (("case_id", "id"), ("suite", "suite"), ("outcome", "outcome"),
+             ("score", "judge score"), ("checks", "checks"), ("input_sha256", "input"),
+             ("output_sha256", "output"), ("output_length", "output length"),
+             ("advisory", "advisory reason"), ("inconclusive_passes", "inconclusive_passes"))
+#: A suite's attested fields compared with a results file's suite, and what each is called.
+_SUITE_COMPARED = (("gate", "gate"), ("advisory", "advisory flag"),
+                   ("sha256", "file SHA-256"), ("content_hash", "content hash"))
+
+
+def _same(one: Any, other: Any) -> bool:
+    """Equal as JSON values: ``true`` is not ``1``, nor ``1`` ``1.0``."""
+    if type(one) is not type(other):
+        return False
+    if isinstance(one, dict):
+        return one.keys() == other.keys() and all(_same(v, other[k]) for k, v in one.items())
+    if isinstance(one, list):
+        return len(one) == len(other) and all(_same(a, b) for a, b in zip(one, other, strict=True))
+    return bool(one == other)
+
+
+def compare(document: Mapping[str, Any], attested: Attested) -> str | None:
+    """The first thing in the results ``document`` that is not as the attestations say, and
+    how: a suite whose gate, advisory flag, file SHA-256 or content hash changed, or that
+    no attestation names; a case (in document order, 1-based) that is not as its record
+    says, or not attested; an attested case or suite the document lacks; a provenance
+    that is not the attested runs'. None when the document holds exactly the attested
+    suites and cases, as attested, with their provenance."""
     seen: set[str] = set()
+    seen_suites: set[str] = set()
     position = 0
     suites = document.get("suites")
     for suite in suites if isinstance(suites, list) else []:
-        for case in suite.get("cases", []) if isinstance(suite, Mapping) else []:
+        if not isinstance(suite, Mapping):
+            return "a suite of the results cannot be read as a suite"
+        path = suite.get("path")
+        known = attested.suites.get(path) if isinstance(path, str) else None
+        if known is None:
+            return f"suite {_short(path)} is not in the attestation: added after the run"
+        changed = [word for name, word in _SUITE_COMPARED
+                   if not _same(known.get(name), suite.get(name))]
+        if changed:
+            return (f"suite {_short(path)} differs from its attestation: {', '.join(changed)} "
+                    "changed after the run")
+        seen_suites.add(known["path"])
+        cases = suite.get("cases")
+        for case in cases if isinstance(cases, list) else []:
             position += 1
             try:
-                fields = case_fields(case)
+                fields = case_fields(case, known["path"])
             except (ValueError, RecursionError, AttributeError):
                 return f"case {position} cannot be read as a case"
             label = (f"case {position} (id {_short(fields['case_id'])}, node id "
                      f"{_short(fields['nodeid'])})")
-            record = attested.get(fields["nodeid"]) if isinstance(fields["nodeid"], str) \
-                else None
+            record = attested.cases.get(fields["nodeid"]) \
+                if isinstance(fields["nodeid"], str) else None
             if record is None:
                 return f"{label} is not in the attestation: added after the run"
-            changed = [word for name, word in _COMPARED if record.get(name) != fields[name]]
+            changed = [word for name, word in _COMPARED
+                       if not _same(record.get(name), fields[name])]
             if changed:
+                moved = (f" (attested in suite {_short(record.get('suite'))})"
+                         if "suite" in changed else "")
                 return (f"{label} differs from its attested record {record.get('index')}: "
-                        f"{', '.join(changed)} changed after the run")
+                        f"{', '.join(changed)} changed after the run{moved}")
             seen.add(fields["nodeid"])
     # a valid chain's records: each index a whole number
-    missing = sorted((r for n, r in attested.items() if n not in seen),
+    missing = sorted((r for n, r in attested.cases.items() if n not in seen),
                      key=lambda r: int(r.get("index") or 0))
     if missing:
         first = missing[0]
@@ -477,4 +640,77 @@ def compare(document: Mapping[str, Any], attested: Mapping[str, Mapping[str, Any
                 f"node id {_short(first.get('nodeid'))}) is not in the results: removed after "
                 f"the run ({len(missing)} attested case{'s' if len(missing) != 1 else ''} "
                 "missing)")
-    return None
+    gone = sorted(p for p in attested.suites if p not in seen_suites)
+    if gone:
+        return f"attested suite {_short(gone[0])} is not in the results: removed after the run"
+    return _compare_provenance(document.get("provenance"), attested.provenances)
+
+
+def _difference(expected: Any, found: Any, where: str) -> str | None:
+    """The first key (``provenance.packages[0].git.commit``) at which ``found`` is not
+    ``expected``; None when they are the same JSON value."""
+    if isinstance(expected, Mapping) and isinstance(found, Mapping):
+        for key in [*expected, *(k for k in found if k not in expected)]:
+            if key not in expected or key not in found:
+                return f"{where}.{key}"
+            inner = _difference(expected[key], found[key], f"{where}.{key}")
+            if inner is not None:
+                return inner
+        return None
+    if isinstance(expected, list) and isinstance(found, list):
+        for index in range(max(len(expected), len(found))):
+            if index >= len(expected) or index >= len(found):
+                return f"{where}[{index}]"
+            inner = _difference(expected[index], found[index], f"{where}[{index}]")
+            if inner is not None:
+                return inner
+        return None
+    return None if _same(expected, found) else where
+
+
+def _shard_place(provenance: Mapping[str, Any] | None,
+                 merged_from: Sequence[Any]) -> int:
+    """Where a shard's run is among a merged file's ``merged_from`` (by its start, end and
+    options), so the runs are merged again in the order ``elizon-eval merge`` took them."""
+    for place, shard in enumerate(merged_from):
+        if isinstance(shard, Mapping) and provenance is not None and all(
+                _same(shard.get(k), provenance.get(k)) for k in ("started", "finished",
+                                                                 "options")):
+            return place
+    return len(merged_from)
+
+
+def _compare_provenance(found: Any, provenances: Sequence[Mapping[str, Any] | None]
+                        ) -> str | None:
+    """How the results' ``provenance`` is not the attested runs': one run's exactly, the
+    shards' as ``elizon-eval merge`` merges them (every key but the shard files' names and
+    document hashes, which no attestation holds)."""
+    merged_from = found.get("merged_from") if isinstance(found, Mapping) else None
+    if len(provenances) == 1 and merged_from is None:
+        where = _difference(provenances[0], found, "provenance")
+        if where is None:
+            return None
+        return f"{where} is not the attested provenance: changed after the run"
+    from . import provenance as merging  # deferred: only a merged file needs the merge
+
+    shards = sorted(provenances, key=lambda p: _shard_place(
+        p, merged_from if isinstance(merged_from, list) else []))
+    try:
+        expected = merging.merge([(f"shard {n}", "", p) for n, p in enumerate(shards, 1)])
+    except (ValueError, KeyError, TypeError) as exc:
+        return f"the attested runs' provenance cannot be merged: {exc}"
+    expected["merged_from"] = [{k: v for k, v in shard.items()
+                                if k not in ("file", "document_sha256")}
+                               for shard in expected["merged_from"]]
+    if isinstance(found, Mapping) and isinstance(merged_from, list):
+        found = {**found, "merged_from": [
+            {k: v for k, v in shard.items() if k not in ("file", "document_sha256")}
+            if isinstance(shard, Mapping) else shard for shard in merged_from]}
+    for key in ("started", "finished"):  # merge() says now() when no shard has provenance
+        if all(p is None for p in shards) and isinstance(found, Mapping):
+            expected[key] = found.get(key)
+    where = _difference(expected, found, "provenance")
+    if where is None:
+        return None
+    return (f"{where} is not the attested runs' provenance as merged: changed after the "
+            "run")

@@ -3,7 +3,8 @@
 Owns docs/contract.md#provenance: when the run started and ended; the
 plugin, pytest and Python versions; the Elizon options of the command line
 (entry points and judges as their descriptions, never header or
-environment values); and per package its name and version, the manifest's
+environment values, and a URL's user name and password never); and per package its
+name and version, the manifest's
 SHA-256, the entry points the cases were given to (their descriptions, as
 every report shows them), its suites with the dataset each one's cases are (name,
 version, case count, content hash: docs/format.md#dataset-hash) and, when the package
@@ -33,8 +34,10 @@ if TYPE_CHECKING:  # the plugin's side only: elizon-eval merges provenance witho
 from .. import __version__
 from ..errors import ElizonError
 from ..reporting.aggregate import Aggregate
+from ..text import without_userinfo
 
-__all__ = ["command_options", "git_state", "merge", "now", "packages", "record"]
+__all__ = ["command_options", "entry_models", "git_state", "merge", "now", "packages",
+           "record"]
 
 #: A git that does not answer within this is treated as absent.
 _GIT_TIMEOUT_S = 10.0
@@ -102,8 +105,8 @@ def command_options(values: Mapping[str, object]) -> dict[str, str | bool]:
             out[name] = _describe(str(value), described[dest])
         elif isinstance(value, bool):
             out[name] = value
-        else:
-            out[name] = str(value)
+        else:  # --elizon-history=postgresql://user:password@…: the store, not its login
+            out[name] = without_userinfo(str(value))
     return out
 
 
@@ -166,28 +169,53 @@ def _manifest_sha256(path: Path) -> str | None:
         return None
 
 
+def _owner(index: PackageIndex, suite_path: str) -> Package | None:
+    """The package a suite of the run (as results name it) belongs to, None for a
+    stand-alone suite or one that cannot be read now."""
+    from ..load.packages import MANIFEST_NAME  # deferred: elizon-eval starts without the loader
+
+    # A probe pack's suite is named after the manifest that includes it
+    # (``pkg/elizon.yaml::elizon:probes/…``): that manifest is its package's.
+    path = index.rootpath / suite_path.split("::", 1)[0]
+    try:
+        if path.name == MANIFEST_NAME:
+            return index.package(path)
+        found_owner = index.owner(path)
+        return found_owner[0] if found_owner else None
+    except (OSError, ValueError, ElizonError):
+        return None
+
+
+def entry_models(aggregate: Aggregate, index: PackageIndex, cli: object, ini: object
+                 ) -> list[str]:
+    """The models the run's ``output: openai`` entry points ask for (``model:``): the
+    command line's entry (``cli``, as checked) if it is one, else each package's
+    manifest entry, else the ini's (``ini``). An ``elizon_entry`` fixture's is not known
+    here; its answers name their model."""
+    from ..load.runtime import UrlEntry  # deferred: elizon-eval starts without the loader
+
+    found: set[str] = set()
+    for path in {summary.info.path for summary in aggregate.suites()}:
+        owner = _owner(index, path)
+        entry = cli if cli is not None else (
+            owner.entry if owner is not None and owner.entry is not None else ini)
+        output = entry.output if isinstance(entry, UrlEntry) and entry.output else (
+            owner.output if owner is not None else "text")
+        if isinstance(entry, UrlEntry) and output == "openai" and entry.model:
+            found.add(entry.model)
+    return sorted(found)
+
+
 def packages(aggregate: Aggregate, index: PackageIndex,
              lookahead: GitLookahead | None = None) -> list[dict[str, Any]]:
     """One record per package the run's suites belong to, in suite-path order; the git
     states from ``lookahead`` where it asked for them."""
-    from ..load.packages import MANIFEST_NAME  # deferred: elizon-eval starts without the loader
-
     found: dict[str, dict[str, Any]] = {}
     git_cache: dict[Path, dict[str, Any] | None] = {}
     for summary in aggregate.suites():
         info = summary.info
-        # A probe pack's suite is named after the manifest that includes it
-        # (``pkg/elizon.yaml::elizon:probes/…``): that manifest is its package's.
         path = index.rootpath / info.path.split("::", 1)[0]
-        owner: Package | None = None
-        try:
-            if path.name == MANIFEST_NAME:
-                owner = index.package(path)
-            else:
-                found_owner = index.owner(path)
-                owner = found_owner[0] if found_owner else None
-        except (OSError, ValueError, ElizonError):
-            owner = None
+        owner = _owner(index, info.path)
         manifest = owner.manifest if owner else None
         folder = owner.folder if owner else path.parent
         key = str(manifest) if manifest else f"{info.package}:{info.path}"
