@@ -426,7 +426,7 @@ def test_history_shows_trends_cases_that_started_failing_and_flaky_ones(
            in table
     assert "  1    " not in table  # --last 3: runs 2-4
     assert f"  3    2026-01-03T00:00:00+00:00  4      0.500 [{lo:.3f}, {hi:.3f}]" in table
-    assert "$1.000000  40.0    0.650" in table  # cost summed, p95 nearest rank, judge mean
+    assert "$1.00  40.0    0.650" in table  # cost summed, p95 nearest rank, judge mean
     assert "  p/s.yaml::broke  failed since run 3 (passed in run 2)" in table
     assert "  p/s.yaml::edited  failed since run 2 (no pass in the runs shown)" in table
     assert "  p/s.yaml::flaky  2 changes in 3 runs: failed ×2, passed ×1" in table
@@ -492,26 +492,12 @@ def test_postgresql_records_sessions_upgrades_and_answers_history(
                                                     (2, "a", "passed"), (2, "b", "failed")]
     assert main(["history", url]) == 0
     table = capsys.readouterr().out
-    assert "history of postgresql://elizon:***@127.0.0.1:" in table  # the password is not shown
+    assert "history of postgresql://***@127.0.0.1:" in table  # nor the user, nor the password
     assert "pkg/eval/suite.yaml::b  failed since run 1 (no pass in the runs shown)" in table
     with psycopg.connect(url, autocommit=True) as db:
         db.execute("UPDATE meta SET value = '7'")
     with pytest.raises(HistoryError, match="has schema version 7, written by a newer"):
         Store.open(url)
-
-
-def test_postgresql_down_is_one_warning_without_the_password(
-        packages: Packages, pytester: pytest.Pytester) -> None:
-    if psycopg is None:
-        pytest.skip(_NO_PSYCOPG)
-    port = postgres_server.free_port()
-    packages.package(app=ECHO_APP, suite="cases:\n  - id: a\n    input: x\n")
-    result = pytester.runpytest(f"--elizon-history=postgresql://u:hunter2@127.0.0.1:{port}/d")
-    assert result.ret == 0
-    result.stdout.fnmatch_lines([f"elizon history WARNING: cannot connect to the history store "
-                                 f"postgresql://u:***@127.0.0.1:{port}/d: *(1 case not "
-                                 "recorded)"])
-    assert "hunter2" not in result.stdout.str()
 
 
 def test_the_html_report_shows_each_suites_trend_and_marks_cases_flaky_across_runs(

@@ -3,8 +3,8 @@
 Per suite, the trend of its last runs (pass rate with its Wilson interval, cost, p95
 latency, judge score); the cases that fail in the latest run and the run since which
 they fail; the cases flaky across runs — whose outcome changed back and forth (at least
-twice) between runs while the suite file, the entry point and the case itself stayed the
-same; and one run against
+twice) between runs while the suite file, the entry point (its name and its package's code)
+and the case itself stayed the same; and one run against
 another (:func:`run_aggregate`, compared as ``elizon-eval diff`` compares files).
 """
 
@@ -41,6 +41,10 @@ class Point:
     cost_usd: float | None
     p95_latency_ms: float | None
     judge_score: float | None
+    #: What ran: the entry points with their code's fingerprint (docs/contract.md#history),
+    #: ``; ``-joined when the suite's cases differ. A change from the run before is a
+    #: boundary in the trend: the application changed there, not by chance.
+    application: str = ""
 
 
 @dataclass(frozen=True)
@@ -117,7 +121,7 @@ def ask(store: Store, *, last: int = 30, suites: Sequence[str] = ()) -> History:
     for run_id, path, _, nodeid, outcome, latency, cost, score, s_sha, entry, c_sha in rows:
         if run_id not in started or not wanted(path):
             continue
-        per_suite[(path, run_id)].append((outcome, latency, cost, score))
+        per_suite[(path, run_id)].append((outcome, latency, cost, score, entry))
         per_case[nodeid].append((int(run_id), outcome, (s_sha, entry, c_sha)))
     for (path, run_id), cases in sorted(per_suite.items()):
         n = len(cases)
@@ -128,7 +132,8 @@ def ask(store: Store, *, last: int = 30, suites: Sequence[str] = ()) -> History:
             int(run_id), started[run_id], status[run_id], n, passed, passed / n,
             wilson_interval(passed, n), sum(costs) if costs else None,
             _p95([c[1] for c in cases if c[1] is not None]),
-            sum(scores) / len(scores) if scores else None))
+            sum(scores) / len(scores) if scores else None,
+            "; ".join(sorted({str(c[4]) for c in cases}))))
     for nodeid, seen in sorted(per_case.items()):
         _started_failing(found, nodeid, seen)
         _flaky(found, nodeid, seen)

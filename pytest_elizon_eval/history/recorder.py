@@ -31,7 +31,8 @@ from ..collect import session as elizon_session
 from ..decide import outcomes
 from ..reporting.trend import RUNS_SHOWN
 from ..trust import provenance
-from .store import CaseRow, HistoryError, Store
+from . import resume
+from .store import CaseRow, HistoryError, Store, describe, reason
 
 if TYPE_CHECKING:
     from ..collect.options import Settings
@@ -78,11 +79,13 @@ def worker_resumable(config: pytest.Config) -> None:
     try:
         store = Store.open(location)
         try:
-            elizon_session.of(config).resumable = store.finished_cases(int(run_id))
+            # what the controller found damaged (and warned about) runs again here too
+            elizon_session.of(config).resumable = resume.usable(
+                store.finished_cases(int(run_id))[0])[0]
         finally:
             store.close()
-    except HistoryError:
-        pass  # the controller said why already; these cases simply run
+    except Exception:  # the controller said why already; these cases simply run
+        pass
 
 
 class HistoryRecorder:
@@ -94,6 +97,10 @@ class HistoryRecorder:
         self.strict = settings.history_strict
         self.store: Store | None = None
         self.run_id: int | None = None
+        #: The store failed before this session's run was in it (it could not be opened,
+        #: the run begun or taken over): it is not tried again, so a store locked by
+        #: another process costs one wait per session, not one per case.
+        self.gave_up = False
         self.started = provenance.now()
         self.problem: str | None = None
         self.failed_writes = 0
@@ -125,15 +132,23 @@ class HistoryRecorder:
 
     def _store(self) -> Store | None:
         """The open store, opened on first use (a session without cases makes none)."""
-        if self.store is None and self.problem is None and self.location is not None:
+        if self.store is None and not self.gave_up and self.location is not None:
             try:
                 self.store = Store.open(self.location)
-            except HistoryError as exc:
-                self.problem = str(exc)
+            except Exception as exc:  # the store's failure, never the run's
+                self._give_up(exc)
         return self.store
 
+    def _give_up(self, exc: Exception) -> None:
+        """The store failed before this session's run was in it: one warning, no retry."""
+        self.gave_up = True
+        self.problem = self.problem or (
+            str(exc) if isinstance(exc, HistoryError) else
+            f"cannot use the history store {describe(str(self.location))}: "
+            f"{type(exc).__name__}: {reason(exc, str(self.location))}")
+
     def _begin(self) -> int | None:
-        if self.run_id is None:
+        if self.run_id is None and not self.gave_up:
             store = self._store()
             if store is None:
                 return None
@@ -141,8 +156,8 @@ class HistoryRecorder:
                 self.run_id = store.begin_run(started=self.started, packages=self.packages,
                                               rootdir=str(self.config.rootpath),
                                               host=socket.gethostname(), pid=os.getpid())
-            except HistoryError as exc:
-                self.problem = str(exc)
+            except Exception as exc:  # the store's failure, never the run's
+                self._give_up(exc)
         return self.run_id
 
     def _resume(self) -> None:
@@ -165,16 +180,24 @@ class HistoryRecorder:
                 self.notes.append(f"--elizon-resume: the last session of these packages (run "
                                   f"{run_id}) is still running (pid {pid}); every case runs")
                 return
-            finished = store.finished_cases(run_id)
+            finished, damaged = store.finished_cases(run_id)
+            finished, unusable = resume.usable(finished)
             store.take_over(run_id, host=socket.gethostname(), pid=os.getpid())
-        except HistoryError as exc:
-            self.problem = str(exc)
+        except Exception as exc:  # the store's failure, never the run's
+            self._give_up(exc)
             return
         self.run_id = run_id
         elizon_session.of(self.config).resumable = finished
         self.notes.append(f"--elizon-resume: continuing run {run_id} of {store.where}, "
                           f"{len(finished)} case{'s' if len(finished) != 1 else ''} finished "
                           "before")
+        damaged = sorted(damaged + unusable)
+        if damaged:  # docs/contract.md#resume: they run again, and the store is said damaged
+            shown = ", ".join(damaged[:3]) + (f", … ({len(damaged) - 3} more)"
+                                              if len(damaged) > 3 else "")
+            self.problem = (f"run {run_id} of the history store {store.where} holds "
+                            f"{len(damaged)} damaged case{'s' if len(damaged) != 1 else ''} "
+                            f"({shown}): they ran again")
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
@@ -255,7 +278,7 @@ class HistoryRecorder:
 
     def _lost(self, nodeid: object, count: int, exc: Exception, *, locked: bool = False
               ) -> None:
-        where = self.store.where if self.store is not None else str(self.location)
+        where = self.store.where if self.store is not None else describe(str(self.location))
         with contextlib.nullcontext() if locked else self._lock:  # both threads may lose one
             self.problem = self.problem or (f"cannot record {nodeid} in the history store "
                                             f"{where}: {type(exc).__name__}: {exc}")

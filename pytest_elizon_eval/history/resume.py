@@ -20,7 +20,7 @@ from ..load.content import canonical_text, case_text
 if TYPE_CHECKING:
     from ..load.runtime import Case
 
-__all__ = ["Finished", "case_sha256", "stored_result"]
+__all__ = ["Finished", "case_sha256", "stored_result", "usable"]
 
 #: The cases a run finished, by node id: (suite sha256, case sha256, entry, report data).
 Finished = dict[str, tuple[str, str, str, dict[str, Any]]]
@@ -75,6 +75,30 @@ def _effective_text(effective: Mapping[str, Any]) -> bytes | None:
             _effective_texts.clear()
         _effective_texts[key] = written
     return written
+
+
+_OUTCOMES = frozenset((outcomes.PASSED, outcomes.FAILED, outcomes.TIMEOUT, outcomes.ERROR,
+                       outcomes.INCONCLUSIVE))
+
+
+def usable(finished: Finished) -> tuple[Finished, list[str]]:
+    """The finished cases a resumed run can take, and the node ids (sorted) of those it
+    cannot: a stored report that is no case's result (a damaged row) is left out, and its
+    case runs again instead of failing on it (docs/contract.md#resume)."""
+    kept: Finished = {}
+    damaged = []
+    for nodeid, found in finished.items():
+        data = found[3]
+        try:
+            outcomes.CaseResult.from_data(data)
+            whole = data.get("nodeid") == nodeid and data.get("outcome") in _OUTCOMES
+        except Exception:  # whatever a damaged row holds, its case simply runs again
+            whole = False
+        if whole:
+            kept[nodeid] = found
+        else:
+            damaged.append(nodeid)
+    return kept, sorted(damaged)
 
 
 def stored_result(resumable: Finished | None,

@@ -8,25 +8,29 @@ session, with its provenance and, once finished, the whole results document),
 and a store written by a newer plugin is refused rather than misread.
 
 SQLite is opened in WAL mode with a busy timeout, so two sessions writing one file
-both land whole; finished cases are written in small batches, each one transaction, so
-a session killed mid-run keeps every case it finished but its last moment's
-(:mod:`.recorder` says when). PostgreSQL is reached with psycopg 3 (the optional
-extra ``pytest-elizon-eval[postgres]``). No pytest import here.
+both land whole (two creating one new file too: turning it to WAL is retried, as SQLite
+answers the second at once there instead of waiting); finished cases are written in
+small batches, each one transaction, so a session killed mid-run keeps every case it
+finished but its last moment's (:mod:`.recorder` says when). PostgreSQL is reached with
+psycopg 3 (the optional extra ``pytest-elizon-eval[postgres]``). No pytest import here.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import sys
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import unquote
 
 __all__ = ["DEFAULT_PATH", "MIGRATIONS", "SCHEMA_VERSION", "CaseRow", "HistoryError", "Store",
-           "describe", "is_url"]
+           "describe", "is_url", "reason", "unknown_scheme"]
 
 #: Where the store is when nothing names one: under the rootdir.
 DEFAULT_PATH = ".elizon/history.sqlite"
@@ -79,7 +83,13 @@ def _upsert_cases(rows: int) -> str:
 
 
 _UPSERT_CASE = _upsert_cases(1)
-_PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*@")
+#: A URL's scheme (two characters at least: ``C://x`` is a Windows path), and its userinfo
+#: (user and password): everything between ``//`` and the last ``@`` before the path, as
+#: :func:`..text.without_userinfo` takes it.
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]+)://")
+_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*://)([^/\s]*)@")
+#: libpq's URL parameters that carry the login (docs/contract.md#history).
+_LOGIN_PARAMETER = re.compile(r"([?&](?:password|user)=)([^&#\s]*)", re.IGNORECASE)
 #: Rows per multi-row statement: 15 columns × 60 stays under the 999 parameters an older
 #: SQLite allows.
 _ROWS_PER_STATEMENT = 60
@@ -101,9 +111,53 @@ def is_url(location: str) -> bool:
     return location.startswith(("postgresql://", "postgres://"))
 
 
+def unknown_scheme(location: str) -> str | None:
+    """The scheme of a URL that names no store this plugin has (``mysql``), else None: a
+    path is never taken for one (docs/contract.md#history)."""
+    found = _SCHEME.match(location)
+    return found.group(1) if found is not None and not is_url(location) else None
+
+
 def describe(location: str) -> str:
-    """The store as messages name it: a URL's password is never shown."""
-    return _PASSWORD.sub(r"\1***@", location)
+    """The store as messages and files name it: a URL's user name and password (its
+    userinfo, and libpq's ``password=`` and ``user=`` parameters) are never shown."""
+    if "://" not in location:
+        return location  # a path: an ``@`` or ``password=`` in it is no login
+    return _LOGIN_PARAMETER.sub(r"\1***", _USERINFO.sub(r"\1***@", location))
+
+
+def _login(location: str) -> tuple[set[str], set[str]]:
+    """The passwords and the user names a store URL holds (its userinfo's, libpq's
+    parameters'), each as given and percent-decoded: a driver's error may quote any of
+    them where no URL shows."""
+    passwords, users = [], []
+    if "://" in location:
+        userinfo = _USERINFO.match(location)
+        if userinfo is not None:
+            user, colon, password = userinfo.group(2).partition(":")
+            users.append(user)
+            if colon:
+                passwords.append(password)
+        for found in _LOGIN_PARAMETER.finditer(location):
+            is_password = found.group(1).lower().endswith("password=")
+            (passwords if is_password else users).append(found.group(2))
+
+    def both(words: list[str]) -> set[str]:
+        return {form for word in words for form in (word, unquote(word)) if form}
+
+    return both(passwords), both(users)
+
+
+def _masked(text: str, location: str) -> str:
+    """``text`` (a driver's message) with no part of ``location``'s login left in it."""
+    text = describe(text)
+    passwords, users = _login(location)
+    for password in sorted(passwords, key=len, reverse=True):
+        text = text.replace(password, "***")  # wherever it shows, word or not
+    for user in sorted(users - passwords, key=len, reverse=True):
+        # a user name only as a word of its own: a user "e" leaves "connection" alone
+        text = re.sub(rf"(?<![\w.\-]){re.escape(user)}(?![\w.\-])", "***", text)
+    return text
 
 
 @dataclass(frozen=True)
@@ -131,14 +185,28 @@ class CaseRow:
                    bool(data.get("resumed")), _DATA.encode(data))
 
 
+def _make_folder(folder: Path) -> None:
+    """Make the store's folder. The plugin's own ``.elizon`` folder, made here, gets a
+    ``.gitignore`` of ``*`` (as pytest's ``.pytest_cache`` does): a user's history is
+    never committed by accident (docs/contract.md#history)."""
+    if folder.name == ".elizon" and not folder.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(OSError):  # a .gitignore is a courtesy, never the run's cost
+            (folder / ".gitignore").write_text(
+                "# Created by pytest-elizon-eval automatically.\n*\n", encoding="utf-8")
+    folder.mkdir(parents=True, exist_ok=True)
+
+
 class Store:
     """An open store; every method raises :class:`HistoryError` when the store fails."""
 
-    def __init__(self, connection: Any, dialect: str, where: str) -> None:
+    def __init__(self, connection: Any, dialect: str, where: str, location: str = "") -> None:
         self.connection = connection
         self.dialect = dialect
-        #: The store as messages name it.
+        #: The store as messages name it (:func:`describe`).
         self.where = where
+        #: As given, for :func:`reason` to mask its login in a driver's messages; never shown.
+        self._location = location
 
     # -- opening -----------------------------------------------------------------------------
 
@@ -146,6 +214,11 @@ class Store:
     def open(cls, location: str, *, upto: int = SCHEMA_VERSION) -> Store:
         """Open (and create, or upgrade to schema ``upto``) the store at ``location``: a
         SQLite file path or a ``postgresql://`` URL."""
+        scheme = unknown_scheme(location)
+        if scheme is not None:  # never a file named "mysql:" (docs/contract.md#history)
+            raise HistoryError(f"the history store {describe(location)} is not a SQLite file "
+                               f"path or a postgresql:// URL ({scheme}:// stores are not "
+                               "supported)")
         store = cls._connect_postgresql(location) if is_url(location) \
             else cls._connect_sqlite(Path(location))
         try:
@@ -163,16 +236,16 @@ class Store:
         import sqlite3  # deferred: a session that opens no store (--collect-only) needs none
 
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            _make_folder(path.parent)
             connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
                                          check_same_thread=False)
         except (OSError, sqlite3.Error) as exc:
-            raise HistoryError(f"cannot open the history store {where}: {_why(exc)}") from None
+            raise HistoryError(f"cannot open the history store {where}: {reason(exc)}") from None
         store = cls(connection, "sqlite", where)
         try:
             # WAL: readers never block the writer, and two writers wait for each other
             # (the busy timeout) instead of failing; NORMAL syncs at checkpoints only.
-            connection.execute("PRAGMA journal_mode=WAL")
+            _wal(connection, sqlite3.OperationalError)
             connection.execute("PRAGMA synchronous=NORMAL")
         except sqlite3.DatabaseError as exc:
             store.close()
@@ -191,8 +264,8 @@ class Store:
             connection = psycopg.connect(url, autocommit=True, connect_timeout=10)
         except psycopg.Error as exc:
             raise HistoryError(f"cannot connect to the history store {where}: "
-                               f"{_why(exc)}") from None
-        return cls(connection, "postgresql", where)
+                               f"{reason(exc, url)}") from None
+        return cls(connection, "postgresql", where, url)
 
     def close(self) -> None:
         with suppress(Exception):  # closing what failed: nothing more to say
@@ -201,7 +274,7 @@ class Store:
     # -- plumbing ----------------------------------------------------------------------------
 
     def _failure(self, exc: BaseException) -> HistoryError:
-        text = _why(exc)
+        text = reason(exc, self._location)
         sqlite3 = sys.modules.get("sqlite3")  # loaded when the store opened, if it is SQLite
         if sqlite3 is not None and self.dialect == "sqlite" \
                 and isinstance(exc, sqlite3.DatabaseError) and (
@@ -259,8 +332,21 @@ class Store:
                               "AND schemaname = current_schema()")
         if not found:
             return 0
-        rows = self.rows("SELECT value FROM meta WHERE key = 'schema_version'")
-        return int(rows[0][0]) if rows else 0
+        return self._version_of(self.rows("SELECT value FROM meta WHERE key = "
+                                          "'schema_version'"))
+
+    def _version_of(self, rows: Sequence[tuple[Any, ...]]) -> int:
+        """The schema version ``meta`` holds (0: none yet); a value that is no number is a
+        damaged store, said as such (docs/contract.md#history)."""
+        if not rows:
+            return 0
+        try:
+            return int(rows[0][0])
+        except (TypeError, ValueError):
+            raise HistoryError(
+                f"the history store {self.where} is damaged: its schema version is "
+                f"{str(rows[0][0])[:40]!r}, not a number: move it aside to start a new one, "
+                "or name another with --elizon-history") from None
 
     def migrate(self, upto: int = SCHEMA_VERSION) -> None:
         """Bring the schema to version ``upto``, in place; refuse a newer store."""
@@ -274,9 +360,8 @@ class Store:
                 self._run(cursor, "SELECT pg_advisory_xact_lock(7240024)")
             self._run(cursor, "CREATE TABLE IF NOT EXISTS meta "
                               "(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-            found = self._run(cursor, "SELECT value FROM meta WHERE key = 'schema_version'"
-                              ).fetchall()
-            current = int(found[0][0]) if found else 0
+            current = self._version_of(self._run(
+                cursor, "SELECT value FROM meta WHERE key = 'schema_version'").fetchall())
             for step in MIGRATIONS[current:upto]:
                 for statement in step:
                     self._run(cursor, statement.replace("{ID}", _ID[self.dialect]))
@@ -410,14 +495,49 @@ class Store:
                          "ORDER BY id DESC LIMIT 1", (packages,))
         return (int(rows[0][0]), rows[0][1], rows[0][2], int(rows[0][3])) if rows else None
 
-    def finished_cases(self, run_id: int) -> dict[str, tuple[str, str, str, dict[str, Any]]]:
+    def finished_cases(self, run_id: int
+                       ) -> tuple[dict[str, tuple[str, str, str, dict[str, Any]]], list[str]]:
         """Every case run ``run_id`` finished: by node id, (suite sha256, case sha256,
-        entry, report data)."""
-        return {nodeid: (suite_sha, case_sha, entry, json.loads(data))
-                for nodeid, suite_sha, case_sha, entry, data in self.rows(
-                    "SELECT nodeid, suite_sha256, case_sha256, entry, data FROM cases "
-                    "WHERE run_id = ?", (run_id,))}
+        entry, report data); and, sorted, the node ids of the rows whose data is not a JSON
+        object (damaged: those cases run again, docs/contract.md#resume)."""
+        finished = {}
+        damaged = []
+        for nodeid, suite_sha, case_sha, entry, data in self.rows(
+                "SELECT nodeid, suite_sha256, case_sha256, entry, data FROM cases "
+                "WHERE run_id = ?", (run_id,)):
+            try:
+                report = json.loads(data)
+            except (TypeError, ValueError, RecursionError):
+                report = None
+            if isinstance(report, dict):
+                finished[nodeid] = (suite_sha, case_sha, entry, report)
+            else:
+                damaged.append(nodeid)
+        return finished, sorted(damaged)
 
 
-def _why(exc: BaseException) -> str:
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+def _wal(connection: Any, busy: type[Exception]) -> None:
+    """Turn the SQLite file to WAL, waiting up to the busy timeout for another session that
+    is doing so: on a new file it holds a write lock in rollback-journal mode for a moment,
+    and SQLite then answers "database is locked" at once, without its busy handler (it
+    could deadlock there). Two sessions creating one store both land whole
+    (docs/contract.md#history)."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    pause = 0.001
+    while True:
+        try:
+            connection.execute("PRAGMA journal_mode=WAL")
+            return
+        except busy as exc:
+            if ("locked" not in str(exc) and "busy" not in str(exc)) \
+                    or time.monotonic() >= deadline:
+                raise
+        time.sleep(pause)
+        pause = min(2 * pause, 0.05)
+
+
+def reason(exc: BaseException, location: str = "") -> str:
+    """The first line of an error, with no part of the store URL's login in it."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return _masked(text, location)
+

@@ -78,6 +78,16 @@ class PackageIndex:
         self.cache = cache
         self._packages: dict[Path, Package | ElizonError] = {}
         self._suites: dict[Path, tuple[LoadedSuite, SuiteInfo] | ElizonError] = {}
+        self._applications: dict[Path, str | None] = {}
+
+    def application(self, package: Package) -> str | None:
+        """The fingerprint of the package's code and version (docs/contract.md#history),
+        read once per session."""
+        if package.folder not in self._applications:
+            from .application import fingerprint  # deferred: only a run with history asks
+
+            self._applications[package.folder] = fingerprint(package.folder, package.version)
+        return self._applications[package.folder]
 
     def advisory(self, spec: SuiteSpec) -> bool:
         """Whether the suite's failures are advisory: its gate says so and the run is not
@@ -135,6 +145,16 @@ class PackageIndex:
                 for spec in package.suites:
                     if spec.path == resolved:
                         return package, spec
+            if folder == self.rootpath:
+                break
+        return None
+
+    def manifest_above(self, path: Path) -> Path | None:
+        """The nearest ``elizon.yaml`` in a folder above ``path``, up to the rootdir."""
+        for folder in path.resolve().parents:
+            manifest = folder / MANIFEST_NAME
+            if manifest.is_file():
+                return manifest
             if folder == self.rootpath:
                 break
         return None

@@ -105,7 +105,11 @@ def command_options(values: Mapping[str, object]) -> dict[str, str | bool]:
             out[name] = _describe(str(value), described[dest])
         elif isinstance(value, bool):
             out[name] = value
-        else:  # --elizon-history=postgresql://user:password@…: the store, not its login
+        elif dest == "elizon_history":  # the store, not its login (libpq's ?password= too)
+            from ..history.store import describe  # deferred: only a named store needs it
+
+            out[name] = describe(str(value))
+        else:
             out[name] = without_userinfo(str(value))
     return out
 
