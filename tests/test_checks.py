@@ -278,8 +278,7 @@ def test_check_results_directly() -> None:
                                        {"check": "later", "threshold": 0.9}]}) == [
         (True, "returned True"), (True, "returned True — fine"), (True, "score 0.95")]
     none, bare = _run(functions, {"checks": ["none", "bare"]})
-    assert none[0] is False
-    assert none[1].startswith("returned NoneType None; a check returns")
+    assert none == (True, "returned None (no assert failed)")  # as a pytest test passes
     assert bare == (False, "returned the score 0.3, but no threshold is given: write "
                            "{check: <name>, threshold: 0.8}")
 

@@ -413,14 +413,13 @@ def test_a_retry_on_class_of_a_package_not_installed_is_skipped_with_one_warning
     # (under xdist it is given once, not once per worker too: test_xdist's run)
 
 
+# (a misspelt class of a module that is there is found when an error first needs the classes:
+# test_hostile_loading_more)
 @pytest.mark.parametrize(("name", "said"), [
-    ("sdk_for_tests.RateLimitErorr", "'sdk_for_tests.RateLimitErorr' is not an importable "
-                                     "exception class*"),
     ("sdk_for_tests.sub.Error", "'sdk_for_tests.sub.Error' is not an importable exception class"
-                                "*; importing sdk_for_tests.sub failed: ModuleNotFoundError: "
-                                "No module named 'sdk_for_tests.sub'*"),
+                                "*: there is no module sdk_for_tests.sub"),
 ])
-def test_a_misspelt_retry_on_class_of_an_installed_package_is_a_usage_error(
+def test_a_misspelt_retry_on_module_of_an_installed_package_is_a_usage_error(
         packages: Packages, pytester: pytest.Pytester, name: str, said: str) -> None:
     retry_on_package(packages, pytester, name)
     result = pytester.runpytest()

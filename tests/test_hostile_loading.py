@@ -111,7 +111,7 @@ def test_prices_finite_and_not_negative_are_the_only_ones_accepted(
         with pytest.raises(AssertionError, match="no error"):
             error_lines(tmp_path, GOOD_SUITE, manifest)
         assert load_manifest(tmp_path / "pkg/elizon.yaml", "pkg/elizon.yaml").prices == {
-            "m": (0.15, 0.6)}
+            "m": (0.15, 0.6, None, None)}  # no cache rates (tests/test_cache_prices.py)
         return
     assert error_lines(tmp_path, GOOD_SUITE, manifest) == [
         f"ELIZON_MANIFEST_INVALID: pkg/elizon.yaml:3: {message}"]

@@ -65,7 +65,8 @@ def error_info(exc: BaseException) -> ErrorInfo:
     refusal = refusal_of(exc)
     return ErrorInfo(type(exc).__name__, message, "\n".join(lines),
                      retryable=refusal is not None,
-                     retry_after=refusal.wait_s if refusal is not None else None)
+                     retry_after=refusal.wait_s if refusal is not None else None,
+                     rate_limited=refusal is not None and refusal.rate_limited)
 
 
 class _PastDeadline(Exception):

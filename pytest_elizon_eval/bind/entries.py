@@ -49,10 +49,18 @@ from pathlib import Path
 from typing import IO, Any, Literal, Protocol
 
 from ..load.runtime import CommandEntry, UrlEntry
-from ..run.answers import chat_request, conversation, from_reply, from_return, parse_json
+from ..run.answers import answer_of, chat_request, conversation, from_reply, parse_json
 from ..run.calls import EntryCall, ErrorInfo, OutputError
 from ..run.chat_body import build, load_tools
-from ..run.retrying import RETRY_STATUSES, Refusal, Tally, attempts, gave_up, wait_from_headers
+from ..run.retrying import (
+    RETRY_STATUSES,
+    Refusal,
+    Tally,
+    attempts,
+    gave_up,
+    policy,
+    wait_from_headers,
+)
 from ..text import without_userinfo
 from .calling import call_with_deadline, is_async, run_blocking
 from .http_client import (
@@ -147,19 +155,33 @@ class CallableEntry:
         args, kwargs = _arguments(self._signature, case_input, extra, self._passing)
         tally = Tally()
         call = attempts(lambda: call_with_deadline(self.fn, args, kwargs, deadline,
-                                                   from_return, self.description),
+                                                   answer_of, self.description),
                              _refused, deadline=deadline, tally=tally, key=self.limit_key)
-        return retried(call, tally)
+        return retried(_unclassified(call), tally)
 
     def close(self) -> None:
         pass
 
 
 def _refused(call: EntryCall) -> Refusal | None:
-    """A Python entry point's refusal: it raised RateLimited or an elizon_retry_on class."""
+    """A Python entry point's refusal: it raised RateLimited, a model SDK's rate-limit or
+    overload error, or an elizon_retry_on class (docs/contract.md#retries)."""
     if call.error is not None and call.error.retryable:
-        return Refusal(call.error.retry_after, True)
+        return Refusal(call.error.retry_after, call.error.rate_limited)
     return None
+
+
+def _unclassified(call: EntryCall) -> EntryCall:
+    """``call``, whose error was not retried, with why a name in ini ``elizon_retry_on`` could
+    not be checked for it, when one is no exception class: found only when the first error
+    needed the classes imported (docs/contract.md#retries), it is said on every error it
+    may have left unretried."""
+    error = call.error
+    problem = policy().classes.problem if error is not None and not error.retryable else None
+    if error is None or problem is None:
+        return call
+    return replace(call, error=replace(error, message=f"{error.message} (not retried: "
+                                                      f"{problem})"))
 
 
 def retried(call: EntryCall, tally: Tally) -> EntryCall:

@@ -625,10 +625,14 @@ class JudgeEndpoint(_Strict):
 
 
 class Price(_Strict):
-    """What a model costs, in US dollars per 1M input and output tokens."""
+    """What a model costs, in US dollars per 1M input and output tokens, and per 1M prompt
+    cache reads and writes where the provider bills them apart (docs/format.md, the
+    ``prices`` row; absent: the input rate)."""
 
     input: float = Field(ge=0, le=MAX_PRICE)
     output: float = Field(ge=0, le=MAX_PRICE)
+    cache_read: float | None = Field(None, alias="cacheRead", ge=0, le=MAX_PRICE)
+    cache_write: float | None = Field(None, alias="cacheWrite", ge=0, le=MAX_PRICE)
 
 
 class Manifest(_Strict):
@@ -666,6 +670,9 @@ _KEYS_UNDER: dict[type[BaseModel], dict[str, type[BaseModel]]] = {
                "prices": Price, "alignment": AlignmentSpec,
                "entry": CommandEntry, "repeat": RepeatUntil},
 }
+#: The keys whose value maps names the user chooses (a model's) to one of the models above:
+#: the keys under such a name are the model's, whatever the name.
+_BY_NAME: dict[type[BaseModel], frozenset[str]] = {Manifest: frozenset({"prices"})}
 
 
 #: What the whole of each kind of file must be.
@@ -738,6 +745,8 @@ def _message(error: ErrorDetails, root_model: type[BaseModel]) -> str:
     parent_prefix = f"{parent_where}: " if parent_where else ""
     if kind == "extra_forbidden":
         parent = next((p for p in reversed(loc[:-1]) if isinstance(p, str)), "")
+        if loc[-3:-2] and loc[-3] in _BY_NAME.get(root_model, ()):
+            parent = str(loc[-3])  # the key of a mapping by name: ``prices.<model>.<key>``
         model = _KEYS_UNDER.get(root_model, {}).get(parent, root_model)
         allowed = _keys_of(model)
         key = str(loc[-1])

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from .. import errors
 from ..errors import ElizonError
 from ..redteam import pack as redteam
+from ..run.calls import Rates
 from ..run.checks import CheckRef, check_refs
 from . import common_forms, datafiles
 from .content import case_text, dataset_hash
@@ -94,8 +95,8 @@ class Package:
     entry_line: int | None = None
     #: How a command's or service's answer is read, unless its entry says (``output:``).
     output: str = "text"
-    #: Prices per 1M input and output tokens, by model name (``prices:``).
-    prices: dict[str, tuple[float, float]] = field(default_factory=dict)
+    #: Prices per 1M input, output and cache tokens, by model name (``prices:``).
+    prices: dict[str, Rates] = field(default_factory=dict)
     judge: str | JudgeEndpoint | None = None
     judge_line: int | None = None
     suites: tuple[SuiteSpec, ...] = ()
@@ -245,7 +246,8 @@ def load_manifest(path: Path, display: str, cache: SuiteCache | None = None) -> 
         entry=manifest.entry,
         entry_line=key_lines.get("entry"),
         output=manifest.output,
-        prices={name: (p.input, p.output) for name, p in (manifest.prices or {}).items()},
+        prices={name: Rates(p.input, p.output, p.cache_read, p.cache_write)
+                for name, p in (manifest.prices or {}).items()},
         judge=manifest.judge,
         judge_line=key_lines.get("judge"),
         suites=tuple(suites),

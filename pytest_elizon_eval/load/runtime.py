@@ -470,10 +470,14 @@ class JudgeEndpoint(_Plain):
 
 
 class Price(_Plain):
-    """What a model costs, in US dollars per 1M input and output tokens."""
+    """What a model costs, in US dollars per 1M input and output tokens, and per 1M prompt
+    cache reads and writes when given."""
 
+    ALIASES: ClassVar[dict[str, str]] = {"cache_read": "cacheRead", "cache_write": "cacheWrite"}
     input: float
     output: float
+    cache_read: float | None = None
+    cache_write: float | None = None
 
 
 class Manifest(_Plain):

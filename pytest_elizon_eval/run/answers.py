@@ -8,27 +8,32 @@ usage (docs/contract.md#answers):
   JSON-like value, a pydantic model, or an :class:`~.calls.Answer`.
 * :func:`from_reply` — what a command printed or a service replied, read by
   its ``output:`` mode: ``text``, ``json``, ``answer`` (the documented JSON
-  envelope of an Answer) or ``openai`` (a chat-completions response).
+  envelope of an Answer) or ``openai`` (a chat-completions response, or its
+  server-sent events when the request asked for a stream).
 
 and, for conversations, :func:`conversation` (the OpenAI-style message list
 an entry point sees) and :func:`chat_request` (the body an ``output:
-openai`` entry is sent). :func:`priced` costs usage from the user's prices.
-No pytest import here.
+openai`` entry is sent), :func:`with_tool_results` (an answer's tool calls with
+the results the next turn sent back). :func:`priced` costs usage from the user's
+prices. No pytest import here.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, TypeGuard
 
-from .calls import Answer, EntryCall, OutputError, ToolCall, Usage
-from .sdk_answers import SdkAnswer, SdkShapeError, read_sdk
+from .calls import Answer, EntryCall, ErrorInfo, OutputError, Rates, ToolCall, Usage
+from .sdk_answers import REFUSAL_MARK, SdkAnswer, SdkShapeError, join_openai, read_sdk
 
 __all__ = ["MAX_CONTEXTS", "MAX_CONTEXT_CHARS", "MAX_COST_USD", "MAX_NESTING", "MAX_TOKENS",
-           "chat_request", "check_tree", "contexts_of", "conversation", "from_reply",
-           "from_return", "is_token_count", "parse_json", "priced"]
+           "answer_of", "chat_request", "check_tree", "contexts_of", "conversation",
+           "from_reply", "from_return", "is_token_count", "parse_json", "price_for", "priced",
+           "with_tool_results"]
 
 #: Deepest nesting of lists and mappings kept from an entry point: every report must be able
 #: to write the answer again within Python's recursion limit (docs/contract.md#answers).
@@ -206,13 +211,27 @@ def _cost(value: object) -> float | None:
 def _usage(usage: object) -> Usage | None:
     if usage is None:
         return None
-    if isinstance(usage, Mapping):
-        usage = Usage.from_data(usage)
+    if isinstance(usage, Mapping):  # every count as given, checked below (not from_data's)
+        usage = Usage(*(usage.get(k) for k in ("input_tokens", "output_tokens", "cost_usd",
+                                               "model", "cache_read_tokens",
+                                               "cache_write_tokens")))
     if not isinstance(usage, Usage):
         raise OutputError(f"usage is a {type(usage).__name__}, not a Usage")
     model = usage.model if usage.model is None else str(usage.model)
-    return Usage(_count(usage.input_tokens, "input_tokens"),
-                 _count(usage.output_tokens, "output_tokens"), _cost(usage.cost_usd), model)
+    tokens_in = _count(usage.input_tokens, "input_tokens")
+    read = _count(usage.cache_read_tokens, "cache_read_tokens")
+    written = _count(usage.cache_write_tokens, "cache_write_tokens")
+    cached = (read or 0) + (written or 0)
+    if cached and (tokens_in is None or cached > tokens_in):
+        # the cache counts are a part of input_tokens, never added to it (docs/contract.md#cost)
+        given = "none given" if tokens_in is None else f"{tokens_in:,}"
+        raise OutputError(f"usage cache_read_tokens + cache_write_tokens ({cached:,}) exceed "
+                          f"input_tokens ({given}); input_tokens counts every input token, "
+                          "cached ones included (add Anthropic's cache_read_input_tokens and "
+                          "cache_creation_input_tokens to its input_tokens)")
+    missing = None if usage.missing is None else str(usage.missing)
+    return Usage(tokens_in, _count(usage.output_tokens, "output_tokens"), _cost(usage.cost_usd),
+                 model, read, written, missing)
 
 
 #: Most passages one answer may carry, and most characters of one (docs/contract.md#rag).
@@ -257,6 +276,16 @@ def _answer(answer: Answer, latency_ms: float | None = None) -> EntryCall:
     return EntryCall(value=value, text=text, tool_calls=calls, usage=_usage(answer.usage),
                      contexts=contexts_of(answer.contexts, "Answer.contexts"),
                      latency_ms=latency_ms)
+
+
+def answer_of(returned: object, latency_ms: float | None = None) -> EntryCall:
+    """As :func:`from_return`, with an answer that cannot be kept as a failed call whose
+    ``OutputError`` says what is wrong: it is the answer that is wrong, so the case shows no
+    traceback of the plugin reading it."""
+    try:
+        return from_return(returned, latency_ms)
+    except OutputError as exc:
+        return EntryCall(error=ErrorInfo("OutputError", str(exc)), latency_ms=latency_ms)
 
 
 def from_return(returned: object, latency_ms: float | None = None) -> EntryCall:
@@ -340,15 +369,90 @@ def _chat_completion(data: object) -> EntryCall:
     usage = None
     raw_usage = data.get("usage") if isinstance(data, Mapping) else None
     if isinstance(raw_usage, Mapping):
+        # the cached tokens are part of prompt_tokens already: noted, not added
+        details = raw_usage.get("prompt_tokens_details")
+        details = details if isinstance(details, Mapping) else {}
         usage = _usage({"input_tokens": raw_usage.get("prompt_tokens"),
                         "output_tokens": raw_usage.get("completion_tokens"),
+                        "cache_read_tokens": details.get("cached_tokens") or None,
+                        "cache_write_tokens": details.get("cache_write_tokens") or None,
                         "model": data.get("model") if isinstance(data, Mapping) else None})
     text = content or ""
+    refusal = message.get("refusal")
+    if refusal is not None and not isinstance(refusal, str):
+        raise OutputError(f"choices[0].message.refusal is {_a(refusal)}, not text")
+    if refusal:  # kept as the answer's text, marked (docs/contract.md#answers)
+        text = (f"{text}\n" if text else "") + REFUSAL_MARK + refusal
     # a RAG server's passages: a top-level "contexts" beside "choices" (docs/contract.md#rag)
     contexts = contexts_of(data.get("contexts") if isinstance(data, Mapping) else None,
                            "the chat completion's contexts")
     return EntryCall(value=text, text=text, tool_calls=tuple(calls), usage=usage,
                      contexts=contexts)
+
+
+#: What an ``output: openai`` reply that is a stream of server-sent events starts with: a
+#: field of its first event or a comment. A chat completion (JSON) starts with ``{``.
+_EVENT_START = re.compile(r"\A\s*(?:data|event|id|retry)?:")
+_LINE_END = re.compile(r"\r\n|\r|\n")  # the only line ends of server-sent events
+#: How an entry's request asks for a stream's usage (docs/contract.md#answers).
+_STREAM_USAGE = ("the chat-completions stream reported no usage: add stream_options: "
+                 "{include_usage: true} to the entry's body")
+
+
+def _event_data(text: str) -> list[str]:
+    """The data of each server-sent event, in order (fields other than ``data`` and
+    comments passed over, as the event-stream format says)."""
+    events: list[str] = []
+    data: list[str] | None = None
+    for line in _LINE_END.split(text):
+        if not line:  # a blank line ends an event
+            if data is not None:
+                events.append("\n".join(data))
+            data = None
+            continue
+        field, _, value = line.partition(":")
+        if field == "data":  # one space after the colon is not part of the value
+            data = [] if data is None else data
+            data.append(value[1:] if value.startswith(" ") else value)
+    if data is not None:  # the last event, without its blank line
+        events.append("\n".join(data))
+    return events
+
+
+def _chat_stream(text: str) -> EntryCall:
+    """A chat completion streamed as server-sent events (``body: {stream: true}``): its
+    chunks assembled as an SDK's stream is, its usage from the last chunk when the request
+    asked for it (``stream_options.include_usage``)."""
+    chunks: list[Mapping[str, Any]] = []
+    done = finished = False
+    for number, data in enumerate(_event_data(text)):
+        if data.strip() == "[DONE]":
+            done = True
+            break
+        what = f"event {number} of the chat-completions stream"
+        chunk = _parse(data, what)
+        if not isinstance(chunk, Mapping):
+            raise OutputError(f"{what} is {_a(chunk)}, not a chunk object")
+        if chunk.get("error") is not None:  # a server that fails mid-stream says so in it
+            raise OutputError(f"{what} is an error: {json.dumps(chunk['error'])[:300]}")
+        choices = chunk.get("choices")
+        finished = finished or (isinstance(choices, list) and any(
+            isinstance(c, Mapping) and c.get("finish_reason") for c in choices))
+        chunks.append(chunk)
+    if not chunks:
+        raise OutputError(f"the chat-completions stream holds no chunks: {text[:200]!r}")
+    if not (done or finished):  # cut off: what arrived is not the whole answer
+        raise OutputError(f"the chat-completions stream ended after {len(chunks):,} chunks "
+                          "without a finish_reason or 'data: [DONE]'; it was cut off")
+    try:
+        read = join_openai(chunks)
+    except SdkShapeError as exc:
+        raise OutputError(f"the chat-completions stream: {exc}") from None
+    if read.usage_missing is not None:
+        read = replace(read, usage_missing=_STREAM_USAGE)
+    contexts = next((c["contexts"] for c in chunks if "contexts" in c), None)
+    call = _answer(Answer._of(read))
+    return replace(call, contexts=contexts_of(contexts, "the chat-completions stream's contexts"))
 
 
 def from_reply(text: str, mode: str, *, json_reply: bool = False) -> EntryCall:
@@ -357,6 +461,8 @@ def from_reply(text: str, mode: str, *, json_reply: bool = False) -> EntryCall:
     if mode == "answer":
         return _envelope(_parse(text, "the answer envelope"))
     if mode == "openai":
+        if _EVENT_START.match(text):
+            return _chat_stream(text)
         return _chat_completion(_parse(text, "the chat completion"))
     if mode == "json" or json_reply:
         value = _parse(text, "the output")
@@ -410,6 +516,22 @@ def conversation(history: Sequence[tuple[object, EntryCall]], current: object, *
     return messages
 
 
+def with_tool_results(call: EntryCall, given: Mapping[str, Any] | None, turn: int
+                      ) -> EntryCall:
+    """``call`` (the answer of turn ``turn``, from 0) with each tool call's ``result`` the
+    result the next turn's ``toolResults`` sent back for it, by call id or tool name, as
+    :func:`conversation` sends it: the records show what the model was given
+    (docs/contract.md#answers)."""
+    if not given or not call.tool_calls:
+        return call
+    calls = []
+    for index, tool in enumerate(call.tool_calls):
+        ident = tool.id or f"call_{turn}_{index}"
+        key = next((k for k in (ident, tool.name) if k in given), None)
+        calls.append(tool if key is None else replace(tool, result=given[key]))
+    return replace(call, tool_calls=tuple(calls))
+
+
 def chat_request(messages: list[dict[str, Any]], model: str | None) -> dict[str, Any]:
     """The chat-completions request body an ``output: openai`` entry is sent."""
     body: dict[str, Any] = {"messages": messages}
@@ -418,12 +540,43 @@ def chat_request(messages: list[dict[str, Any]], model: str | None) -> dict[str,
     return body
 
 
-def priced(usage: Usage | None, prices: Mapping[str, tuple[float, float]]) -> Usage | None:
-    """``usage`` with its cost from ``prices`` (US dollars per 1M input and output tokens by
-    model) when it reports none; no price for its model means no cost, never a guess."""
+#: A dated snapshot's suffix: ``-2024-08-06`` (OpenAI) or ``-20241022`` (Anthropic).
+_DATED = re.compile(r"-(?:\d{4}-\d{2}-\d{2}|\d{8})\Z")
+
+
+def price_for(model: str, prices: Mapping[str, Rates]) -> Rates | None:
+    """The price of ``model``: its own, else its base name's when it is a dated snapshot
+    (``gpt-4o-2024-08-06`` priced as ``gpt-4o``, ``claude-3-5-sonnet-20241022`` as
+    ``claude-3-5-sonnet``), as real APIs name the model that answered
+    (docs/contract.md#cost). None: no price."""
+    if model in prices:
+        return prices[model]
+    base = _DATED.sub("", model)
+    return prices.get(base) if base != model else None
+
+
+def priced(usage: Usage | None, prices: Mapping[str, Rates]) -> Usage | None:
+    """``usage`` with its cost from ``prices`` (US dollars per 1M tokens by model,
+    :func:`price_for`) when it reports none; no price for its model means no cost, never a
+    guess. Cached input tokens are part of ``input_tokens``: the cache reads and writes
+    cost the price's cache rates, or its input rate where it gives none
+    (docs/contract.md#cost)."""
     if usage is None or usage.cost_usd is not None or usage.model is None \
-            or usage.model not in prices or usage.tokens is None:
+            or usage.tokens is None:
         return usage
-    per_input, per_output = prices[usage.model]
-    cost = ((usage.input_tokens or 0) * per_input + (usage.output_tokens or 0) * per_output) / 1e6
-    return Usage(usage.input_tokens, usage.output_tokens, cost, usage.model)
+    price = price_for(usage.model, prices)
+    if price is None:
+        return usage
+    rates = Rates(*price)  # a bare (input, output) pair is a price without cache rates
+    cost_in = (usage.input_tokens or 0) * rates.input  # as before where no cache rate is given
+    if rates.cache_read is not None or rates.cache_write is not None:
+        read, written = usage.cache_read_tokens or 0, usage.cache_write_tokens or 0
+        # answers refuse cache counts past input_tokens (_usage); a Usage made by hand that
+        # has them is priced with no uncached input, never a negative count of it
+        fresh = max((usage.input_tokens or 0) - read - written, 0)
+        cost_in = (fresh * rates.input
+                   + read * (rates.input if rates.cache_read is None else rates.cache_read)
+                   + written * (rates.input if rates.cache_write is None
+                                else rates.cache_write))
+    cost = (cost_in + (usage.output_tokens or 0) * rates.output) / 1e6
+    return replace(usage, cost_usd=cost)

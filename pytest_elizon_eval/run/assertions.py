@@ -302,8 +302,9 @@ def _tool_calls(rules: ToolCallsExpect, calls: Sequence[ToolCall]) -> list[Asser
 def _max_tokens(limit: int, usage: Usage | None) -> AssertionResult:
     wanted = f"at most {limit:,} tokens (input + output)"
     if usage is None or usage.tokens is None:
-        return AssertionResult("maxTokens", False, wanted, "usage unknown: the entry point "
-                               "reported no token counts (return an Answer with usage)")
+        why = usage.missing if usage is not None and usage.missing else (
+            "the entry point reported no token counts (return an Answer with usage)")
+        return AssertionResult("maxTokens", False, wanted, f"usage unknown: {why}")
     return AssertionResult("maxTokens", usage.tokens <= limit, wanted,
                            f"{usage.tokens:,} tokens ({usage.input_tokens or 0:,} in, "
                            f"{usage.output_tokens or 0:,} out)")
@@ -313,6 +314,7 @@ def _max_cost(limit: float, usage: Usage | None) -> AssertionResult:
     wanted = f"at most ${limit:g}"
     if usage is None or usage.cost_usd is None:
         why = ("the entry point reported no usage" if usage is None else
+               usage.missing if usage.missing else  # e.g. a stream not asked for its usage
                f"no cost reported and no price for model {usage.model!r}" if usage.model
                else "no cost reported, and no model named to price the tokens")
         return AssertionResult("maxCostUsd", False, wanted, f"cost unknown: {why}")

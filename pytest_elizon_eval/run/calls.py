@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
-__all__ = ["Answer", "EntryCall", "ErrorInfo", "OutputError", "ToolCall", "Usage"]
+__all__ = ["Answer", "EntryCall", "ErrorInfo", "OutputError", "Rates", "ToolCall", "Usage"]
 
 
 @dataclass(frozen=True)
@@ -42,15 +42,42 @@ class ToolCall:
                    data.get("error"), ident if isinstance(ident, str) else None)
 
 
+def _sum(a: int | None, b: int | None) -> int | None:
+    return None if a is None and b is None else (a or 0) + (b or 0)
+
+
+class Rates(NamedTuple):
+    """What a model costs, in US dollars per 1M tokens: input, output, and the prompt
+    cache's read and write rates when the prices give them (None: the cache tokens cost
+    the input rate) (docs/contract.md#cost)."""
+
+    input: float
+    output: float
+    cache_read: float | None = None
+    cache_write: float | None = None
+
+
 @dataclass(frozen=True)
 class Usage:
     """What an answer cost: tokens in and out, and US dollars when known. ``model`` names
-    the model, so a price the user gives can cost the tokens when ``cost_usd`` is None."""
+    the model, so a price the user gives can cost the tokens when ``cost_usd`` is None.
+
+    ``input_tokens`` counts every input token, cached ones included (as OpenAI's
+    ``prompt_tokens`` does; Anthropic's cache tokens are added to its ``input_tokens``);
+    ``cache_read_tokens`` and ``cache_write_tokens`` say how many of them were read from
+    and written to the provider's prompt cache (docs/contract.md#cost)."""
 
     input_tokens: int | None = None
     output_tokens: int | None = None
     cost_usd: float | None = None
     model: str | None = None
+    # left out of a results file while None, so records without them keep their shape
+    cache_read_tokens: int | None = field(default=None, metadata={"omit_none": True})
+    cache_write_tokens: int | None = field(default=None, metadata={"omit_none": True})
+    #: Why the token counts are unknown, in words, when the plugin knows (an OpenAI stream
+    #: without ``stream_options.include_usage``): what ``maxTokens`` and ``maxCostUsd``
+    #: say. Not a results field (compare=False): it only words those checks.
+    missing: str | None = field(default=None, compare=False)
 
     @property
     def tokens(self) -> int | None:
@@ -60,25 +87,35 @@ class Usage:
         return (self.input_tokens or 0) + (self.output_tokens or 0)
 
     def __add__(self, other: Usage) -> Usage:
-        def total(a: float | None, b: float | None) -> float | None:
-            return None if a is None and b is None else (a or 0) + (b or 0)
-        tokens_in = total(self.input_tokens, other.input_tokens)
-        tokens_out = total(self.output_tokens, other.output_tokens)
-        return Usage(None if tokens_in is None else int(tokens_in),
-                     None if tokens_out is None else int(tokens_out),
+        return Usage(_sum(self.input_tokens, other.input_tokens),
+                     _sum(self.output_tokens, other.output_tokens),
                      # a total cost is known only when every part's cost is
                      None if self.cost_usd is None or other.cost_usd is None
                      else self.cost_usd + other.cost_usd,
-                     self.model if self.model == other.model else None)
+                     self.model if self.model == other.model else None,
+                     _sum(self.cache_read_tokens, other.cache_read_tokens),
+                     _sum(self.cache_write_tokens, other.cache_write_tokens),
+                     self.missing or other.missing)
 
     def to_data(self) -> dict[str, Any]:
-        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
-                "cost_usd": self.cost_usd, "model": self.model}
+        data: dict[str, Any] = {"input_tokens": self.input_tokens,
+                                "output_tokens": self.output_tokens,
+                                "cost_usd": self.cost_usd, "model": self.model}
+        for key in ("cache_read_tokens", "cache_write_tokens", "missing"):
+            if getattr(self, key) is not None:  # cassettes without them keep their shape
+                data[key] = getattr(self, key)
+        return data
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> Usage:
+        def count(key: str) -> int | None:  # a cache count only words the usage: one that
+            value = data.get(key)          # is not a count (a cassette edited by hand) is none
+            return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+        missing = data.get("missing")
         return cls(data.get("input_tokens"), data.get("output_tokens"), data.get("cost_usd"),
-                   data.get("model"))
+                   data.get("model"), count("cache_read_tokens"), count("cache_write_tokens"),
+                   missing if isinstance(missing, str) else None)
 
 
 @dataclass(frozen=True)
@@ -139,8 +176,9 @@ class Answer:
 
     @classmethod
     def _of(cls, read: Any) -> Answer:
-        usage = Usage(read.input_tokens, read.output_tokens, read.cost_usd, read.model) \
-            if read.has_usage or read.model is not None else None
+        usage = Usage(read.input_tokens, read.output_tokens, read.cost_usd, read.model,
+                      read.cache_read_tokens, read.cache_write_tokens, read.usage_missing) \
+            if read.has_usage or read.model is not None or read.usage_missing else None
         return cls(text=read.text, tool_calls=tuple(
             ToolCall(name, arguments, id=ident) for name, arguments, ident in read.tool_calls),
             usage=usage)
@@ -158,11 +196,13 @@ class ErrorInfo:
     type: str
     message: str
     traceback: str = ""
-    #: A retryable refusal (:class:`~.retrying.RateLimited`, an ``elizon_retry_on`` class)
-    #: and the wait it asked for in seconds (None: back off). Never saved: it only steers
-    #: the retries of the call that raised it.
+    #: A retryable refusal (:class:`~.retrying.RateLimited`, a model SDK's rate-limit or
+    #: overload error, an ``elizon_retry_on`` class), the wait it asked for in seconds
+    #: (None: back off), and whether it was a rate limit rather than an overload. Never
+    #: saved: it only steers the retries of the call that raised it.
     retryable: bool = field(default=False, compare=False)
     retry_after: float | None = field(default=None, compare=False)
+    rate_limited: bool = field(default=False, compare=False)
 
     def to_data(self) -> dict[str, str]:
         return {"type": self.type, "message": self.message, "traceback": self.traceback}

@@ -4,9 +4,10 @@ Owns what a check is (docs/contract.md#checks): a plain function, named in a sui
 as ``module.path:function`` (imported like an entry point, from the package's
 folder first) or by a name from the ``elizon_checks`` fixture's mapping. It asks
 by parameter name for what it needs — ``output``, ``value``, ``input``,
-``answer``, ``case`` — and passes by returning True; it fails by returning False
-or ``(False, "reason")`` or by raising ``AssertionError``; a float is a score
-held against the spec's ``threshold``, and must lie from 0 to 1. A check runs on
+``answer``, ``case`` — and passes by returning True, or None as a pytest test does
+after its ``assert`` statements; it fails by returning False or ``(False, "reason")``
+or by raising ``AssertionError``; a float is a score held against the spec's
+``threshold``, and must lie from 0 to 1. A check runs on
 the deadline runner entry points use (:func:`~..bind.calling.run_blocking`), so a
 hung one is abandoned at the case's deadline, which then makes the case a timeout.
 Each check gets its own copy of ``value``, ``input`` and ``answer``, so one that
@@ -167,11 +168,14 @@ def resolve_specs(refs: Sequence[CheckRef], folders: Sequence[Path], display: st
                 problems[ref.name] = problem
                 continue
             found[ref.name] = function  # type: ignore[assignment]
+    if not problems:
+        return found
+    # The suite is a collection error now: it names every check that cannot be used, those
+    # whose import exited too, each at its line (docs/contract.md#checks).
+    problems.update({n: f.problem for n, f in found.items() if isinstance(f, Unimportable)})
     lines = [f"{display}:{ref.line}: {ref.where}: check {ref.name!r} cannot be used: "
              f"{problems[ref.name]}" for ref in refs if ref.name in problems]
-    if lines:
-        raise ElizonError(errors.EVALUATION_SUITE_INVALID, lines)
-    return found
+    raise ElizonError(errors.EVALUATION_SUITE_INVALID, lines)
 
 
 def refuse_unimportable(case: Case, refs: Sequence[CheckRef],
@@ -334,6 +338,13 @@ def _number(score: float) -> str:
 
 def _judged(returned: object, threshold: float | None) -> tuple[bool, str, str]:
     """(passed, expected, found) from what a check returned."""
+    if returned is None:
+        # a check written as a pytest test: its asserts passed, as a test returning None
+        # passes; a check that grades by score gave none (docs/contract.md#checks)
+        if threshold is None:
+            return True, "True", "returned None (no assert failed)"
+        return False, f"a score of at least {threshold:g}", (
+            "returned None, but a threshold is given: return a score from 0 to 1")
     reason = ""
     if isinstance(returned, tuple) and len(returned) == 2 and isinstance(returned[1], str):
         pair: tuple[object, str] = returned

@@ -7,9 +7,14 @@ attempt, and the loop that retries within a deadline:
   status fails at once. The wait the server asks for is read from
   ``retry-after-ms``, ``Retry-After`` (seconds or an HTTP date) or the
   ``x-ratelimit-reset-*`` headers of OpenAI-compatible servers.
-* Python: :class:`RateLimited` (``retry_after=`` seconds), and the exception
+* Python: :class:`RateLimited` (``retry_after=`` seconds); the rate-limit and
+  overload errors of the model SDKs (OpenAI, Anthropic, LiteLLM, LangChain),
+  recognised by the module and name of the classes of the exception's MRO, so
+  no SDK is ever imported for it (:func:`sdk_refusal`); and the exception
   classes named by ini ``elizon_retry_on``, read for a ``retry_after``
-  attribute or a ``response.headers`` mapping.
+  attribute or a ``response.headers`` mapping. Those classes are imported when
+  an error first needs classifying (:class:`RetryClasses`), never at start-up:
+  an SDK can take seconds to import, and ``--collect-only`` classifies nothing.
 
 Without a hint, the wait is exponential backoff with full jitter (the
 OpenAI SDK's policy, STYLE.md "Retries"): uniform in ``[0, min(cap, base ·
@@ -23,9 +28,11 @@ every value here is plain data.
 from __future__ import annotations
 
 import email.utils
+import importlib
 import math
 import random
 import re
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -35,8 +42,10 @@ from ..collect import session
 
 __all__ = [
     "RETRY_STATUSES",
+    "SDK_OVERLOAD_STATUSES",
     "RateLimited",
     "Refusal",
+    "RetryClasses",
     "RetryPolicy",
     "Tally",
     "attempts",
@@ -44,6 +53,7 @@ __all__ = [
     "next_wait",
     "policy",
     "refusal_of",
+    "sdk_refusal",
     "wait_from_headers",
 ]
 
@@ -72,6 +82,67 @@ class Refusal:
     rate_limited: bool
 
 
+_MISSING = object()
+
+
+def _said(exc: BaseException) -> str:
+    try:
+        return str(exc)
+    except Exception:  # an exception that cannot print itself is still named
+        return f"<unprintable {type(exc).__name__}>"
+
+
+class RetryClasses:
+    """The exception classes named in ini ``elizon_retry_on``, imported once, by the first
+    error that needs classifying (docs/contract.md#retries); one per session, shared by the
+    copies of its :class:`RetryPolicy`."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._found: tuple[type[BaseException], ...] | None = None
+        #: Why a name is no exception class, naming the ini key (None: every one is, or
+        #: none was imported yet).
+        self.problem: str | None = None
+
+    def get(self, names: tuple[str, ...], source: str) -> tuple[type[BaseException], ...]:
+        """The classes of ``names`` that are exception classes (imported on the first call;
+        under a lock, as entry points raise on several threads at once)."""
+        with self._lock:
+            if self._found is None:
+                self._found, self.problem = _import_classes(names, source)
+            return self._found
+
+
+def _import_classes(names: tuple[str, ...], source: str
+                    ) -> tuple[tuple[type[BaseException], ...], str | None]:
+    """The exception classes of ``names``, and what is wrong with the others."""
+    found: list[type[BaseException]] = []
+    problems: list[str] = []
+    for name in names:
+        module_name, _, attribute = name.rpartition(".")
+        try:
+            module = importlib.import_module(module_name)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # an SDK that fails (or exits) at import: said, not raised
+            problems.append(f"{name!r} is not an exception class: importing {module_name} "
+                            f"failed: {type(exc).__name__}: {_said(exc)}")
+            continue
+        try:
+            value = getattr(module, attribute, _MISSING)
+        except Exception:  # a module's own __getattr__ that fails: the name is not there
+            value = _MISSING
+        if value is _MISSING:
+            problems.append(f"{name!r} is not an exception class: module {module_name!r} "
+                            f"has no attribute {attribute!r}")
+        elif not (isinstance(value, type) and issubclass(value, BaseException)):
+            problems.append(f"{name!r} is not an exception class but a "
+                            f"{type(value).__name__}")
+        else:
+            found.append(value)
+    return tuple(found), f"{source}: {'; '.join(problems)}" if problems else None
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     """How many retries, and the backoff used when the server gives no hint."""
@@ -81,11 +152,23 @@ class RetryPolicy:
     #: First backoff ceiling and the largest one, in seconds.
     base_s: float = 0.5
     cap_s: float = 8.0
-    #: Further exception classes that mean "rate limited" (ini ``elizon_retry_on``).
-    retry_on: tuple[type[BaseException], ...] = ()
+    #: Further exception classes that mean "rate limited", by dotted name (ini
+    #: ``elizon_retry_on``), imported by the first error that needs classifying.
+    retry_on: tuple[str, ...] = ()
+    #: Where ``retry_on`` was given, for the message of a name that is no exception class.
+    retry_on_source: str = "ini option elizon_retry_on"
     #: Called with (limit key, when the refused request was sent) on a rate-limit refusal;
     #: adaptive concurrency listens here.
     on_refusal: Callable[[str, float], None] | None = field(default=None, compare=False)
+    #: The classes of ``retry_on`` once imported (the same for a copy made by
+    #: :func:`dataclasses.replace`: they are imported once per session).
+    classes: RetryClasses = field(default_factory=RetryClasses, compare=False, repr=False)
+
+    def retries_on(self, exc: BaseException) -> bool:
+        """Whether ``exc`` is of a class named in ``retry_on`` (imported now, if this is the
+        first error to classify)."""
+        return bool(self.retry_on) and isinstance(
+            exc, self.classes.get(self.retry_on, self.retry_on_source))
 
     def backoff(self, retry: int) -> float:
         """Full jitter: uniform in [0, min(cap, base · 2^retry)]."""
@@ -144,21 +227,99 @@ def wait_from_headers(headers: Mapping[str, str], now: float | None = None) -> f
     return max(known) if known else None
 
 
-def refusal_of(exc: BaseException) -> Refusal | None:
-    """Whether a Python exception is a retryable refusal, and the wait it asks for."""
-    if not isinstance(exc, (RateLimited, *policy().retry_on)):
+#: An SDK error's statuses that mean "overloaded, try again": the gateway family retried
+#: over HTTP, and Anthropic's 529 ``overloaded_error``.
+SDK_OVERLOAD_STATUSES = frozenset({502, 503, 504, 529})
+#: The packages whose errors are recognised without being named in ``elizon_retry_on``
+#: (docs/contract.md#retries), by the top-level package of a class's module.
+_SDK_PACKAGES = frozenset({"openai", "anthropic", "litellm", "langchain_core"})
+#: Their rate-limit classes, as (top-level package, class name): a subclass is one too
+#: (LiteLLM's RateLimitError is OpenAI's; LangChain's provider errors subclass both theirs
+#: and the SDK's).
+_SDK_RATE_LIMITS = frozenset({("openai", "RateLimitError"), ("anthropic", "RateLimitError"),
+                              ("litellm", "RateLimitError"),
+                              ("langchain_core", "ModelRateLimitError")})
+#: Overload classes that may carry no status of their own.
+_SDK_OVERLOADS = frozenset({("anthropic", "OverloadedError"),
+                            ("litellm", "ServiceUnavailableError")})
+
+
+def _classes(exc: BaseException) -> list[tuple[str, str]]:
+    """(top-level package, class name) of each class in ``exc``'s MRO. Read from the
+    classes, never imported: classifying must not import an SDK (docs/contract.md#retries)."""
+    found = []
+    for cls in type(exc).__mro__:
+        module, name = getattr(cls, "__module__", None), getattr(cls, "__qualname__", None)
+        if isinstance(module, str) and isinstance(name, str):
+            found.append((module.partition(".")[0], name))
+    return found
+
+
+def _status(exc: BaseException) -> int | None:
+    """The HTTP status an SDK error carries: its ``status_code``, else its response's."""
+    for owner in (exc, getattr(exc, "response", None)):
+        status = getattr(owner, "status_code", None)
+        if isinstance(status, int) and not isinstance(status, bool):
+            return status
+    return None
+
+
+def _headers(exc: BaseException) -> dict[str, str] | None:
+    """The headers of the reply an exception carries (``response.headers``), lower-cased;
+    None without one."""
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    if not (isinstance(headers, Mapping) or hasattr(headers, "items")):
         return None
+    try:
+        return {str(k).lower(): str(v) for k, v in headers.items()}  # type: ignore[union-attr]
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+
+def sdk_refusal(exc: BaseException) -> Refusal | None:
+    """A model SDK's rate-limit or overload error as a refusal: a class of OpenAI's,
+    Anthropic's, LiteLLM's or LangChain's whose name says so, or which carries status 429
+    (rate limited) or one of :data:`SDK_OVERLOAD_STATUSES`; None for any other error, for
+    one whose reply says ``x-should-retry: false`` (the SDKs obey it too), and for OpenAI's
+    ``insufficient_quota``. The wait is the one its reply's headers ask for
+    (:func:`wait_from_headers`)."""
+    try:
+        classes = _classes(exc)
+        if not any(package in _SDK_PACKAGES for package, _ in classes):
+            return None
+        status = _status(exc)
+        headers = _headers(exc) or {}
+        # OpenAI's "insufficient_quota" is a 429 no wait cures: the account has no credit
+        no_credit = bool(getattr(exc, "code", None) == "insufficient_quota")
+    except Exception:  # an exception whose attributes raise is no SDK error we know
+        return None
+    if no_credit or headers.get("x-should-retry", "").strip().lower() == "false":
+        return None
+    if status == 429 or any(c in _SDK_RATE_LIMITS for c in classes):
+        rate_limited = True
+    elif status in SDK_OVERLOAD_STATUSES or any(c in _SDK_OVERLOADS for c in classes):
+        rate_limited = False
+    else:
+        return None
+    return Refusal(wait_from_headers(headers), rate_limited)
+
+
+def refusal_of(exc: BaseException) -> Refusal | None:
+    """Whether a Python exception is a retryable refusal, and the wait it asks for:
+    :class:`RateLimited`, a model SDK's rate-limit or overload error (:func:`sdk_refusal`),
+    or a class named in ``elizon_retry_on``."""
+    if not isinstance(exc, RateLimited):
+        known = sdk_refusal(exc)
+        if known is not None:
+            return known
+        if not policy().retries_on(exc):
+            return None
     hint = getattr(exc, "retry_after", None)
     if isinstance(hint, (int, float)) and not isinstance(hint, bool) \
             and math.isfinite(hint) and hint >= 0:
         return Refusal(float(hint), True)
-    headers = getattr(getattr(exc, "response", None), "headers", None)
-    if isinstance(headers, Mapping) or hasattr(headers, "items"):
-        try:
-            return Refusal(wait_from_headers(dict(headers.items())), True)  # type: ignore[union-attr]
-        except (TypeError, ValueError, AttributeError):
-            pass
-    return Refusal(None, True)
+    headers = _headers(exc)
+    return Refusal(wait_from_headers(headers) if headers is not None else None, True)
 
 
 @dataclass

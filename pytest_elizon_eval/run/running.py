@@ -32,7 +32,7 @@ from ..load.runtime import Case, Expect, JudgeExpect
 from ..sequential import DEFAULT_CONFIDENCE, Sprt
 from . import deadlines, slots
 from .assertions import AssertionResult, check
-from .calls import EntryCall, ToolCall, Usage
+from .calls import EntryCall, Rates, ToolCall, Usage
 from .checks import CaseCopy, CheckFunction, grade_checks
 from .concurrency import gate_for
 from .grade_cache import GradeCache, cache_key, judge_identity
@@ -66,8 +66,8 @@ class CasePlan:
     #: Recorded calls that answer instead of the entry point (``--elizon-replay``): per
     #: run, the call of each turn (one for a single call).
     replay: tuple[tuple[EntryCall, ...], ...] | None = None
-    #: US dollars per 1M input and output tokens, by model name.
-    prices: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    #: US dollars per 1M input, output and cache tokens, by model name.
+    prices: Mapping[str, Rates] = field(default_factory=dict)
     #: The functions of ``expect.checks``, by the name the suite gives them.
     checks: Mapping[str, CheckFunction] = field(default_factory=dict)
     #: Where judge grades are kept and reused (None: ``--elizon-cache=off``).
@@ -361,6 +361,13 @@ def _attempt(plan: CasePlan, recorded: tuple[EntryCall, ...] | None) -> Attempt:
         if unknown is not None:  # the turn fails unasked: its tool messages would be wrong
             turns.append(TurnResult(turn.input, EntryCall(latency_ms=0.0), (unknown,)))
             break
+        if turn.tool_results and turns:  # the records keep the results the model was sent
+            from .answers import with_tool_results  # deferred: as above
+
+            last = turns[-1]
+            turns[-1] = replace(last, call=with_tool_results(last.call, turn.tool_results,
+                                                             index - 1),
+                                answered=last.answered or last.call)
         said += added[:-1]
         answer = _call(plan, turn.input, deadline, recorded[index] if recorded else None,
                        [*said, added[-1]])

@@ -21,8 +21,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["KINDS", "SdkAnswer", "SdkShapeError", "dump_of", "is_chunk", "join_chunks",
-           "read_as", "read_sdk"]
+__all__ = ["KINDS", "OPENAI_STREAM_USAGE", "REFUSAL_MARK", "SdkAnswer", "SdkShapeError",
+           "dump_of", "is_chunk", "join_chunks", "join_openai", "read_as", "read_sdk"]
+
+#: The mark a refusal's text starts with: OpenAI's ``refusal`` (``content: null``), a
+#: Responses API ``refusal`` part, Anthropic's ``stop_reason: refusal``. Kept as the answer's
+#: text so that ``contains`` and probes see it; "refused" also meets a probe's ``mustRefuse``
+#: (docs/contract.md#answers).
+REFUSAL_MARK = "[refused] "
+
+#: Why an OpenAI stream's tokens are unknown: it reports usage only when asked to.
+OPENAI_STREAM_USAGE = ("the OpenAI stream reported no usage: request it with "
+                       "stream_options={\"include_usage\": True}")
 
 #: What each kind is called in messages.
 KINDS = {"openai": "an OpenAI ChatCompletion", "responses": "an OpenAI Responses API Response",
@@ -40,7 +50,9 @@ class SdkShapeError(ValueError):
 @dataclass(frozen=True)
 class SdkAnswer:
     """One SDK answer as plain data: its text (``""`` when it only called tools), its tool
-    calls as ``(name, arguments, id)``, and its usage (None where not reported)."""
+    calls as ``(name, arguments, id)``, and its usage (None where not reported).
+    ``input_tokens`` counts cached input tokens too; the cache counts say how many of them
+    were read from and written to the prompt cache (docs/contract.md#cost)."""
 
     kind: str
     text: str
@@ -49,6 +61,10 @@ class SdkAnswer:
     output_tokens: int | None = None
     cost_usd: float | None = None
     model: str | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    #: Why the usage is unknown, when that is known (a stream not asked for its usage).
+    usage_missing: str | None = None
 
     @property
     def has_usage(self) -> bool:
@@ -105,6 +121,53 @@ def _cost(value: object) -> float | None:
     return None
 
 
+def _cached(value: object) -> int | None:
+    """A cache count; 0 as None (nothing cached says no more than no count)."""
+    return _count(value) or None
+
+
+#: Tokens in, out, read from the prompt cache and written to it (None: not reported).
+_Counts = tuple[int | None, int | None, int | None, int | None]
+
+
+def _openai_usage(usage: Mapping[str, Any], tokens_in: str, tokens_out: str, details: str
+                  ) -> _Counts:
+    """OpenAI's usage (chat: ``prompt_tokens``, Responses: ``input_tokens``): the cached
+    tokens its details name are already counted in the input tokens, so they are only
+    noted, never added (docs/contract.md#cost)."""
+    detail = _map(usage.get(details))
+    return (_count(usage.get(tokens_in)), _count(usage.get(tokens_out)),
+            _cached(detail.get("cached_tokens")), _cached(detail.get("cache_write_tokens")))
+
+
+def _anthropic_usage(usage: Mapping[str, Any]) -> _Counts:
+    """Anthropic's usage: its ``input_tokens`` leaves out the tokens read from and written to
+    the cache, which are billed too, so they are added (docs/contract.md#cost)."""
+    read = _count(usage.get("cache_read_input_tokens"))
+    write = _count(usage.get("cache_creation_input_tokens"))
+    base = _count(usage.get("input_tokens"))
+    total = None if base is None and read is None and write is None \
+        else (base or 0) + (read or 0) + (write or 0)
+    return total, _count(usage.get("output_tokens")), read or None, write or None
+
+
+def _answer(kind: str, text: str, calls: tuple[tuple[str, Any, str | None], ...],
+            counts: _Counts, model: object, cost: float | None = None,
+            missing: str | None = None) -> SdkAnswer:
+    tokens_in, tokens_out, read, written = counts
+    return SdkAnswer(kind, text, calls, tokens_in, tokens_out, cost,
+                     model if isinstance(model, str) else None, read, written, missing)
+
+
+def _refused(text: str, refusal: str | None = None) -> str:
+    """The answer's text with its refusal marked (docs/contract.md#answers): OpenAI's
+    ``refusal`` (a text of its own) after any text; with no refusal text (Anthropic's
+    ``stop_reason: refusal``), the text it stopped at."""
+    if refusal is None:
+        return REFUSAL_MARK + text if text else REFUSAL_MARK.rstrip()
+    return (f"{text}\n" if text else "") + REFUSAL_MARK + refusal
+
+
 def _chat_completion(data: Mapping[str, Any], kind: str, cost: float | None) -> SdkAnswer:
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping) \
@@ -118,10 +181,12 @@ def _chat_completion(data: Mapping[str, Any], kind: str, cost: float | None) -> 
             raise SdkShapeError(f"{KINDS[kind]}: tool_calls[{index}] has no function.name")
         calls.append((function["name"], _arguments(function.get("arguments")),
                       call.get("id") if isinstance(call.get("id"), str) else None))
-    usage = _map(data.get("usage"))
-    return SdkAnswer(kind, _text_of(message.get("content")), tuple(calls),
-                     _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens")),
-                     cost, data.get("model") if isinstance(data.get("model"), str) else None)
+    text = _text_of(message.get("content"))
+    if isinstance(message.get("refusal"), str) and message["refusal"]:
+        text = _refused(text, message["refusal"])  # content is null: the refusal is the text
+    usage = _openai_usage(_map(data.get("usage")), "prompt_tokens", "completion_tokens",
+                          "prompt_tokens_details")
+    return _answer(kind, text, tuple(calls), usage, data.get("model"), cost)
 
 
 def _responses(data: Mapping[str, Any]) -> SdkAnswer:
@@ -134,13 +199,17 @@ def _responses(data: Mapping[str, Any]) -> SdkAnswer:
             continue
         if item.get("type") == "message":
             texts.append(_text_of(item.get("content")))
+            parts = item.get("content")
+            for part in parts if isinstance(parts, list) else ():  # a refusal: a part of its own
+                if isinstance(part, Mapping) and part.get("type") == "refusal" \
+                        and isinstance(part.get("refusal"), str) and part["refusal"]:
+                    texts[-1] = _refused(texts[-1], part["refusal"])
         elif item.get("type") == "function_call" and isinstance(item.get("name"), str):
             calls.append((item["name"], _arguments(item.get("arguments")),
                           item.get("call_id") if isinstance(item.get("call_id"), str) else None))
-    usage = _map(data.get("usage"))
-    return SdkAnswer("responses", "".join(texts), tuple(calls),
-                     _count(usage.get("input_tokens")), _count(usage.get("output_tokens")),
-                     None, data.get("model") if isinstance(data.get("model"), str) else None)
+    usage = _openai_usage(_map(data.get("usage")), "input_tokens", "output_tokens",
+                          "input_tokens_details")
+    return _answer("responses", "".join(texts), tuple(calls), usage, data.get("model"))
 
 
 def _anthropic(data: Mapping[str, Any]) -> SdkAnswer:
@@ -151,10 +220,11 @@ def _anthropic(data: Mapping[str, Any]) -> SdkAnswer:
                    block.get("id") if isinstance(block.get("id"), str) else None)
                   for block in content if isinstance(block, Mapping)
                   and block.get("type") == "tool_use" and isinstance(block.get("name"), str))
-    usage = _map(data.get("usage"))
-    return SdkAnswer("anthropic", _text_of(content), calls, _count(usage.get("input_tokens")),
-                     _count(usage.get("output_tokens")), None,
-                     data.get("model") if isinstance(data.get("model"), str) else None)
+    text = _text_of(content)
+    if data.get("stop_reason") == "refusal":  # what it said before it stopped, marked
+        text = _refused(text)
+    return _answer("anthropic", text, calls, _anthropic_usage(_map(data.get("usage"))),
+                   data.get("model"))
 
 
 def _langchain(data: Mapping[str, Any]) -> SdkAnswer:
@@ -165,11 +235,17 @@ def _langchain(data: Mapping[str, Any]) -> SdkAnswer:
                   for call in data.get("tool_calls") or ()
                   if isinstance(call, Mapping) and isinstance(call.get("name"), str))
     usage = _map(data.get("usage_metadata"))
+    details = _map(usage.get("input_token_details"))  # already counted in input_tokens
     meta = _map(data.get("response_metadata"))
     model = meta.get("model_name") or meta.get("model")
-    return SdkAnswer("langchain", _text_of(data.get("content")), calls,
+    text = _text_of(data.get("content"))
+    refusal = _map(data.get("additional_kwargs")).get("refusal")  # OpenAI's, as LangChain keeps it
+    if isinstance(refusal, str) and refusal:
+        text = _refused(text, refusal)
+    return SdkAnswer("langchain", text, calls,
                      _count(usage.get("input_tokens")), _count(usage.get("output_tokens")), None,
-                     model if isinstance(model, str) else None)
+                     model if isinstance(model, str) else None,
+                     _cached(details.get("cache_read")), _cached(details.get("cache_creation")))
 
 
 def _kind(data: Mapping[str, Any], value: object) -> str | None:
@@ -276,41 +352,63 @@ class _Calls:
                      for name, args, ident in self.by_index.values() if isinstance(name, str))
 
 
-def _join_openai(chunks: list[Mapping[str, Any]]) -> SdkAnswer:
-    text, calls = [], _Calls()
-    usage: Mapping[str, Any] = {}
+def join_openai(chunks: Sequence[Mapping[str, Any]]) -> SdkAnswer:
+    """OpenAI chat-completion chunks (an SDK's, or a server's events read as JSON) assembled
+    into one answer; :class:`SdkShapeError` names the chunk whose shape is wrong."""
+    text, refusal, calls = [], [], _Calls()
+    usage: Mapping[str, Any] | None = None
     model = None
-    for chunk in chunks:
+    for number, chunk in enumerate(chunks):
         model = chunk.get("model") or model
         if isinstance(chunk.get("usage"), Mapping):
             usage = chunk["usage"]
-        for choice in chunk.get("choices") or ():
+        choices = chunk.get("choices") or ()
+        if not isinstance(choices, (list, tuple)):
+            raise SdkShapeError(f"chunk {number}: choices is {_a(choices)}, not a list")
+        for choice in choices:
             delta = choice.get("delta") if isinstance(choice, Mapping) else None
             if not isinstance(delta, Mapping) or choice.get("index", 0) != 0:
                 continue
             if isinstance(delta.get("content"), str):
                 text.append(delta["content"])
-            for call in delta.get("tool_calls") or ():
-                function = call.get("function") or {}
+            if isinstance(delta.get("refusal"), str):
+                refusal.append(delta["refusal"])
+            pieces = delta.get("tool_calls") or ()
+            if not isinstance(pieces, (list, tuple)):
+                raise SdkShapeError(f"chunk {number}: delta.tool_calls is {_a(pieces)}, "
+                                    "not a list")
+            for call in pieces:
+                function = call.get("function") or {} if isinstance(call, Mapping) else None
+                if not isinstance(function, Mapping):
+                    raise SdkShapeError(f"chunk {number}: a tool call piece is not a mapping "
+                                        "with a function")
                 calls.piece(call.get("index"), function.get("name"), call.get("id"),
                             function.get("arguments"))
-    return SdkAnswer("openai", "".join(text), calls.done(), _count(usage.get("prompt_tokens")),
-                     _count(usage.get("completion_tokens")), None,
-                     model if isinstance(model, str) else None)
+    said = "".join(text)
+    if "".join(refusal):
+        said = _refused(said, "".join(refusal))
+    counts = _openai_usage(usage or {}, "prompt_tokens", "completion_tokens",
+                           "prompt_tokens_details")
+    return _answer("openai", said, calls.done(), counts, model,
+                   missing=OPENAI_STREAM_USAGE if usage is None else None)
+
+
+def _a(value: object) -> str:
+    name = type(value).__name__
+    return f"{'an' if name[:1] in 'aeiou' else 'a'} {name}"
 
 
 def _join_anthropic(events: list[Mapping[str, Any]]) -> SdkAnswer:
     text, calls = [], _Calls()
-    tokens_in = tokens_out = None
+    counts: dict[str, object] = {}  # the usage as Anthropic words it
     model = None
+    refused = False
     for event in events:
         kind = event.get("type")
         if kind == "message_start" and isinstance(event.get("message"), Mapping):
             message = event["message"]
             model = message.get("model")
-            usage = message.get("usage") or {}
-            tokens_in, tokens_out = _count(usage.get("input_tokens")), \
-                _count(usage.get("output_tokens"))
+            counts = dict(_map(message.get("usage")))
         elif kind == "content_block_start":
             block = event.get("content_block") or {}
             if block.get("type") == "tool_use":
@@ -325,16 +423,17 @@ def _join_anthropic(events: list[Mapping[str, Any]]) -> SdkAnswer:
             elif delta.get("type") == "input_json_delta":
                 calls.piece(event.get("index"), None, None, delta.get("partial_json") or "")
         elif kind == "message_delta":
-            usage = event.get("usage") or {}
-            tokens_out = _count(usage.get("output_tokens")) or tokens_out
-            tokens_in = _count(usage.get("input_tokens")) or tokens_in
-    return SdkAnswer("anthropic", "".join(text), calls.done(), tokens_in, tokens_out, None,
-                     model if isinstance(model, str) else None)
+            refused = refused or _map(event.get("delta")).get("stop_reason") == "refusal"
+            # its counts are the message's so far: each one given (not 0) replaces the start's
+            counts.update((k, v) for k, v in _map(event.get("usage")).items() if _count(v))
+    said = "".join(text)
+    return _answer("anthropic", _refused(said) if refused else said, calls.done(),
+                   _anthropic_usage(counts), model)
 
 
 def _join_langchain(chunks: list[Mapping[str, Any]]) -> SdkAnswer:
     text, calls = [], _Calls()
-    tokens_in = tokens_out = None
+    tokens_in = tokens_out = read = written = None
     model = None
     for chunk in chunks:
         text.append(_text_of(chunk.get("content")))
@@ -344,10 +443,13 @@ def _join_langchain(chunks: list[Mapping[str, Any]]) -> SdkAnswer:
         if isinstance(usage, Mapping):  # each chunk's usage adds to the total
             tokens_in = (tokens_in or 0) + (_count(usage.get("input_tokens")) or 0)
             tokens_out = (tokens_out or 0) + (_count(usage.get("output_tokens")) or 0)
+            details = _map(usage.get("input_token_details"))
+            read = (read or 0) + (_count(details.get("cache_read")) or 0)
+            written = (written or 0) + (_count(details.get("cache_creation")) or 0)
         meta = chunk.get("response_metadata") or {}
         model = meta.get("model_name") or meta.get("model") or model
     return SdkAnswer("langchain", "".join(text), calls.done(), tokens_in, tokens_out, None,
-                     model if isinstance(model, str) else None)
+                     model if isinstance(model, str) else None, read or None, written or None)
 
 
 def _join_responses(events: list[Mapping[str, Any]]) -> SdkAnswer:
@@ -374,7 +476,7 @@ def join_chunks(chunks: list[object]) -> SdkAnswer:
         raise SdkShapeError(f"the stream mixes chunks of several SDKs: {sorted(map(str, kinds))}")
     kind = kinds.pop()
     if kind == "openai":
-        return _join_openai(dumps)
+        return join_openai(dumps)
     if kind == "anthropic":
         return _join_anthropic(dumps)
     if kind == "langchain":
