@@ -71,19 +71,31 @@ def landis_koch(kappa: float | None) -> str | None:
 
 def cohen_kappa(first: Sequence[bool], second: Sequence[bool], confidence: float = 0.95
                 ) -> tuple[float | None, tuple[float, float] | None]:
-    """Cohen's κ of two raters' pass/fail, and its interval ``κ ± z·SE`` with Cohen's (1960)
-    large-sample standard error ``SE = √(pₒ(1−pₒ) / (n(1−pₑ)²))``, clipped to [−1, 1].
+    """Cohen's κ of two raters' pass/fail, and its interval ``κ ± z·SE`` with the
+    large-sample standard error of Fleiss, Cohen and Everitt (1969), as statsmodels
+    ``cohens_kappa`` gives it, clipped to [−1, 1]. (Cohen's own 1960 approximation,
+    √(pₒ(1−pₒ) / (n(1−pₑ)²)), is not κ's variance: it can be several times too wide.)
     (None, None) when κ is undefined: both raters gave one and the same class throughout."""
     n = len(first)
     if n == 0 or n != len(second):
         raise ValueError("Cohen's κ needs two equally long, non-empty lists")
-    observed = sum(a == b for a, b in zip(first, second, strict=True)) / n
-    p1, p2 = sum(first) / n, sum(second) / n
-    expected = p1 * p2 + (1 - p1) * (1 - p2)
+    # the 2×2 table as shares: cell[i][j] = first said i, second said j (True, False)
+    cell = [[sum(1 for a, b in zip(first, second, strict=True) if a is x and b is y) / n
+             for y in (True, False)] for x in (True, False)]
+    row = [cell[0][0] + cell[0][1], cell[1][0] + cell[1][1]]
+    col = [cell[0][0] + cell[1][0], cell[0][1] + cell[1][1]]
+    observed = cell[0][0] + cell[1][1]
+    expected = row[0] * col[0] + row[1] * col[1]
     if expected >= 1.0:
         return None, None
     kappa = (observed - expected) / (1 - expected)
-    se = math.sqrt(observed * (1 - observed) / (n * (1 - expected) ** 2))
+    # Fleiss, Cohen & Everitt (1969): var = (A + B − C) / (n(1 − pₑ)²)
+    agreeing = math.fsum(cell[i][i] * (1 - (row[i] + col[i]) * (1 - kappa)) ** 2
+                         for i in range(2))
+    crossed = (1 - kappa) ** 2 * math.fsum(cell[i][j] * (col[i] + row[j]) ** 2
+                                           for i in range(2) for j in range(2) if i != j)
+    chance = (kappa - expected * (1 - kappa)) ** 2
+    se = math.sqrt(max(0.0, agreeing + crossed - chance) / (n * (1 - expected) ** 2))
     z = normal_quantile(confidence)
     return kappa, (max(-1.0, kappa - z * se), min(1.0, kappa + z * se))
 

@@ -27,8 +27,10 @@ __all__ = [
     "BELOW",
     "DEFAULT_CONFIDENCE",
     "DEFAULT_INDIFFERENCE",
+    "Chances",
     "Sprt",
     "Stability",
+    "fixed_repeat",
     "flaky",
     "similarity",
     "stability",
@@ -80,6 +82,38 @@ class Sprt:
             return BELOW
         return None
 
+    def chances(self, p: float, max_runs: int | None = None) -> Chances:
+        """What the rule does to a case whose runs pass with probability ``p``: the chance
+        it decides above, below or not at all, and its mean runs, exact (no simulation):
+        the chance of each undecided count of passes is carried from one run to the next.
+        Without ``max_runs`` it runs until undecided has a chance below 1e-12 (what is left
+        is counted undecided, the runs to there counted). docs/contract.md#sequential-repeats
+        states these figures, checked against this in the tests."""
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"p must be between 0 and 1, got {p!r}")
+        limit = max_runs if max_runs is not None else 1_000_000
+        undecided = {0: 1.0}  # passes so far → chance, among cases not yet decided
+        above = below = runs = 0.0
+        for count in range(1, limit + 1):
+            left = math.fsum(undecided.values())
+            if max_runs is None and left < 1e-12:
+                break
+            runs += left  # every undecided case makes run ``count``
+            following: dict[int, float] = {}
+            for passed, chance in undecided.items():
+                for now, step in ((passed + 1, chance * p), (passed, chance * (1.0 - p))):
+                    if step <= 0.0:
+                        continue
+                    decision = self.standing(now, count)
+                    if decision == ABOVE:
+                        above += step
+                    elif decision == BELOW:
+                        below += step
+                    else:
+                        following[now] = following.get(now, 0.0) + step
+            undecided = following
+        return Chances(above, below, math.fsum(undecided.values()), runs)
+
     def decide(self, passes: Iterable[bool]) -> tuple[str | None, int]:
         """(``above``, ``below`` or None, how many runs had been read when it first
         decided — or all of them when it did not)."""
@@ -91,6 +125,46 @@ class Sprt:
             if decision is not None:
                 return decision, count
         return None, count
+
+
+@dataclass(frozen=True)
+class Chances:
+    """:meth:`Sprt.chances`: where the rule ends for one true pass rate, and its mean runs."""
+
+    above: float
+    below: float
+    undecided: float
+    mean_runs: float
+
+
+def fixed_repeat(error: float, zone: tuple[float, float], threshold: float | None = None
+                 ) -> tuple[int, int]:
+    """The fewest runs n, and the passes c needed of them, with which a fixed ``repeat: n``
+    errs outside ``zone`` = (p₀, p₁) at most ``error``: P(≥ c passes | p₀) and
+    P(< c passes | p₁), each at most ``error``. With ``threshold`` r, c is the counting
+    rule's ⌈r·n⌉; else the best c for each n. What the sequential rule's runs are compared
+    with (docs/contract.md#sequential-repeats)."""
+    p0, p1 = zone
+    for n in range(1, 10_001):
+        low, high = _upper_tails(n, p0), _upper_tails(n, p1)
+        choices = [math.ceil(threshold * n - 1e-9)] if threshold is not None else range(n + 1)
+        for c in choices:
+            if max(low[c], 1.0 - high[c]) <= error:
+                return n, c
+    raise ValueError(f"no fixed repeat up to 10,000 runs errs at most {error!r}")
+
+
+def _upper_tails(n: int, p: float) -> list[float]:
+    """P(Bin(n, p) ≥ c) for c = 0 … n + 1, summed from the top."""
+    def pmf(k: int) -> float:
+        if p in (0.0, 1.0):
+            return 1.0 if k == (n if p else 0) else 0.0
+        return math.exp(math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+                        + k * math.log(p) + (n - k) * math.log1p(-p))
+    out = [0.0] * (n + 2)
+    for k in range(n, -1, -1):
+        out[k] = out[k + 1] + pmf(k)
+    return out
 
 
 def within_noise(passed: int, runs: int, min_pass_rate: float,

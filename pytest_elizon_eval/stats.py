@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 __all__ = ["POWER", "binomial_test", "clustered_mean", "clustered_mean_interval",
-           "clustered_rate_interval", "detectable_drop", "holm", "mcnemar_exact",
-           "normal_ppf", "normal_quantile", "paired_t_test", "runs_needed", "t_quantile",
+           "clustered_rate_interval", "detectable_drop", "drop_power", "holm",
+           "mcnemar_exact", "mcnemar_power", "normal_ppf", "normal_quantile",
+           "paired_t_power", "paired_t_test", "repeats_needed", "runs_needed", "t_quantile",
            "t_two_sided_p", "wilson_interval"]
 
 
@@ -84,12 +85,16 @@ def clustered_mean(clusters: Sequence[Sequence[float]]) -> tuple[float, float | 
 
 def clustered_mean_interval(clusters: Sequence[Sequence[float]], confidence: float = 0.95
                             ) -> tuple[float, float | None, float | None]:
-    """The mean with its normal interval from :func:`clustered_mean` (None, None when
-    there is no standard error)."""
+    """The mean with its Student's t interval from :func:`clustered_mean`, G − 1 degrees
+    of freedom for G clusters (statsmodels OLS ``cov_type="cluster"`` with ``use_t=True``;
+    with one observation per cluster, ``DescrStatsW.tconfint_mean``); (None, None) when
+    there is no standard error. The variance is estimated, so z would be too narrow: at
+    2 cases a 95 % z interval covers about 70 % (docs/contract.md#intervals)."""
     mean, se = clustered_mean(clusters)
     if se is None:
         return mean, None, None
-    half = normal_quantile(confidence) * se
+    groups = sum(1 for c in clusters if len(c))
+    half = t_quantile(confidence, groups - 1) * se
     return mean, mean - half, mean + half
 
 
@@ -100,17 +105,26 @@ def clustered_rate_interval(clusters: Sequence[Sequence[bool]], confidence: floa
 
     The effective size is p(1−p)/SE² with SE from :func:`clustered_mean` (Kish's design
     effect), kept between the number of cases and the number of runs: never more certain
-    than independent runs, never less than one run per case. At 0 % or 100 % (no spread
-    to measure) it is the number of cases. With one run per case it is plain Wilson.
+    than independent runs, never less than one run per case. A standard error of 0 (each
+    case's runs pass at exactly the overall rate) is the clamp's top, the number of runs, as any SE
+    small enough is: rounding never picks the formula. At 0 % or 100 % (no spread to
+    measure) it is the number of cases. One case's runs are all the suite has: its own
+    Wilson interval over runs, as the case's line shows it (docs/contract.md#intervals).
+    With one run per case it is plain Wilson.
     """
     runs = sum(len(c) for c in clusters)
     cases = sum(1 for c in clusters if len(c))
     if not runs:
         raise ValueError("a pass-rate interval needs at least one run")
     rate, se = clustered_mean([[1.0 if x else 0.0 for x in c] for c in clusters])
-    effective = float(cases)
-    if se and 0.0 < rate < 1.0:
-        effective = min(float(runs), max(float(cases), rate * (1.0 - rate) / se ** 2))
+    if cases < 2:
+        effective = float(runs)
+    elif not 0.0 < rate < 1.0 or se is None:
+        effective = float(cases)
+    elif se * se * runs <= rate * (1.0 - rate):  # n_eff ≥ runs, SE = 0 included
+        effective = float(runs)
+    else:
+        effective = max(float(cases), rate * (1.0 - rate) / se ** 2)
     low, high = _wilson_at(rate, effective, confidence)
     return rate, low, high
 
@@ -215,18 +229,34 @@ def t_two_sided_p(t: float, df: float) -> float:
 
 @lru_cache(maxsize=256)  # a run asks the same (confidence, df) for many suites and metrics
 def t_quantile(confidence: float, df: float) -> float:
-    """The two-sided critical value of Student's t (scipy ``t.ppf(0.5 + confidence/2)``)."""
+    """The two-sided critical value of Student's t (scipy ``t.ppf(0.5 + confidence/2)``):
+    Newton's method on the two-sided tail, kept inside a bracket that bisection narrows
+    whenever a step would leave it (each step is one incomplete beta: a suite's t interval
+    asks a new df, so this is on every report's path)."""
     normal_quantile(confidence)  # the same check of ``confidence``
+    target = 1.0 - confidence
     low, high = 0.0, 1.0
-    while t_two_sided_p(high, df) > 1.0 - confidence:
-        high *= 2.0
+    while t_two_sided_p(high, df) > target:
+        low, high = high, high * 2.0
+    # the t density at x: d/dx of the two-sided tail is −2·f(x)
+    scale = math.exp(math.lgamma((df + 1.0) / 2.0) - math.lgamma(df / 2.0)) \
+        / math.sqrt(df * math.pi)
+    x = (low + high) / 2.0
     for _ in range(200):
-        mid = (low + high) / 2.0
-        if t_two_sided_p(mid, df) > 1.0 - confidence:
-            low = mid
+        tail = t_two_sided_p(x, df)
+        if tail > target:
+            low = x
         else:
-            high = mid
-    return (low + high) / 2.0
+            high = x
+        density = scale * (1.0 + x * x / df) ** (-(df + 1.0) / 2.0)
+        step = (tail - target) / (2.0 * density) if density > 0.0 else math.inf
+        following = x + step
+        if not low < following < high:  # outside the bracket: bisect instead
+            following = (low + high) / 2.0
+        if abs(following - x) <= 1e-15 * max(1.0, x):
+            return following
+        x = following
+    return x
 
 
 def paired_t_test(differences: Sequence[float], confidence: float = 0.95
@@ -260,45 +290,245 @@ def holm(pvalues: Sequence[float]) -> list[float]:
 
 
 # -- power ----------------------------------------------------------------------------------
+# The power of the tests --elizon-baseline runs (docs/contract.md#power): McNemar's exact test
+# when every case runs once, the paired t-test on per-case pass rates when cases repeat. The
+# model: the same cases run again, every run passing independently with probability p before
+# and p − D after.
 
 #: The power a suite's detectable drop is stated at.
 POWER = 0.8
 
 
-def runs_needed(rate: float, drop: float, alpha: float = 0.05, power: float = POWER) -> int:
-    """Runs per side to detect a pass-rate fall from ``rate`` to ``rate − drop`` with a
-    two-sided test at ``alpha`` and ``power`` (Fleiss, no continuity correction; statsmodels
-    ``samplesize_proportions_2indep_onetail``):
-    n = (z₁₋α/₂·√(2p̄q̄) + z_power·√(p₁q₁ + p₂q₂))² / drop², p̄ the mean of the two rates."""
+def _check_drop(rate: float, drop: float, alpha: float) -> None:
     if not 0.0 < drop <= rate <= 1.0:
         raise ValueError(f"need 0 < drop <= rate <= 1, got rate {rate!r}, drop {drop!r}")
-    if not 0.0 < alpha < 1.0 or not 0.0 < power < 1.0:
-        raise ValueError("alpha and power must be between 0 and 1 (exclusive)")
-    return math.ceil(_runs_exact(rate, drop, alpha, power) - 1e-9)
+    if not 0.0 < alpha < 1.0:
+        raise ValueError("alpha must be between 0 and 1 (exclusive)")
 
 
-def _runs_exact(rate: float, drop: float, alpha: float, power: float) -> float:
+def _mcnemar_rejects(k: int, m: int, alpha: float) -> bool:
+    """Whether k flips one way and m − k the other (k < m/2) are significant at ``alpha``:
+    2·P(Bin(m, ½) ≤ k) < α, by the incomplete beta; near α by :func:`mcnemar_exact` itself,
+    so the power counts exactly the outcomes the test calls significant."""
+    two = 2.0 * _incomplete_beta(float(m - k), float(k + 1), 0.5)
+    if abs(two - alpha) <= 1e-9 * alpha:
+        return mcnemar_exact(k, m - k) < alpha
+    return two < alpha
+
+
+@lru_cache(maxsize=1024)  # a suite's detectable drop asks the same few counts many times
+def _mcnemar_cut(m: int, alpha: float) -> int:
+    """The most flips the other way that m flips may hold and be significant at ``alpha``
+    (−1: none), by bisection."""
+    low, high = -1, (m - 1) // 2  # the cut lies in [low, high]
+    while low < high:
+        mid = (low + high + 1) // 2
+        if _mcnemar_rejects(mid, m, alpha):
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def _mcnemar_cuts(counts: range, alpha: float) -> list[int]:
+    """:func:`_mcnemar_cut` for each of ``counts`` (consecutive): bisection at the first, then
+    from m to m + 1 the cut grows by at most one, decided on P(Bin(m, ½) ≤ k) carried along
+    (F_m(c) = F_{m−1}(c) − ½·P_{m−1}(c)), and near α by the exact test itself."""
+    cut = _mcnemar_cut(counts.start, alpha) if counts.start else -1
+    below = at = 0.0  # P(Bin(m, ½) ≤ cut) and P(Bin(m, ½) = cut)
+    if cut >= 0:
+        below = _incomplete_beta(float(counts.start - cut), float(cut + 1), 0.5)
+        at = math.exp(_log_binom_pmf(cut, counts.start, 0.5))
+    cuts = [cut]
+    for m in counts[1:]:
+        if cut < 0:
+            if m >= 1 and _mcnemar_rejects(0, m, alpha):
+                cut, below = 0, 0.5 ** m
+                at = below
+        else:
+            below -= 0.5 * at
+            at *= 0.5 * m / (m - cut)
+            following = at * (m - cut) / (cut + 1)
+            if 2 * (cut + 1) < m:
+                two = 2.0 * (below + following)
+                if abs(two - alpha) <= 1e-9 * alpha:
+                    rejects = mcnemar_exact(cut + 1, m - cut - 1) < alpha
+                else:
+                    rejects = two < alpha
+                if rejects:
+                    cut, below, at = cut + 1, below + following, following
+        cuts.append(cut)
+    return cuts
+
+
+def _likely(n: int, p: float) -> range:
+    """The counts of Bin(n, p) outside which the probability is negligible (beyond 10 sd)."""
+    if n <= 60:
+        return range(n + 1)
+    mean, sd = n * p, math.sqrt(n * p * (1.0 - p))
+    return range(max(0, math.floor(mean - 10.0 * sd - 3.0)),
+                 min(n, math.ceil(mean + 10.0 * sd + 3.0)) + 1)
+
+
+def mcnemar_power(cases: int, rate: float, drop: float, alpha: float = 0.05) -> float:
+    """The chance that McNemar's exact test (:func:`mcnemar_exact`) calls a fall significant
+    — p < ``alpha`` and more cases flipped pass → fail than back — when ``cases`` cases, run
+    once on each side, pass with probability ``rate`` before and ``rate − drop`` after.
+
+    Exact: the m flips are Bin(n, π), π = p(1 − p′) + (1 − p)p′, and given m the flips down
+    are Bin(m, p(1 − p′)/π); the power sums P(m) · P(enough of them are down) over m."""
+    _check_drop(rate, drop, alpha)
+    if cases <= 0:
+        return 0.0
     after = rate - drop
-    mean = (rate + after) / 2.0
-    null = math.sqrt(2.0 * mean * (1.0 - mean))
-    alternative = math.sqrt(rate * (1.0 - rate) + after * (1.0 - after))
-    z_alpha = normal_quantile(1.0 - alpha)
-    z_power = normal_ppf(power)
-    return (max(0.0, z_alpha * null + z_power * alternative) / drop) ** 2
+    down, up = rate * (1.0 - after), (1.0 - rate) * after
+    flips = down + up
+    theta = down / flips
+    counts = _likely(cases, flips)
+    # P(m flips), each from the one before: × (n − m)/(m + 1) · π/(1 − π)
+    odds = flips / (1.0 - flips) if flips < 1.0 else math.inf
+    weight = math.exp(_log_binom_pmf(counts.start, cases, flips))
+    terms = []
+    need = 0  # the flips down needed at the previous m; ``tail`` = P(X_{m−1} ≥ need)
+    tail = -1.0
+    for m, cut in zip(counts, _mcnemar_cuts(counts, alpha), strict=True):
+        if m > counts.start:  # from the logarithm where the product would underflow
+            weight = weight * (cases - m + 1) / m * odds if 1e-250 < weight < math.inf \
+                and odds < math.inf else math.exp(_log_binom_pmf(m, cases, flips))
+        if cut < 0 or weight <= 0.0:
+            tail = -1.0
+            continue
+        want = m - cut  # flips down needed: more than half, so a fall
+        if theta >= 1.0:
+            tail = 1.0
+        elif tail >= 0.0 and need >= 1:
+            # one flip more: P(X_m ≥ j) = P(X_{m−1} ≥ j) + θ·P(X_{m−1} = j − 1), then up to
+            # the new j, less P(X_m = j) for each count passed
+            tail += theta * math.exp(_log_binom_pmf(need - 1, m - 1, theta))
+            for j in range(need, want):
+                tail -= math.exp(_log_binom_pmf(j, m, theta))
+            tail = min(1.0, max(0.0, tail))
+        else:
+            tail = _incomplete_beta(float(want), float(m - want + 1), theta)
+        need = want
+        terms.append(weight * tail)
+    return min(1.0, math.fsum(terms))
 
 
-def detectable_drop(runs: int, rate: float, alpha: float = 0.05,
-                    power: float = POWER) -> float | None:
-    """The smallest pass-rate drop from ``rate`` that ``runs`` runs detect with ``power``
-    (the inverse of :func:`runs_needed`); None when even a fall to 0 is out of reach."""
-    if runs <= 0 or not 0.0 < rate <= 1.0:
+def _t_tail(c: float, df: float, shift: float) -> float:
+    """P(T > c) for the noncentral t with ``df`` degrees of freedom and noncentrality
+    ``shift`` (scipy ``nct.sf``): the normal tail averaged over the scaled χ, whose density
+    ∝ u^(df−1)·e^(−df·u²/2) peaks at about 1 with spread 1/√(2·df) (Simpson's rule)."""
+    spread = 1.0 / math.sqrt(2.0 * df)
+    low, high = max(0.0, 1.0 - 12.0 * spread), 1.0 + 14.0 * spread + 4.0 / df
+    # the normal tail moves c per unit of u: steps of at most 0.04 in it, and an even count
+    steps = 2 * max(200, math.ceil(c * (high - low) / 0.08))
+    h = (high - low) / steps
+    scale = (math.log(2.0) + (df / 2.0) * math.log(df / 2.0) - math.lgamma(df / 2.0))
+    total = []
+    for i in range(steps + 1):
+        u = low + i * h
+        if u <= 0.0:
+            density = math.exp(scale) if df == 1.0 else 0.0
+        else:
+            density = math.exp(scale + (df - 1.0) * math.log(u) - df * u * u / 2.0)
+        weight = 1.0 if i in (0, steps) else (4.0 if i % 2 else 2.0)
+        total.append(weight * density * 0.5 * math.erfc((c * u - shift) / _SQRT2))
+    return min(1.0, math.fsum(total) * h / 3.0)
+
+
+def paired_t_power(cases: int, repeats: float, rate: float, drop: float,
+                   alpha: float = 0.05) -> float:
+    """The chance that the paired t-test on per-case pass rates (:func:`paired_t_test`)
+    calls a fall significant when ``cases`` cases run ``repeats`` times on each side (the
+    harmonic mean, when they differ) and pass with probability ``rate`` before and
+    ``rate − drop`` after: its noncentral t power (statsmodels ``TTestPower``, one tail)
+    with each case's difference spread σ² = (p q + p′q′)/k. Differences without spread
+    (from 1 to 0) are always significant."""
+    _check_drop(rate, drop, alpha)
+    if cases < 2 or repeats <= 0:
+        return 0.0
+    after = rate - drop
+    variance = (rate * (1.0 - rate) + after * (1.0 - after)) / repeats
+    if variance <= 0.0:
+        return 1.0
+    df = float(cases - 1)
+    return _t_tail(t_quantile(1.0 - alpha, df), df, drop * math.sqrt(cases / variance))
+
+
+def drop_power(cases: int, rate: float, drop: float, alpha: float = 0.05,
+               repeats: float = 1.0) -> float:
+    """The power of the test a comparison of ``cases`` cases runs: McNemar's exact test when
+    each runs once, else the paired t-test."""
+    if repeats <= 1.0:
+        return mcnemar_power(cases, rate, drop, alpha)
+    return paired_t_power(cases, repeats, rate, drop, alpha)
+
+
+@lru_cache(maxsize=256)  # every report of a run asks for each suite's
+def detectable_drop(cases: int, rate: float, alpha: float = 0.05, power: float = POWER,
+                    repeats: float = 1.0) -> float | None:
+    """The smallest pass-rate drop from ``rate`` that a comparison of ``cases`` cases (run
+    ``repeats`` times each) detects with ``power`` (:func:`drop_power`); None when even a
+    fall to 0 is out of reach."""
+    if cases <= 0 or not 0.0 < rate <= 1.0:
         return None
-    if _runs_exact(rate, rate, alpha, power) > runs:
+    if not 0.0 < power < 1.0:
+        raise ValueError("power must be between 0 and 1 (exclusive)")
+    if drop_power(cases, rate, rate, alpha, repeats) < power:
         return None
     low, high = 0.0, rate
-    for _ in range(100):
+    for _ in range(20):  # to a millionth of the rate: below the three decimals shown
         mid = (low + high) / 2.0
-        if mid > 0.0 and _runs_exact(rate, mid, alpha, power) <= runs:
+        if mid > 0.0 and drop_power(cases, rate, mid, alpha, repeats) >= power:
+            high = mid
+        else:
+            low = mid
+    return high
+
+
+def runs_needed(rate: float, drop: float, alpha: float = 0.05, power: float = POWER) -> int:
+    """The fewest cases, each run once on both sides, with which McNemar's exact test
+    detects a fall from ``rate`` to ``rate − drop`` with ``power`` (:func:`mcnemar_power`).
+    An exact test's power zigzags with n: bisection finds where it crosses ``power``, then
+    the 5 % of n below (20 at least) are tried for a smaller n that reaches it too."""
+    _check_drop(rate, drop, alpha)
+    if not 0.0 < power < 1.0:
+        raise ValueError("alpha and power must be between 0 and 1 (exclusive)")
+    after = rate - drop
+    flips = rate * (1.0 - after) + (1.0 - rate) * after
+    # the normal approximation (Connor 1987), a start for the search
+    guess = (normal_quantile(1.0 - alpha) * math.sqrt(flips)
+             + normal_ppf(power) * math.sqrt(max(0.0, flips - drop * drop))) ** 2 / drop ** 2
+    high = max(1, math.ceil(guess))
+    while mcnemar_power(high, rate, drop, alpha) < power:
+        high *= 2
+    low = 0  # an n below the crossing (0 cases detect nothing)
+    while high - low > 1:
+        mid = (low + high) // 2
+        if mcnemar_power(mid, rate, drop, alpha) >= power:
+            high = mid
+        else:
+            low = mid
+    below = [n for n in range(max(1, high - max(20, high // 20)), high)
+             if mcnemar_power(n, rate, drop, alpha) >= power]
+    return below[0] if below else high
+
+
+def repeats_needed(cases: int, rate: float, drop: float, alpha: float = 0.05,
+                   power: float = POWER) -> int | None:
+    """The fewest runs per case (2 or more) with which ``cases`` cases detect the fall by
+    the paired t-test (:func:`paired_t_power`); None for one case (no paired t-test)."""
+    _check_drop(rate, drop, alpha)
+    if cases < 2:
+        return None
+    high = 2
+    while paired_t_power(cases, high, rate, drop, alpha) < power:
+        high *= 2
+    low = high // 2  # below the answer (or 1: none tried)
+    while high - low > 1:
+        mid = (low + high) // 2
+        if mid >= 2 and paired_t_power(cases, mid, rate, drop, alpha) >= power:
             high = mid
         else:
             low = mid

@@ -44,13 +44,18 @@ def test_alignment_matches_sklearn_scipy(seed: int) -> None:
     assert low < result.cohen_kappa < high  # type: ignore[operator]
 
 
-def test_kappa_interval_is_cohens_standard_error() -> None:
-    # 40 pairs: po = 0.8, pe = 0.5 → κ 0.6, SE = √(0.8·0.2/(40·0.25)) = 0.1265
-    human = [True] * 20 + [False] * 20
-    judge = [True] * 16 + [False] * 4 + [True] * 4 + [False] * 16
+def test_kappa_interval_is_statsmodels_not_cohens_1960_error() -> None:
+    # 40 pairs, 29 agree on True, 1 on False: Cohen's (1960) SE √(pₒ(1−pₒ)/(n(1−pₑ)²))
+    # is 1.6× statsmodels' (Fleiss, Cohen and Everitt 1969)
+    human = [True] * 34 + [False] * 6
+    judge = [True] * 29 + [False] * 5 + [True] * 5 + [False] * 1
     kappa, (low, high) = agreement.cohen_kappa(human, judge)  # type: ignore[misc]
-    assert kappa == pytest.approx(0.6)
-    assert (high - low) / 2 == pytest.approx(1.959964 * 0.126491, rel=1e-4)
+    want = inter_rater.cohens_kappa([[29, 5], [5, 1]])
+    assert kappa == pytest.approx(want.kappa)
+    assert (low, high) == pytest.approx((want.kappa_low, want.kappa_upp))
+    observed, expected = 30 / 40, (34 / 40) ** 2 + (6 / 40) ** 2
+    cohen = (observed * (1 - observed) / (40 * (1 - expected) ** 2)) ** 0.5
+    assert cohen / want.std_kappa > 1.6
 
 
 def test_kappa_undefined_and_landis_koch() -> None:

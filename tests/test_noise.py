@@ -70,18 +70,21 @@ def test_intervals_noise_and_detectable_drop_in_every_report(
     _package(packages, 20, "3 7 11 15 19", baseline="pass_rate: 0.8")  # 15 of 20 pass
     pytester.makeini("[pytest]\nelizon_confidence = 0.9\n")
     result = pytester.runpytest("--elizon-results=r.json", "--elizon-markdown=s.md",
-                                "--elizon-junit=j.xml", "--elizon-html=h.html")
+                                "--elizon-junit=j.xml", "--elizon-html=h.html",
+                                "--elizon-report=full")
     assert result.ret == pytest.ExitCode.TESTS_FAILED  # 5 cases of a must-pass suite fail
     low, high = stats.wilson_interval(15, 20, 0.9)
     shown = f"[{low:.3f}, {high:.3f}]"
-    drop = stats.detectable_drop(20, 0.75, 0.05)
+    # the power of McNemar's exact test at α over Holm's 2 rows (pass rate, latency)
+    drop = stats.detectable_drop(20, 0.75, 0.05 / 2)
     assert drop is not None
     p = stats.binomial_test(15, 20, 0.8)
     result.stdout.fnmatch_lines([
-        "pkg/eval/suite.yaml [[]pkg, must-pass]: 15 passed, 5 failed, 0 timeout — FAIL",
+        f"pkg/eval/suite.yaml [[]pkg, must-pass]: 15 passed, 5 failed, 0 timeout, pass rate "
+        f"0.750 [[]{shown[1:]} — FAIL",
         f"    pass_rate 0.750 {shown} (90% Wilson, 20 cases)",
-        f"    detects a pass-rate drop of {drop:.3f} or more at α 0.05 with 80% power from 20 "
-        "runs",
+        f"    detects a pass-rate drop of {drop:.3f} or more with at least 80% power against a "
+        "rerun of its 20 cases (McNemar exact, α 0.05, Holm over 2 metrics)",
         "    metric*90% interval*vs baseline",
         f"    pass_rate  0.800 * 0.750 * [[]{shown[1:]}  -0.05 * below, within noise (exact "
         f"binomial p={p:.3g})",
@@ -124,7 +127,7 @@ def test_repeated_cases_get_an_interval_clustered_by_case(
     # 6 cases x 4 runs: c01 fails 3 runs, c02 and c03 one each; every case passes at 0.25
     _package(packages, 6, "1:3 2:1 3:1", head="repeat: 4;minPassRate: 0.25")
     result = pytester.runpytest("--elizon-results=r.json", "--elizon-markdown=s.md",
-                                "--elizon-junit=j.xml")
+                                "--elizon-junit=j.xml", "--elizon-report=full")
     assert result.ret == pytest.ExitCode.OK
     suite = _results(pytester.path / "r.json")["suites"][0]
     runs = [[r["outcome"] == "passed" for r in c["runs"]] for c in suite["cases"]]
@@ -157,7 +160,7 @@ def test_fail_on_regression_fails_only_a_significant_regression(
     assert pytester.runpytest("--elizon-results=before.json").ret == pytest.ExitCode.OK
     args = ("--elizon-baseline=before.json", "--elizon-fail-on-regression",
             "--elizon-results=after.json", "--elizon-markdown=s.md", "--elizon-html=h.html",
-            "--elizon-junit=j.xml")
+            "--elizon-junit=j.xml", "--elizon-report=full")
     # one case lost one run in four: within noise, the run passes
     _break(root, "4:1")
     result = pytester.runpytest(*args)
@@ -309,19 +312,22 @@ def test_power_prints_cases_repeats_and_detectable_drops(
     needed = stats.runs_needed(0.9, 0.15)
     assert cli.main(["power", "--rate", "0.9", "--drop", "0.15"]) == 0
     assert capsys.readouterr().out.splitlines() == [
-        f"To detect a drop from 0.9 to 0.75 (two-sided, α 0.05, 80% power): {needed} runs in "
-        "each of the two suite runs compared.", f"Cases needed, each run once: {needed}."]
+        f"To detect a drop from 0.9 to 0.75 (McNemar exact, α 0.05, 80% power): {needed} cases, "
+        "each run once in each of the two suite runs compared.",
+        f"Cases needed, each run once: {needed}."]
     assert cli.main(["power", "--rate", "0.9", "--drop", "0.15", "--cases", "30"]) == 0
-    times = -(-needed // 30)
-    assert (f"With 30 cases: repeat each {times} times ({30 * times} runs), or add cases: "
-            f"{needed} run once.") in capsys.readouterr().out
+    times = stats.repeats_needed(30, 0.9, 0.15)
+    assert times is not None
+    assert (f"With 30 cases: repeat each {times} times ({30 * times} runs; paired t on per-case "
+            f"pass rates, α 0.05, 80% power), or add cases: {needed} run once.") \
+        in capsys.readouterr().out
     assert cli.main(["power", "--rate", "0.9", "--cases", "50", "--repeats", "3",
                      "--alpha", "0.01"]) == 0
-    drop = stats.detectable_drop(150, 0.9, 0.01)
+    drop = stats.detectable_drop(50, 0.9, 0.01, repeats=3.0)
     assert drop is not None
     assert capsys.readouterr().out == (
         f"50 cases × 3 repeats (150 runs) detect a pass-rate drop of {drop:.3f} or more from "
-        f"0.9, to {0.9 - drop:.3f} (two-sided, α 0.01, 80% power).\n")
+        f"0.9, to {0.9 - drop:.3f} (paired t on per-case pass rates, α 0.01, 80% power).\n")
 
 
 @pytest.mark.parametrize(("argv", "said"), [
@@ -347,6 +353,9 @@ def test_power_bad_arguments_are_clear_errors(argv: list[str], said: str,
 
 
 def test_judge_scores_and_latencies_of_repeated_cases_are_clustered_by_case() -> None:
+    import numpy as np
+    from statsmodels.stats.weightstats import DescrStatsW
+
     from pytest_elizon_eval.reporting.intervals import suite_intervals
 
     suite = "p/eval/s.yaml"
@@ -361,11 +370,14 @@ def test_judge_scores_and_latencies_of_repeated_cases_are_clustered_by_case() ->
     found = suite_intervals(aggregate.suites()[0].results, 0.8)
     judge = found["judge_score"]
     assert (judge.method, judge.cases, judge.observations) == ("clustered mean", 4, 10)
-    assert (judge.estimate, judge.low, judge.high) == pytest.approx(
-        stats.clustered_mean_interval(scores, 0.8))
+    # each case is one observation, the mean of its runs: the metric the row shows
+    means = [sum(c) / len(c) for c in scores]
+    assert judge.estimate == pytest.approx(aggregate.suites()[0].metrics()["judge_score"])
+    assert (judge.low, judge.high) == pytest.approx(
+        DescrStatsW(np.array(means)).tconfint_mean(0.2))
     latency = found["mean_latency_ms"]
     assert (latency.low, latency.high) == pytest.approx(
-        stats.clustered_mean_interval([[100 * x for x in c] for c in scores], 0.8)[1:])
+        DescrStatsW(np.array([100 * m for m in means])).tconfint_mean(0.2))
     # a suite's baseline rows carry them, at the aggregate's confidence
     rows = {r.metric: r for r in aggregate.suites()[0].baseline_rows()}
     assert rows["judge_score"].interval == judge

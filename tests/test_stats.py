@@ -3,7 +3,6 @@ inputs and on inputs hypothesis generates."""
 
 from __future__ import annotations
 
-import math
 from unittest import mock
 
 import numpy as np
@@ -14,7 +13,7 @@ from hypothesis import strategies as st
 from statsmodels.regression.linear_model import OLS
 from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.multitest import multipletests
-from statsmodels.stats.proportion import proportion_confint, samplesize_proportions_2indep_onetail
+from statsmodels.stats.proportion import proportion_confint
 
 from pytest_elizon_eval import stats
 
@@ -40,9 +39,10 @@ def test_clustered_mean_matches_statsmodels_cluster_robust_se() -> None:
     clusters = [[1.0, 0.0, 1.0], [0.0, 0.0], [1.0, 1.0, 1.0, 1.0], [0.5]]
     mean, se = stats.clustered_mean(clusters)
     assert (mean, se) == pytest.approx(_ols_cluster(clusters), rel=1e-10)
+    # Student's t with G − 1 degrees of freedom: the variance is estimated from 4 cases
     _, low, high = stats.clustered_mean_interval(clusters, 0.9)
-    assert low == pytest.approx(mean - 1.6448536269514722 * se)
-    assert high == pytest.approx(mean + 1.6448536269514722 * se)
+    t = scipy_stats.t.ppf(0.95, 3)
+    assert (low, high) == pytest.approx((mean - t * se, mean + t * se))
 
 
 @FAST
@@ -157,11 +157,14 @@ def test_holm_matches_statsmodels(pvalues: list[float]) -> None:
     assert stats.holm(pvalues) == pytest.approx(list(want), abs=1e-12)
 
 
-@pytest.mark.parametrize(("rate", "drop", "alpha"), [(0.9, 0.15, 0.05), (0.8, 0.1, 0.05),
-                                                     (1.0, 0.2, 0.01), (0.5, 0.05, 0.1)])
-def test_runs_needed_matches_statsmodels(rate: float, drop: float, alpha: float) -> None:
-    want = samplesize_proportions_2indep_onetail(-drop, rate, 0.8, alpha=alpha)
-    assert stats.runs_needed(rate, drop, alpha) == math.ceil(want - 1e-9)
+@pytest.mark.parametrize(("rate", "drop", "alpha"), [(0.9, 0.15, 0.05), (0.8, 0.3, 0.05),
+                                                     (1.0, 0.2, 0.01), (0.5, 0.25, 0.1)])
+def test_runs_needed_is_the_first_n_mcnemars_exact_power_reaches(rate: float, drop: float,
+                                                                  alpha: float) -> None:
+    # the power of the test --elizon-baseline runs, not the two-sample z test's formula
+    n = stats.runs_needed(rate, drop, alpha)
+    assert stats.mcnemar_power(n, rate, drop, alpha) >= 0.8
+    assert all(stats.mcnemar_power(m, rate, drop, alpha) < 0.8 for m in range(1, n))
 
 
 def test_detectable_drop_inverts_runs_needed() -> None:

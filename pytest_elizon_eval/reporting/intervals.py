@@ -8,12 +8,14 @@ Pure functions of a suite's case results and the run's ``elizon_confidence`` /
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from .. import stats
 from ..decide.outcomes import ERROR, FAILED, INCONCLUSIVE, PASSED, TIMEOUT, CaseResult
+from . import significance
 
 __all__ = ["DetectableDrop", "MetricInterval", "baseline_test", "comparison_text",
            "detectable_drop", "interval_cell", "proportion_test", "suite_intervals",
@@ -25,6 +27,9 @@ CLUSTERED_MEAN = "clustered mean"
 MEAN = "mean"
 #: Means that cannot be below 0: their interval stops there.
 _NOT_NEGATIVE = ("mean_latency_ms", "mean_cost_usd", "mean_tokens")
+#: Scores from 0 to 1 (the judge's, the RAG means): their interval stays within them.
+_SCORES = ("judge_score", "faithfulness", "answer_relevancy", "context_precision",
+           "context_recall")
 
 
 @dataclass(frozen=True)
@@ -34,7 +39,8 @@ class MetricInterval:
     metric: str
     #: The value the interval is about: the metric itself, except a pass rate of repeated
     #: cases, which is the share of all runs that passed (the case-level rate cannot be
-    #: clustered: each case is one pass or fail).
+    #: clustered: each case is one pass or fail). A mean is the metric: over cases, each
+    #: repeated case by the mean of its runs.
     estimate: float
     low: float
     high: float
@@ -63,8 +69,9 @@ class MetricInterval:
             return (f"{level} clustered by case, share of {self.observations} runs of "
                     f"{_cases(self.cases)}")
         if self.method == CLUSTERED_MEAN:
-            return f"{level} clustered by case, {self.observations} runs of {_cases(self.cases)}"
-        return f"{level} normal, {_cases(self.cases)}"
+            return (f"{level} t, {_cases(self.cases)}, each the mean of its runs "
+                    f"({self.observations} runs)")
+        return f"{level} t, {_cases(self.cases)}"
 
 
 def _cases(n: int) -> str:
@@ -97,18 +104,21 @@ def _pass_runs(results: Sequence[CaseResult]) -> list[list[bool]]:
             for r in results]
 
 
-def _mean(metric: str, clusters: list[list[float]], confidence: float
+def _mean(metric: str, values: list[float], observations: int, confidence: float
           ) -> MetricInterval | None:
-    clusters = [c for c in clusters if c]
-    mean, low, high = stats.clustered_mean_interval(clusters, confidence) if clusters \
-        else (0.0, None, None)
+    """The Student's t interval of the mean of ``values``, one per case (a repeated case's
+    mean over its runs, as the metric is): the metric itself, one quantity with one interval
+    (docs/contract.md#intervals). Kept within the metric's range: 0 and up, or 0 to 1."""
+    mean, low, high = stats.clustered_mean_interval([[v] for v in values], confidence) \
+        if values else (0.0, None, None)
     if low is None or high is None:
         return None
-    observations = sum(len(c) for c in clusters)
-    method = CLUSTERED_MEAN if observations > len(clusters) else MEAN
-    if metric in _NOT_NEGATIVE:  # the normal interval knows nothing of the floor at 0
+    method = CLUSTERED_MEAN if observations > len(values) else MEAN
+    if metric in _NOT_NEGATIVE or metric in _SCORES:
         low = max(0.0, low)
-    return MetricInterval(metric, mean, low, high, method, confidence, len(clusters),
+    if metric in _SCORES:
+        high = min(1.0, high)
+    return MetricInterval(metric, mean, low, high, method, confidence, len(values),
                           observations)
 
 
@@ -140,22 +150,27 @@ def suite_intervals(results: Sequence[CaseResult], confidence: float
     inconclusive = sum(r.outcome == INCONCLUSIVE for r in results)
     if inconclusive:  # its table row is shown only then (aggregate._SHOWN_WHEN_SET)
         found["inconclusive_rate"] = _rate("inconclusive_rate", inconclusive, n, confidence)
-    means = {
-        # a repeated case's runs are its cluster; a single run is a cluster of one
-        "mean_latency_ms": [[run.latency_ms for run in r.runs if run.latency_ms is not None]
-                            if r.runs else ([r.latency_ms] if r.latency_ms is not None else [])
-                            for r in results],
-        "judge_score": [[run.judge_score for run in r.runs if run.judge_score is not None]
-                        if r.runs else ([r.judge_score] if r.judge_score is not None else [])
-                        for r in results],
-        # usage is kept per case (every run's summed), so each case is one observation
-        "mean_cost_usd": [[float(r.usage.cost_usd)] for r in results
-                          if r.usage and r.usage.cost_usd is not None],
-        "mean_tokens": [[float(r.usage.tokens)] for r in results
-                        if r.usage and r.usage.tokens is not None],
-    }
-    for metric, clusters in means.items():
-        interval = _mean(metric, [[float(x) for x in c] for c in clusters], confidence)
+    # a case's latency and judge score are the means over its runs (what the metric
+    # averages); its runs count as observations, the case as one
+    for metric in ("mean_latency_ms", "judge_score"):
+        field = "latency_ms" if metric == "mean_latency_ms" else metric
+        values: list[float] = []
+        observations = 0
+        for r in results:
+            value = getattr(r, field)
+            if value is not None:
+                values.append(float(value))
+                observations += max(1, sum(getattr(run, field) is not None for run in r.runs))
+        interval = _mean(metric, values, observations, confidence)
+        if interval is not None:
+            found[metric] = interval
+    # usage is kept per case (every run's summed), so each case is one observation
+    for metric, numbers in (
+            ("mean_cost_usd", [float(r.usage.cost_usd) for r in results
+                               if r.usage and r.usage.cost_usd is not None]),
+            ("mean_tokens", [float(r.usage.tokens) for r in results
+                             if r.usage and r.usage.tokens is not None])):
+        interval = _mean(metric, numbers, len(numbers), confidence)
         if interval is not None:
             found[metric] = interval
     return found
@@ -165,15 +180,14 @@ def task_intervals(proportions: Mapping[str, tuple[int, int]],
                    samples: Mapping[str, Sequence[float]], confidence: float
                    ) -> dict[str, MetricInterval]:
     """Intervals of the task metrics (docs/contract.md#task-metrics): Wilson for each
-    proportion (accuracy, per-label precision and recall, tool rates), a normal interval for
-    each RAG mean (one score per case)."""
+    proportion (accuracy, per-label precision and recall, tool rates), a t interval for
+    each RAG mean (one score per case), kept within 0 to 1."""
     found = {name: _rate(name, hits, n, confidence)
              for name, (hits, n) in proportions.items() if n > 0}
     for name, values in samples.items():
-        interval = _mean(name, [[float(v)] for v in values], confidence)
-        if interval is not None:  # a score is 0 to 1: the normal interval knows nothing of it
-            found[name] = replace(interval, low=max(0.0, interval.low),
-                                  high=min(1.0, interval.high))
+        interval = _mean(name, [float(v) for v in values], len(values), confidence)
+        if interval is not None:
+            found[name] = interval
     return found
 
 
@@ -193,6 +207,10 @@ def proportion_test(hits: int, n: int, baseline_rate: float, alpha: float
     if not n or not 0.0 <= baseline_rate <= 1.0:
         return None
     p = stats.binomial_test(hits, n, baseline_rate)
+    if p >= alpha and min(stats.binomial_test(k, n, baseline_rate) for k in (0, n)) >= alpha:
+        # no share of these cases could differ significantly: not evidence of no change
+        return p, f"too few cases to tell (exact binomial p={p:.3g}; {n} case" \
+                  f"{'s' if n != 1 else ''} cannot differ significantly from {baseline_rate:g})"
     if p >= alpha:
         return p, f"within noise (exact binomial p={p:.3g})"
     return p, f"significant (exact binomial p={p:.3g} < α {alpha:g})"
@@ -200,37 +218,61 @@ def proportion_test(hits: int, n: int, baseline_rate: float, alpha: float
 
 @dataclass(frozen=True)
 class DetectableDrop:
-    """The smallest pass-rate drop a suite's cases and repeats detect at ``alpha`` with 80 %
-    power (:func:`pytest_elizon_eval.stats.detectable_drop`); ``drop`` None: none can be."""
+    """The smallest pass-rate drop that a rerun of a suite's cases, compared with
+    --elizon-baseline, calls a significant regression with 80 % power
+    (:func:`pytest_elizon_eval.stats.detectable_drop`); ``drop`` None: none can be."""
 
     drop: float | None
     rate: float
     runs: int
     alpha: float
     power: float = stats.POWER
+    cases: int = 0
+    #: The test the comparison runs: ``McNemar exact`` or ``paired t``.
+    test: str = significance.MCNEMAR
+    #: The rows Holm's correction spans; the power is at α / tests, so at least ``power``.
+    tests: int = 1
 
     def to_data(self) -> dict[str, Any]:
         return {"drop": self.drop, "rate": self.rate, "runs": self.runs, "alpha": self.alpha,
                 "power": self.power}
 
     def text(self) -> str:
-        at = f"at α {self.alpha:g} with {self.power:.0%} power from {self.runs} runs"
+        """What the drop is about: a rerun, not the author's baseline (a one-sample test
+        against a rate taken as exact, far more sensitive)."""
         if self.rate <= 0.0:
             return "a pass rate of 0 cannot drop"
+        holm = f", Holm over {self.tests} metrics" if self.tests > 1 else ""
+        runs = f", {self.runs} runs" if self.runs != self.cases else ""
+        against = (f"against a rerun of its {_cases(self.cases)}{runs} ({self.test}, "
+                   f"α {self.alpha:g}{holm})")
         if self.drop is None:
-            return f"too few runs to detect any pass-rate drop {at}"
-        return f"detects a pass-rate drop of {self.drop:.3f} or more {at}"
+            few = "cases" if self.cases < 2 else "runs"  # a paired t-test needs two cases
+            return f"too few {few} to detect any pass-rate drop {against}"
+        least = "at least " if self.tests > 1 else ""
+        return (f"detects a pass-rate drop of {self.drop:.3f} or more with {least}"
+                f"{self.power:.0%} power {against}")
 
 
 def detectable_drop(results: Sequence[CaseResult], alpha: float) -> DetectableDrop | None:
-    """What the suite can detect, at its own pass rate over every run (None: no cases)."""
+    """What a rerun of the suite's cases can detect, at its pass rate over every run, by
+    the test --elizon-baseline runs (McNemar's exact test, or the paired t-test when cases
+    repeat), at α over the Holm family's size (None: no cases)."""
     clusters = _pass_runs(results)
     runs = sum(map(len, clusters))
     if not runs:
         return None
     rate = sum(sum(c) for c in clusters) / runs
-    return DetectableDrop(stats.detectable_drop(runs, rate, alpha) if rate > 0 else None,
-                          rate, runs, alpha)
+    cases = len(clusters)
+    repeated = runs > cases
+    # a case's difference of rates has variance ∝ 1/k: the harmonic mean of the runs
+    repeats = cases / math.fsum(1.0 / len(c) for c in clusters) if repeated else 1.0
+    tests = max(1, significance.rows_tested(results))
+    drop = stats.detectable_drop(cases, rate, alpha / tests, repeats=repeats) \
+        if rate > 0 else None
+    return DetectableDrop(drop, rate, runs, alpha, cases=cases,
+                          test=significance.PAIRED_T if repeated else significance.MCNEMAR,
+                          tests=tests)
 
 
 def summary_sentences(intervals: Mapping[str, MetricInterval], drop: DetectableDrop | None,

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..decide.outcomes import PASSED, SuiteInfo
+from ..decide.outcomes import ERROR, PASSED, SuiteInfo, outcome_name
 from ..measures.suite import RAG_METRICS, direction
 from .aggregate import COST_METRICS, Aggregate
 
@@ -25,7 +25,9 @@ GATED = ("pass_rate", "judge_score", "accuracy", *RAG_METRICS)
 #: The micro averages of a classification: each equals its accuracy.
 _MICRO = ("micro_precision", "micro_recall", "micro_f1")
 #: The kinds of change, most important first.
-CHANGES = ("regressed", "improved", "new", "removed", "unchanged")
+CHANGES = ("regressed", "not run", "improved", "new", "removed", "unchanged")
+#: Kinds counted only when some case is one (files before them have no such key).
+_COUNTED_WHEN_SEEN = frozenset({"not run"})
 
 
 @dataclass(frozen=True)
@@ -108,7 +110,8 @@ class Regression:
 
     def counts(self) -> dict[str, int]:
         found = Counter(c.change for c in self.changes)
-        return {kind: found[kind] for kind in CHANGES}
+        return {kind: found[kind] for kind in CHANGES
+                if found[kind] or kind not in _COUNTED_WHEN_SEEN}
 
     def to_data(self) -> dict[str, Any]:
         return {
@@ -131,6 +134,8 @@ def _change(before: str | None, after: str | None) -> str:
         return "new"
     if after is None:
         return "removed"
+    if after == ERROR and before != ERROR:  # it never ran: an error, not a worse answer
+        return "not run"
     if (before == PASSED) == (after == PASSED):
         return "unchanged"
     return "improved" if after == PASSED else "regressed"
@@ -190,9 +195,13 @@ def compare(previous: Mapping[str, Any], aggregate: Aggregate, source: str, *,
     old_hashes = {s["path"]: s["sha256"] for s in previous["suites"]}
     old_metrics = {s["path"]: s.get("metrics") or {} for s in previous["suites"]}
     earlier = {c["nodeid"]: c for s in previous["suites"] for c in s["cases"]}
+    # a case that never ran (an error: its entry could not be bound, its fixture raised) or
+    # never ran before says nothing of the answers: left out of the tests, not a drop
     significance = [row for summary in aggregate.suites() for row in suite_changes(
         summary.info.path, [(of_file(earlier[r.nodeid]), of_result(r)) for r in summary.results
-                            if r.nodeid in earlier], aggregate.confidence, aggregate.alpha)]
+                            if r.nodeid in earlier and r.outcome != ERROR
+                            and earlier[r.nodeid].get("outcome") != ERROR],
+        aggregate.confidence, aggregate.alpha)]
     # a task metric the significance table tests (accuracy, the RAG means) is shown there,
     # with its verdict, not again as a bare fall: one metric, one say; the micro averages
     # are accuracy (one label per case), so its verdict is theirs
@@ -205,7 +214,8 @@ def compare(previous: Mapping[str, Any], aggregate: Aggregate, source: str, *,
         old = old_hashes.get(summary.info.path)
         if old and summary.info.sha256 and old != summary.info.sha256:
             changed.append(summary.info.path)
-        after.update({r.nodeid: r.outcome for r in summary.results})
+        # named as the results file names it (advisory_failed…), as the earlier file does
+        after.update({r.nodeid: outcome_name(r) for r in summary.results})
         now = summary.metrics()
         # cost metrics, and the task metrics that have a better direction and no test: the
         # headline ones and those the author names (per-label and per-tool ones would swamp

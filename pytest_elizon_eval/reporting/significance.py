@@ -21,14 +21,16 @@ from typing import Any
 from .. import stats
 from ..decide.outcomes import PASSED, CaseResult
 
-__all__ = ["MCNEMAR", "PAIRED_T", "Paired", "SignificantChange", "of_file", "of_result",
-           "suite_changes"]
+__all__ = ["MCNEMAR", "PAIRED_T", "TOO_FEW", "Paired", "SignificantChange", "decidable",
+           "of_file", "of_result", "rows_tested", "suite_changes"]
 
 MCNEMAR = "McNemar exact"
 PAIRED_T = "paired t"
 
 #: The RAG means (docs/contract.md#rag): one score per case, compared like the judge score.
 _RAG = ("faithfulness", "answer_relevancy", "context_precision", "context_recall")
+#: Metrics from 0 to 1, whose change lies within [−1, 1]: so does its interval.
+_BOUNDED = ("pass_rate", "accuracy", "judge_score", *_RAG)
 #: Metrics compared per case, with whether a rise is better.
 _PER_CASE = (("judge_score", True), *((m, True) for m in _RAG), ("mean_latency_ms", False),
              ("mean_cost_usd", False), ("mean_tokens", False))
@@ -102,6 +104,11 @@ class SignificantChange:
     alpha: float
     #: Whether a rise is an improvement (pass rate, judge score) or a regression (the rest).
     higher_is_better: bool
+    #: Whether any result of this many cases could be significant: McNemar's exact test on
+    #: five cases or fewer cannot reach p < 0.05 even when every case flips one way, so
+    #: its verdict is "too few cases to tell", never "within noise"
+    #: (docs/contract.md#significant-regressions).
+    decidable: bool = True
 
     @property
     def change(self) -> float:
@@ -120,7 +127,7 @@ class SignificantChange:
     @property
     def verdict(self) -> str:
         if not self.significant:
-            return "within noise"
+            return "within noise" if self.decidable else TOO_FEW
         return "significant regression" if self.regressed else "significant improvement"
 
     def to_data(self) -> dict[str, Any]:
@@ -129,7 +136,7 @@ class SignificantChange:
                 "change": self.change, "low": self.low, "high": self.high,
                 "p_value": self.p_value, "adjusted_p": self.adjusted_p, "alpha": self.alpha,
                 "significant": self.significant, "regressed": self.regressed,
-                "verdict": self.verdict}
+                "verdict": self.verdict, "decidable": self.decidable}
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> SignificantChange:
@@ -137,7 +144,8 @@ class SignificantChange:
         return cls(data["suite"], data["metric"], data["test"], data["cases"], data["before"],
                    data["after"], data["low"], data["high"], data["p_value"],
                    data["adjusted_p"], data["alpha"],
-                   dict(_PER_CASE).get(data["metric"], True))
+                   dict(_PER_CASE).get(data["metric"], True),
+                   data.get("decidable", True))  # absent from files written before it
 
 
 def _mcnemar(pairs: Sequence[tuple[bool, bool]], confidence: float
@@ -196,7 +204,37 @@ def suite_changes(suite: str, pairs: Sequence[tuple[Paired, Paired]],
         found.append((metric, PAIRED_T, len(paired), before, before + mean, low, high, p,
                       better_up))
     adjusted = stats.holm([row[7] for row in found])
-    return [SignificantChange(suite, metric, test, n, before, after, low, high, p, q, alpha,
-                              better_up)
+    # a normal or t interval knows nothing of a proportion's range: a change of one is
+    # within [−1, 1] (docs/contract.md#significant-regressions)
+    return [SignificantChange(suite, metric, test, n, before, after,
+                              max(-1.0, low) if metric in _BOUNDED else low,
+                              min(1.0, high) if metric in _BOUNDED else high, p, q, alpha,
+                              better_up, test != MCNEMAR or decidable(n, alpha))
             for (metric, test, n, before, after, low, high, p, better_up), q
             in zip(found, adjusted, strict=True)]
+
+
+#: The verdict of a change no result of its cases could have shown significant.
+TOO_FEW = "too few cases to tell"
+
+
+def decidable(cases: int, alpha: float) -> bool:
+    """Whether McNemar's exact test on ``cases`` paired cases can be significant at
+    ``alpha`` at all: its smallest p-value, every case flipping the same way, is
+    2 × 0.5^cases (before Holm's correction, which only raises it)."""
+    return stats.mcnemar_exact(0, cases) < alpha
+
+
+def rows_tested(results: Sequence[CaseResult]) -> int:
+    """How many rows a comparison of these cases with a rerun of them tests: Holm's family,
+    which a suite's detectable drop is stated for (docs/contract.md#power). The rows
+    :func:`suite_changes` would give, counted by its own conditions, not tested."""
+    paired = [of_result(r) for r in results]
+    if not paired:
+        return 0
+    single = all(len(p.runs) == 1 for p in paired)
+    rows = int(single or len(paired) >= 2)  # the pass rate
+    rows += any(isinstance(p.correct, bool) for p in paired)  # accuracy
+    rows += sum(1 for metric, _ in _PER_CASE
+                if sum(p.values.get(metric) is not None for p in paired) >= 2)
+    return rows
