@@ -78,7 +78,8 @@ CODES: tuple[Code, ...] = (
     Code(EVALUATION_SUITE_INVALID, "collection",
          "a suite file cannot be read as YAML or is not a valid suite (an unknown key, a case "
          "without id or input, a repeated id, a wrong type, an invalid regex or JSON Schema, "
-         "a check that cannot be imported); a check the elizon_checks fixture lacks is this "
+         "a check that cannot be imported, a YAML file given on the command line that its "
+         "package's elizon.yaml does not name); a check the elizon_checks fixture lacks is this "
          "error at that case's setup, and so is expect.deterministic or expect.stable on a "
          "case that runs once"),
     Code(ELIZON_MANIFEST_INVALID, "collection",

@@ -110,6 +110,20 @@ def answer(text=None, **named):
 """
 
 
+def ci_step_env(**extra: str) -> dict[str, str]:
+    """The environment of a CI step's process: this one's, without GitHub's, the plugin's
+    or pytest's own variables, and ``extra``. pytest there loads the plugins a user's
+    install has (ours and pytest-xdist's), not every test-only one installed here: each of
+    hypothesis' and the SDKs' plugins would cost every process and xdist worker a start-up
+    of its own."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("GITHUB_", "ELIZON_", "PYTEST_"))}
+    env.update(PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
+               PYTEST_PLUGINS=",".join(_INNER_PLUGINS))
+    env.update(extra)
+    return env
+
+
 @pytest.fixture(autouse=True)
 def _quiet_inner_runs(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     # pytester runs pytest in this process, where the plugin is already imported; pytest may

@@ -19,7 +19,6 @@ import hashlib
 import hmac
 import io
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -34,7 +33,7 @@ from pytest_elizon_eval.mock import MockModel, MockServer
 from pytest_elizon_eval.reporting import results
 from pytest_elizon_eval.trust import attestation, evidence, signing
 
-from .conftest import Packages
+from .conftest import Packages, ci_step_env
 
 SECRET = "s3cret-Attestation-Value-4711"
 SCRIPT = Path(sys.executable).with_name("elizon-eval")
@@ -60,16 +59,6 @@ cases:
     expect: {{contains: [echo], startsWith: "{RAW}"}}
 """
 APP = "def answer(text):\n    return text\n"
-
-
-def _env(**extra: str) -> dict[str, str]:
-    """A CI step's environment (as test_cli._env): the plugins a user's install has."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("GITHUB_", "ELIZON_", "PYTEST_"))}
-    env.update(PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
-               PYTEST_PLUGINS="pytest_elizon_eval.plugin,xdist.plugin,xdist.looponfail")
-    env.update(extra)
-    return env
 
 
 def write_package(root: Path) -> None:
@@ -103,7 +92,7 @@ def material(tmp_path_factory: pytest.TempPathFactory) -> Material:
     tmp = tmp_path_factory.mktemp("attest")
     write_package(tmp)
     signing.generate(tmp / "keys")
-    env = _env(ELIZON_ATTESTATION_SECRET=SECRET)
+    env = ci_step_env(ELIZON_ATTESTATION_SECRET=SECRET)
     runs = {
         # the history store and pytest's cache on: files a run writes, searched for the secret
         "serial": ["--elizon-attestation=att.jsonl", "--elizon-results=r.json",
@@ -135,7 +124,7 @@ def _pytest(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedP
 def verify(*args: str, cwd: Path, secret: str | None = SECRET
            ) -> subprocess.CompletedProcess[str]:
     """``elizon-eval verify *args``, the console script, with the secret in its variable."""
-    env = _env() if secret is None else _env(ELIZON_ATTESTATION_SECRET=secret)
+    env = ci_step_env() if secret is None else ci_step_env(ELIZON_ATTESTATION_SECRET=secret)
     return subprocess.run([str(SCRIPT), "verify", *args], cwd=cwd, env=env, text=True,
                           capture_output=True, timeout=60, check=False)
 
@@ -428,7 +417,7 @@ def gates(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (tmp / "pytest.ini").write_text("[pytest]\n")
     done = _pytest("gates", "--elizon-results=r.json", "--elizon-attestation=att.jsonl",
                    "-p", "no:cacheprovider", "--elizon-history=off", cwd=tmp,
-                   env=_env(ELIZON_ATTESTATION_SECRET=SECRET))
+                   env=ci_step_env(ELIZON_ATTESTATION_SECRET=SECRET))
     assert done.returncode == pytest.ExitCode.TESTS_FAILED, done.stdout
     return tmp
 
@@ -484,12 +473,12 @@ EDITS = {
                                  "advisory flag changed after the run", True),
     "a failing case moved into the advisory suite": (
         _failing_case_moved, "(id charlie, node id gates/eval/must.yaml::charlie) differs "
-                             "from its attested record 4: suite changed after the run "
-                             "(attested in suite gates/eval/must.yaml)", True),
+                             "from its attested record 4: suite, outcome changed after the "
+                             "run (attested in suite gates/eval/must.yaml)", True),
     "a failing case excused as only an unaligned judge's": (
         _excused_by_an_unaligned_judge, "(id charlie, node id gates/eval/must.yaml::charlie) "
-                                        "differs from its attested record 4: advisory reason "
-                                        "changed after the run", True),
+                                        "differs from its attested record 4: outcome, advisory "
+                                        "reason changed after the run", True),
     "the provenance's entry point rewritten": (
         _entry_rewritten, "provenance.packages[0].entries[0] is not the attested "
                           "provenance: changed after the run", False),

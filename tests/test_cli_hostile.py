@@ -23,7 +23,7 @@ import pytest
 from pytest_elizon_eval.reporting import results
 from pytest_elizon_eval.trust import evidence, signing
 
-from .test_cli import _env  # the environment of a CI step: the plugins a user has
+from .conftest import ci_step_env  # the environment of a CI step: the plugins a user has
 from .test_cli import elizon_eval as run  # elizon-eval, in this process, in that environment
 
 
@@ -73,7 +73,7 @@ def shards(tmp_path_factory: pytest.TempPathFactory) -> Shards:
 
 
 def _pytest_in_process(*args: str, cwd: Path, **env: str) -> tuple[int, str]:
-    """``pytest *args`` run in ``cwd`` as a CI step runs it (test_cli._env, and ``env``), in
+    """``pytest *args`` run in ``cwd`` as a CI step runs it (conftest.ci_step_env, and ``env``), in
     this process, as pytester's in-process runs are (a module-scoped fixture has no pytester):
     the user's plugins given as ``-p`` does, and the modules the run imported (the package's
     app) dropped after it. Its exit status and output."""
@@ -82,7 +82,7 @@ def _pytest_in_process(*args: str, cwd: Path, **env: str) -> tuple[int, str]:
     with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(out), \
             contextlib.redirect_stderr(out):
         patch.chdir(cwd)
-        step = _env(**env)
+        step = ci_step_env(**env)
         for name in os.environ:
             if name not in step:
                 patch.delenv(name)

@@ -80,10 +80,12 @@ def test_new_then_written_then_match_then_changed_with_a_diff_in_every_report(
     assert greet["output"] == "Hello world\nline two\n"
     assert greet["output_sha256"] == text_sha256("Hello world\nline two\n")
     assert "    output: |\n      Hello world\n      line two\n" in text  # a block scalar
-    # match: the file is left alone
+    # match: the file is left alone, and only -v says so (docs/contract.md#terminal)
     matched = pytester.runpytest("--elizon-results=r.json")
     assert matched.parseoutcomes() == {"passed": 3}
-    matched.stdout.fnmatch_lines(["2 match"])
+    assert "elizon snapshots" not in matched.stdout.str()
+    matched = pytester.runpytest("--elizon-results=r.json", "--elizon-report=full")
+    matched.stdout.fnmatch_lines(["*elizon snapshots*", "2 match"])
     assert _results(pytester)["greet"]["snapshot"]["status"] == "match"
     assert snap.read_text() == text
     # changed: fails with a unified diff in the message and every report

@@ -150,26 +150,41 @@ def _provides(folder: Path, top: str) -> bool:
     return (folder / top).is_dir() or (folder / f"{top}.py").is_file()
 
 
+def _modules() -> dict[str, ModuleType]:
+    """A copy of ``sys.modules``, taken in one step: other threads (entry points running,
+    their imports) change it at any moment, and a loop over it would then stop with
+    "dictionary changed size during iteration" (docs/contract.md#imports). A dict's copy
+    runs no Python code, so no other thread runs during it."""
+    return sys.modules.copy()
+
+
+def _drop(name: str, module: object) -> None:
+    """Take ``name`` out of ``sys.modules`` if it is still ``module``: another thread may
+    have taken it out, or put another in, since it was seen."""
+    if sys.modules.get(name) is module:
+        sys.modules.pop(name, None)
+
+
 def _import_isolated(module_name: str, folder: Path) -> ModuleType:
     key = (folder, module_name)
     with _import_lock:
         if key in _isolated:
             return _isolated[key]
         top = module_name.split(".")[0]
-        shadowed = {n: m for n, m in sys.modules.items() if n == top or n.startswith(top + ".")}
-        for name in shadowed:
-            del sys.modules[name]
-        before = set(sys.modules)
+        shadowed = {n: m for n, m in _modules().items() if n == top or n.startswith(top + ".")}
+        for name, module in shadowed.items():
+            _drop(name, module)
+        before = _modules()
         sys.path.insert(0, str(folder))
         try:
             importlib.invalidate_caches()
             module = importlib.import_module(module_name)
         finally:
             sys.path.remove(str(folder))
-            for name in set(sys.modules) - before:
-                file = getattr(sys.modules[name], "__file__", None)
-                if file and Path(file).resolve().is_relative_to(folder):
-                    del sys.modules[name]
+            for name, loaded in _modules().items():
+                file = getattr(loaded, "__file__", None) if name not in before else None
+                if isinstance(file, str) and file and _inside(file, folder):
+                    _drop(name, loaded)
             sys.modules.update(shadowed)
         _isolated[key] = module
         return module
@@ -355,10 +370,14 @@ class Binder:
             raise ElizonError(kind.invalid, [f"{chosen.where}: {exc}"]) from None
 
     def close(self) -> None:
-        """Release what every binding keeps (HTTP connections)."""
+        """Release what every binding keeps (HTTP connections), and the modules imported
+        from package folders: a later session in this process (an IDE's, ``pytest.main``
+        called again) imports the code as it is then, not as this session found it."""
         with self._lock:
             made = list(self._made.values())
             self._made.clear()
+        with _import_lock:
+            _isolated.clear()
         for bound in made:
             if not isinstance(bound, ElizonError):
                 bound.close()

@@ -16,13 +16,23 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import _pytest
+import pluggy
 import pytest
-from _pytest._code.code import ReprEntryNative, ReprExceptionInfo, ReprFileLocation, ReprTraceback
-from _pytest.fixtures import FuncFixtureInfo, TopRequest
+from _pytest._code.code import (
+    ReprEntryNative,
+    ReprExceptionInfo,
+    ReprFileLocation,
+    ReprTraceback,
+    Traceback,
+    TracebackEntry,
+)
+from _pytest.fixtures import FixtureLookupErrorRepr, FuncFixtureInfo, TopRequest
 
 __all__ = ["SUPPORTED", "FixtureClosure", "FixtureItem", "failure_repr", "fixture_location",
            "positions", "session_wide_fixture", "unsupported_pytest", "upcoming_items"]
@@ -83,6 +93,9 @@ class FixtureItem(pytest.Item):
     """
 
     _fixture_closure: FixtureClosure
+    #: No Python function, as pytest's DoctestItem has none: what pytest reads when it
+    #: formats a fixture lookup error ("fixture 'x' not found") of this item.
+    obj: object = None
 
     def init_fixtures(self, closure: FixtureClosure | None = None) -> FixtureClosure:
         """Give this item the fixture closure ``closure`` (computed when None), which items
@@ -133,7 +146,36 @@ class FixtureItem(pytest.Item):
         short = self.short_failure(excinfo)
         if short is not None:
             return short
-        return super()._repr_failure_py(excinfo, style)
+        shown = super()._repr_failure_py(excinfo, style)
+        if isinstance(shown, FixtureLookupErrorRepr) and list(shown.tblines[:1]) == [_NO_SOURCE]:
+            shown.tblines = shown.tblines[1:]  # the item itself: it has no Python source
+        return shown
+
+    def _traceback_filter(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Traceback:
+        """The traceback as pytest shows a Python test's: without pytest's, pluggy's and
+        this plugin's frames (a fixture that raises is shown from the user's code down, not
+        through thousands of lines of hook calls), unless ``--full-trace``."""
+        traceback = excinfo.traceback
+        if not self.config.getoption("fulltrace", False):
+            users = traceback.filter(_users_frame)
+            if users:
+                traceback = users
+        return traceback.filter(excinfo)
+
+
+#: What pytest writes for a fixture lookup error's requesting item without source.
+_NO_SOURCE = "file , line 0: source code not available"
+#: Frames in these folders are the machinery between pytest and a user's code.
+_MACHINERY = tuple(str(Path(folder)) + os.sep for folder in (
+    *(Path(module.__file__).parent for module in (_pytest, pluggy) if module.__file__),
+    Path(__file__).parent.parent))
+
+
+def _users_frame(entry: TracebackEntry) -> bool:
+    filename = entry.frame.code.raw.co_filename
+    if "<" in filename and ">" in filename:  # generated code: nothing to show
+        return False
+    return not os.path.abspath(filename).startswith(_MACHINERY)
 
 
 def _wide(info: FuncFixtureInfo, name: str) -> bool:

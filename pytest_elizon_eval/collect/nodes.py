@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..decide import outcomes
-from ..errors import ElizonError
+from ..errors import EVALUATION_SUITE_INVALID, ElizonError
 from ..run import planning
 from ..run.running import CaseRun, run_ahead, run_case, run_without_first_call
 from . import _pytest_compat as compat
@@ -54,9 +54,15 @@ def collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector 
         return ManifestCollector.from_parent(
             parent, name=file_path.name, path=file_path, nodeid=index.display(file_path))
     found = index.collected_suite(file_path, running.settings.suite_globs)
-    if found is None:
-        return None
-    return SuiteFile.from_parent(parent, path=file_path, package=found[0], spec=found[1])
+    if found is not None:
+        return SuiteFile.from_parent(parent, path=file_path, package=found[0], spec=found[1])
+    if parent.session.isinitpath(file_path) and file_path.suffix in (".yaml", ".yml"):
+        manifest = index.manifest_above(file_path)
+        if manifest is not None and index.owner(file_path) is None:
+            # named on the command line, in a package that does not name it: said so, where
+            # pytest would only say "not found" (docs/format.md#several-suites)
+            return UnnamedSuite.from_parent(parent, path=file_path, manifest=manifest)
+    return None
 
 
 class _ShowsElizonErrors(pytest.Collector):
@@ -68,6 +74,24 @@ class _ShowsElizonErrors(pytest.Collector):
         if isinstance(excinfo.value, ElizonError):
             return str(excinfo.value)
         return super().repr_failure(excinfo)
+
+
+class UnnamedSuite(_ShowsElizonErrors, pytest.File):
+    """A YAML file given on the command line inside a package whose ``elizon.yaml`` does
+    not name it: collecting it is an error that says how to name it."""
+
+    def __init__(self, *, manifest: Path, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.manifest = manifest
+
+    def collect(self) -> Iterator[pytest.Item]:
+        index = session.of(self.config).index
+        suite = self.path.resolve().relative_to(self.manifest.parent.resolve()).as_posix()
+        raise ElizonError(EVALUATION_SUITE_INVALID, [
+            f"{index.display(self.path)}: not a suite of its package: "
+            f"{index.display(self.manifest)} does not name it; add '- suite: ./{suite}' to "
+            "the evaluation block's suites there (docs/format.md, several suites), or run "
+            f"the whole package: pytest {index.display(self.manifest.parent)}"])
 
 
 class ManifestCollector(_ShowsElizonErrors):
@@ -347,12 +371,16 @@ class CaseItem(compat.FixtureItem):
         return result
 
     def history_key(self) -> tuple[str, str]:
-        """(the case content's SHA-256, the entry point's identity) as the history keeps
-        them: what must be unchanged for ``--elizon-resume`` to take a finished case. The
+        """(the case content's SHA-256, the entry point's identity: its name and the
+        fingerprint of its package's code) as the history keeps them: what must be
+        unchanged for ``--elizon-resume`` to take a finished case. The
         content is the effective one: the case with what its plan resolved for it (the
         suite's defaults, the time limit, the judge…)."""
         plan = self.plan
         entry = plan.entry_description if plan is not None else ""
+        application = session.of(self.config).index.application(self.parent.package)
+        if application is not None and plan is not None:  # what ran, not only its name
+            entry = f"{entry} {application}"
         if self._case_sha is None:  # asked at the run and again for its report
             self._case_sha = planning.case_sha256(
                 self.case, {**planning.effective(plan), **self.history_extra}

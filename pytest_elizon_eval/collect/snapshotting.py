@@ -26,10 +26,11 @@ import pytest
 from .. import errors
 from ..decide import outcomes
 from ..errors import ElizonError
+from ..load.discovery import matches
 from ..run import snapshots
 from ..run.planning import CaseChecks, recorded_input
 from ..run.running import Attempt, CaseRun
-from . import session
+from . import options, session
 from .nodes import CaseItem, SuiteFile
 
 __all__ = ["REPORT_KEY", "SnapshotCases", "SnapshotWriter", "update_requested"]
@@ -117,6 +118,7 @@ class SnapshotCases:
             path = snapshots.snapshot_path(suite.path)
             file: snapshots.SnapshotFile | ElizonError
             try:
+                self._refuse_shared(suite.path, path)
                 file = snapshots.load(path, index.display(path))
             except ElizonError as exc:
                 file = exc
@@ -127,6 +129,24 @@ class SnapshotCases:
                 unused = sorted(k for k in file.raw if k not in pinned)
             found = self._suites[suite.path] = (file, unused)
         return found
+
+    def _refuse_shared(self, suite: Path, path: Path) -> None:
+        """ElizonError when another suite's snapshots would live in ``path`` too (its twin,
+        :func:`~.snapshots.twin_of`), whether or not this run collects it: its pins would be
+        unused here, and an update run would remove them (docs/contract.md#snapshots)."""
+        twin = snapshots.twin_of(suite)
+        if twin is None or not twin.is_file():
+            return
+        running = session.of(self.config)
+        if running.index.owner(twin) is None and not matches(twin,
+                                                             running.settings.suite_globs):
+            return  # a file of that name that is no suite has no snapshots
+        first, second = sorted((suite, twin), key=lambda p: p.name)
+        display = running.index.display
+        raise ElizonError(errors.ELIZON_SNAPSHOT_INVALID, [
+            f"{display(path)}: the snapshots of {display(first)} and {display(second)} would "
+            "share this file; rename one of the two suite files, and each has a snapshot "
+            "file of its own"])
 
     def pytest_elizon_case_setup(self, item: CaseItem) -> None:
         suite = item.parent
@@ -260,6 +280,9 @@ class SnapshotWriter:
                   for _, state in sorted(self.files.items()) if state["unused"]]
         if not self.statuses and not unused and not self.problems:
             return
+        if not (self.notable or unused or self.written or self.problems) \
+                and options.report_detail(self.config) != "full":
+            return  # every pin matched: said with -v only (docs/contract.md#terminal)
         terminalreporter.write_sep("=", "elizon snapshots")
         counts = ", ".join(f"{self.statuses[s]} {s}" for s in
                            (snapshots.MATCH, snapshots.NEW, snapshots.CHANGED)

@@ -41,6 +41,12 @@ _CONTENT_LENGTH = re.compile(r"[0-9]{1,20}")
 SECRET_HEADERS = ("authorization", "proxy-authorization", "x-api-key", "api-key", "cookie")
 
 
+def _no_constant(name: str) -> Any:
+    """NaN and Infinity are not JSON: a real API answers 400 to a body that holds them, so
+    a client that sends them fails here as it would there."""
+    raise ValueError(f"{name} is not a JSON number")
+
+
 class _Unreadable(Exception):
     """A request body that cannot be read: its status, and why."""
 
@@ -243,7 +249,7 @@ class MockServer:
             raw, problem = b"", exc
         body, parsed = None, False
         with contextlib.suppress(ValueError, RecursionError):  # recorded as None, answered 400
-            body, parsed = json.loads(raw), True
+            body, parsed = json.loads(raw, parse_constant=_no_constant), True
         with self._lock:
             self._requests.append(RecordedRequest(
                 handler.command, handler.path, {k: _masked(k, v) for k, v in headers.items()},

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = ["DIRECTORY", "FORMAT", "SUFFIX", "Comparison", "Pin", "SnapshotFile", "compare",
            "input_sha256", "is_snapshot_file", "load", "snapshot_path", "suite_gone",
-           "text_sha256", "updated_text"]
+           "text_sha256", "twin_of", "updated_text"]
 
 FORMAT = "pytest-elizon-eval/snapshots/v1"
 DIRECTORY = "__snapshots__"
@@ -55,10 +55,20 @@ HOLDS_SECRET = ("the snapshot holds a declared secret in plain text (written bef
 def snapshot_path(suite: Path) -> Path:
     """Where the snapshots of the suite file ``suite`` live: ``suite.yaml`` →
     ``__snapshots__/suite.snap.yaml``; any other name is kept whole (``suite.yml`` →
-    ``suite.yml.snap.yaml``, ``cases.jsonl`` → ``cases.jsonl.snap.yaml``), so two suites
-    of one folder never share a file."""
+    ``suite.yml.snap.yaml``, ``cases.jsonl`` → ``cases.jsonl.snap.yaml``). Only a suite and
+    its :func:`twin_of` (``s.yml``, ``s.yml.yaml``) would share a file."""
     name = suite.name.removesuffix(".yaml")
     return suite.parent / DIRECTORY / f"{name}{SUFFIX}"
+
+
+def twin_of(suite: Path) -> Path | None:
+    """The one other file whose snapshots :func:`snapshot_path` would put in ``suite``'s
+    file: a name kept whole and the same name with ``.yaml`` after it (``s.yml`` and
+    ``s.yml.yaml``). Two such suites are refused (docs/contract.md#snapshots): an update run
+    of one would remove the other's snapshots as unused."""
+    other = suite.name.removesuffix(".yaml") if suite.name.endswith(".yaml") \
+        else suite.name + ".yaml"
+    return suite.with_name(other) if other else None
 
 
 def is_snapshot_file(path: Path) -> bool:
