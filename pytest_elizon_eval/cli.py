@@ -89,7 +89,7 @@ class Out:
         self.colour = stream.isatty() and not os.environ.get("NO_COLOR")
 
     def line(self, text: str = "", markup: dict[str, bool] | None = None) -> None:
-        # Every line, the reporters' too: they make text visible but keep bidi controls.
+        # Every line: what the command prints itself, not only what reporters made visible.
         text = _no_bidi(text)
         codes = [_ANSI[k] for k, on in (markup or {}).items() if on and k in _ANSI]
         if self.colour and codes:
@@ -339,9 +339,16 @@ def _diff(args: argparse.Namespace, out: Out) -> int:
                  f"Holm p={change.adjusted_p:.3g})",
                  {"red": change.regressed, "green": change.significant and not change.regressed})
     failed = False
-    if args.fail_on_regression and counts["regressed"]:
-        out.line(f"{counts['regressed']} case{'s' if counts['regressed'] != 1 else ''} "
-                 "regressed (--fail-on-regression)", {"red": True, "bold": True})
+    # one rule with pytest's --elizon-fail-on-regression (docs/cli.md#diff): a case of a
+    # must-pass suite that regressed would have failed that run; an advisory one never does
+    gated = [c for c in regression.changes if c.change in ("regressed", "not run")
+             and c.nodeid.split("::", 1)[0] in regression.must_pass]
+    if args.fail_on_regression and gated:
+        advisory = counts["regressed"] + counts.get("not run", 0) - len(gated)
+        out.line(f"{len(gated)} case{'s' if len(gated) != 1 else ''} of must-pass suites "
+                 "regressed (--fail-on-regression)"
+                 + (f"; {advisory} of advisory suites, which never fail the run"
+                    if advisory else ""), {"red": True, "bold": True})
         failed = True
     if regression.fails_run:  # a significant regression, as pytest's flag fails the run on
         out.line(safe(regression.verdict_note().replace("--elizon-fail-on-regression",
@@ -1027,7 +1034,8 @@ VERBS: tuple[Callable[[_Verbs], None], ...] = (
 
 
 def _history_store(given: str | None) -> Any:
-    from .history.store import DEFAULT_PATH, HistoryError, Store, is_url  # deferred: only here
+    # deferred: only here
+    from .history.store import DEFAULT_PATH, HistoryError, Store, describe, is_url
 
     if given is None:
         here = Path.cwd()
@@ -1038,7 +1046,7 @@ def _history_store(given: str | None) -> Any:
                           "name one (a SQLite file or a postgresql:// URL)")
         given = str(found)
     elif not is_url(given) and not Path(given).is_file():
-        raise Trouble(f"no history store at {given}")
+        raise Trouble(f"no history store at {describe(given)}")  # a URL's login unshown
     try:
         return Store.open(given)
     except HistoryError as exc:
@@ -1047,6 +1055,7 @@ def _history_store(given: str | None) -> Any:
 
 def _history(args: argparse.Namespace, out: Out) -> int:
     from .history import queries  # deferred: only this verb reads the store
+    from .reporting.usage_text import dollars
 
     words = list(args.words)
     if words and words[0] == "diff":
@@ -1074,13 +1083,18 @@ def _history(args: argparse.Namespace, out: Out) -> int:
         rows = [(str(p.run) + ("" if p.status == "finished" else f" ({p.status})"),
                  safe(p.started), str(p.cases),
                  f"{p.pass_rate:.3f} [{p.interval[0]:.3f}, {p.interval[1]:.3f}]",
-                 "-" if p.cost_usd is None else f"${p.cost_usd:.6f}",
+                 dollars(p.cost_usd, "-"),
                  "-" if p.p95_latency_ms is None else f"{p.p95_latency_ms:.1f}",
                  "-" if p.judge_score is None else f"{p.judge_score:.3f}") for p in points]
         widths = [max(len(row[i]) for row in [head, *rows]) for i in range(len(head))]
-        for row in [head, *rows]:
+        changed = {i for i in range(1, len(points))
+                   if points[i].application != points[i - 1].application}
+        for i, row in enumerate([head, *rows]):
+            if i - 1 in changed:  # docs/cli.md#history: a boundary, not a trend
+                out.line(f"  -- the application changed: {safe(points[i - 1].application)}",
+                         {"yellow": True})
             out.line("  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True))
-                     .rstrip(), {"bold": row is head})
+                     .rstrip(), {"bold": i == 0})
     out.line("")
     if found.started_failing:
         out.line("not passing in their latest run:", {"bold": True})

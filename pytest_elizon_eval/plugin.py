@@ -160,6 +160,19 @@ def pytest_report_header(config: pytest.Config) -> str | None:
             "are waited for without limit, one case at a time")
 
 
+def _selection(config: pytest.Config) -> str:
+    """The options that selected this run's cases, for the terminal's "3 of 9 cases
+    selected (-k)" (docs/contract.md#terminal); empty when none did."""
+    option = config.option
+    how = [flag for flag, chosen in (
+        ("-k", getattr(option, "keyword", "")), ("-m", getattr(option, "markexpr", "")),
+        ("--deselect", getattr(option, "deselect", None)), ("--lf", getattr(option, "lf", False)))
+        if chosen]
+    if any("::" in str(arg) for arg in config.args):
+        how.append("node ids")
+    return ", ".join(how)
+
+
 def pytest_enter_pdb(config: pytest.Config) -> None:
     # a breakpoint() in an entry point: whoever waits for it waits for the person at it
     deadlines.suspend("a debugger was entered")
@@ -351,6 +364,9 @@ class SessionReporter:
         self.summarizing = False
         self.unwritten: list[str] = []
         self.recordings: list[dict[str, Any]] = []
+        #: By suite path, the cases of each suite file some of whose cases were deselected
+        #: (-k, -m…): the terminal's summary says how many of them ran.
+        self._deselected: dict[str, int] = {}
         self._handed: tuple[pytest.TestReport, outcomes.CaseResult] | None = None
         self.started = provenance.now()
         self.git: provenance.GitLookahead | None = None
@@ -376,6 +392,11 @@ class SessionReporter:
                    if isinstance(item.parent, collect.SuiteFile)}
         if folders:  # git is asked while the cases run, not after them
             self.git = provenance.GitLookahead(folders)
+
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        for item in items:
+            if isinstance(item, collect.CaseItem) and item.identity.suite.case_count:
+                self._deselected[item.identity.suite.path] = item.identity.suite.case_count
 
     def _terminal(self) -> pytest.TerminalReporter | None:
         plugin = self.config.pluginmanager.get_plugin("terminalreporter")
@@ -418,6 +439,8 @@ class SessionReporter:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         data = getattr(report, outcomes.REPORT_ATTR, None)
         handed, self._handed = self._handed, None
+        if report.when == "teardown" and report.failed:  # a fixture's teardown raised
+            self.aggregate.teardown_failed(report.nodeid, report.longrepr)
         if data is not None:
             if handed is not None and handed[0] is report:
                 self.aggregate.add_result(handed[1])
@@ -471,14 +494,24 @@ class SessionReporter:
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         self.summarizing = True
         lines: list[tuple[str, dict[str, bool]]] = []
+        detail = options.report_detail(self.config)
         # nothing to say without results, a baseline or a framework (--collect-only: what
         # an IDE runs on every save does not import the report writers)
         if len(self.aggregate) or self.regression is not None \
                 or self.aggregate.framework is not None:
             from .reporting import terminal  # deferred: needed at the end of the session only
 
-            lines = terminal.render(self.aggregate, self.regression)
-        if lines:
+            ran = {s.info.path for s in self.aggregate.suites()}
+            run = terminal.RunFacts(
+                how=_selection(self.config),
+                unselected=sum(n for path, n in self._deselected.items() if path not in ran),
+                replay=self.config.getoption("elizon_replay", None),
+                baseline=self.config.getoption("elizon_baseline", None))
+            lines = terminal.render(self.aggregate, self.regression, detail=detail, run=run)
+        if lines and detail == "line":  # -q: the one line, as pytest's own last one
+            text, markup = lines[0]
+            terminalreporter.write_line(text, **markup)
+        elif lines:
             terminalreporter.write_sep("=", "elizon eval")
             for text, markup in lines:
                 terminalreporter.write_line(text, **markup)

@@ -1,9 +1,10 @@
 """Untrusted text made safe to show: what a model or an entry point produced.
 
 Owns the escaping every renderer shares: control characters, DEL, C1
-controls, U+FFFE/U+FFFF and lone surrogates become visible escapes
-(``\\x1b``, ``\\ufffe``, ``\\ud800``), so nothing a model prints can move a
-terminal's cursor, corrupt an XML file or hide text; and :func:`defuse` keeps
+controls, U+FFFE/U+FFFF, lone surrogates and bidirectional controls become visible
+escapes (``\\x1b``, ``\\ufffe``, ``\\ud800``, ``\\u202e``), so nothing a model prints can
+move a terminal's cursor, corrupt an XML file, hide text or reorder it
+(docs/contract.md#untrusted-text); and :func:`defuse` keeps
 such text from starting a GitHub Actions workflow command when it is printed;
 :func:`without_userinfo` keeps a URL's user name and password out of whatever names
 the URL (a description, a message, a report, the provenance).
@@ -14,10 +15,16 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["cap", "defuse", "visible", "without_userinfo"]
+__all__ = ["NAME_KEPT", "cap", "defuse", "named", "visible", "without_userinfo"]
 
-# C0 controls except TAB and LF, DEL, C1 controls, lone surrogates, non-characters.
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+#: Characters of a name (a tool's, a model's, a tool call's id) a record keeps.
+NAME_KEPT = 200
+
+# C0 controls except TAB and LF, DEL, C1 controls, lone surrogates, non-characters, and
+# the bidirectional controls (ALM, LRM, RLM, the embeddings, overrides and isolates): a
+# U+202E in an output reads backwards on a terminal or a rendered page, in every report.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff"
+                     "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -38,6 +45,15 @@ def cap(text: str, limit: int) -> tuple[str, bool]:
     if len(text) <= limit:
         return text, False
     return text[:limit], True
+
+
+def named(text: str, limit: int = NAME_KEPT) -> str:
+    """A name as a record keeps it: whole when at most ``limit`` characters, else its first
+    ones and how long it was (``get_wea… (5,000,000 characters)``), so a multi-MB name an
+    answer gave cannot swell every report that names it (docs/contract.md#results-json)."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text):,} characters)"
 
 
 # A zero-width space is not whitespace to GitHub's runner (it trims whitespace before

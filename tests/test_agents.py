@@ -244,7 +244,8 @@ def test_a_python_agent_with_tool_calls_conversations_and_cost(
     log = pytester.path / "agent.log"
     monkeypatch.setenv("AGENT_LOG", str(log))
     agent_package(packages, "app:agent")
-    result = pytester.runpytest("--elizon-results=results.json", "--elizon-markdown=summary.md")
+    result = pytester.runpytest("--elizon-results=results.json", "--elizon-markdown=summary.md",
+                                "--elizon-report=full")
     result.assert_outcomes(passed=2)
     calls = [json.loads(line) for line in log.read_text().splitlines()]
     assert calls[0]["messages"] is None  # a single call: no conversation
@@ -465,7 +466,7 @@ def test_cost_regressions_against_an_earlier_run(packages: Packages,
     manifest = pytester.path / "pkg/elizon.yaml"
     manifest.write_text(manifest.read_text().replace("output: 50", "output: 500"))
     result = pytester.runpytest("--elizon-baseline=before.json", "--elizon-markdown=s.md",
-                                "--elizon-results=results.json")
+                                "--elizon-results=results.json", "--elizon-report=full")
     result.stdout.fnmatch_lines(["*cost regressed: pkg/eval/suite.yaml mean_cost_usd "
                                  "$0.00300 -> $0.0165*"])
     assert "❌ cost regressed: `pkg/eval/suite.yaml` mean_cost_usd" in \

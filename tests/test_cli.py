@@ -32,6 +32,8 @@ from pytest_elizon_eval import cli
 from pytest_elizon_eval.reporting import results
 from pytest_elizon_eval.trust import evidence, signing
 
+from .conftest import ci_step_env
+
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = Path(sys.executable).with_name("elizon-eval")
 LATENCY_METRICS = {"mean_latency_ms", "p50_latency_ms", "p95_latency_ms", "max_latency_ms"}
@@ -39,21 +41,9 @@ LATENCY_METRICS = {"mean_latency_ms", "p50_latency_ms", "p95_latency_ms", "max_l
 ATTESTATION_SECRET = "ci-attestation-secret-0123456789"
 
 
-def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("GITHUB_", "ELIZON_", "PYTEST_"))}
-    # pytest in the workflow's steps loads the plugins a user's install has (ours and
-    # pytest-xdist's), not every test-only one installed here: each of hypothesis' and the
-    # SDKs' plugins costs every process and xdist worker a start-up of its own
-    env.update(PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
-               PYTEST_PLUGINS="pytest_elizon_eval.plugin,xdist.plugin,xdist.looponfail")
-    env.update(extra)
-    return env
-
-
 def run(*args: str, cwd: Path, env: dict[str, str] | None = None
         ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(SCRIPT), *args], cwd=cwd, env=env or _env(), text=True,
+    return subprocess.run([str(SCRIPT), *args], cwd=cwd, env=env or ci_step_env(), text=True,
                           capture_output=True, timeout=60, check=False)
 
 
@@ -66,7 +56,7 @@ def elizon_eval(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProces
     with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(out), \
             contextlib.redirect_stderr(err):
         patch.chdir(cwd)
-        step = _env()
+        step = ci_step_env()
         for name in [name for name in os.environ if name not in step]:
             patch.delenv(name)  # what a CI step does not have (test_cli._env)
         for name, value in env.items():
@@ -129,7 +119,7 @@ def material(tmp_path_factory: pytest.TempPathFactory) -> Material:
     (tmp / "pytest.ini").write_text("[pytest]\n")  # the rootdir, as a checkout's config is
     flow = workflow()
     summary = tmp / "step-summary.md"
-    env = _env(GITHUB_STEP_SUMMARY=str(summary))
+    env = ci_step_env(GITHUB_STEP_SUMMARY=str(summary))
     # The matrix's shards and one full run of the same packages, side by side (the full run,
     # which signs nothing, from before the key is made).
     jobs = [subprocess.Popen(
@@ -176,7 +166,7 @@ def _step(command: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedP
     words = shlex.split(command)
     if words[0] != "elizon-eval":
         return subprocess.run(["bash", "-c", command], cwd=cwd, text=True, capture_output=True,
-                              timeout=60, check=False, env={**_env(), **env})
+                              timeout=60, check=False, env={**ci_step_env(), **env})
     args = [match for word in words[1:] for match in (
         sorted(glob.glob(word, root_dir=cwd)) if set("*?[") & set(word) else []) or [word]]
     return elizon_eval(*args, cwd=cwd, **env)
@@ -237,6 +227,23 @@ def test_examples_pass_with_one_advisory_failure(material: Material) -> None:
     # noisy model's undecided case is advisory
     assert material.full_run.parseoutcomes() == {"passed": 100, "advisory_failed": 1,
                                                  "advisory_inconclusive": 1}
+    # issue 38: what the plugin adds to pytest's own lines (the progress lines before, the
+    # outcome line after) is a line per suite, the two cases that need a person, and one
+    # summary line: 25 lines at most (the files this run writes each add their line, as
+    # pytest-html's does; a plain `pytest example_suites` writes none)
+    lines = material.full_run.outlines
+    progress = max(i for i, line in enumerate(lines) if line.rstrip().endswith("[100%]"))
+    added = [line for line in lines[progress + 1:-1]
+             if line.strip() and not re.match(r"-+ generated ", line)]
+    assert len(added) <= 25, "\n".join(added)
+    assert re.fullmatch(r"=+ elizon eval =+", added[0])
+    summary = [line for line in added if line.startswith("elizon: ")]
+    assert len(summary) == 1
+    assert summary[0].startswith("elizon: 102 cases in 16 suites: 100 passed, 1 advisory_failed, "
+                                 "1 advisory_inconclusive;")
+    assert summary[0].endswith(" — PASS")
+    assert "advisory, not passed:" in added
+    assert "inconclusive:" in added
 
 
 def test_every_results_file_records_its_provenance(material: Material) -> None:
@@ -365,7 +372,7 @@ def test_acknowledge_then_edit_is_not_acknowledged(
 
 def _pty_session(args: list[str], cwd: Path, answer: str) -> tuple[int, str]:
     master, slave = pty.openpty()
-    process = subprocess.Popen([str(SCRIPT), *args], cwd=cwd, env=_env(), stdin=slave,
+    process = subprocess.Popen([str(SCRIPT), *args], cwd=cwd, env=ci_step_env(), stdin=slave,
                                stdout=slave, stderr=slave, close_fds=True)
     os.close(slave)
     seen = b""
@@ -422,7 +429,7 @@ def test_show_and_diff(material: Material, capsys: pytest.CaptureFixture[str]) -
     out = shown.stdout
     assert "\x1b[" not in out  # no colour off a terminal
     assert ("example_suites/triage/eval/triage-suite.yaml [triage, must-pass]: 6 passed, "
-            "0 failed, 0 timeout — PASS") in out
+            "0 failed, 0 timeout, pass rate 1.000 [0.610, 1.000] — PASS") in out
     assert "metric          author baseline  this run" in out
     assert "advisory, not passed:\n  example_suites/triage/eval/extended-suite.yaml::sarcasm" \
         in out

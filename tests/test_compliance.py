@@ -153,7 +153,7 @@ def test_the_section_in_every_report_and_the_framework_named(
     assert pytests.count('name="elizon_controls"') == 2
     markdown = (pytester.path / "s.md").read_text()
     assert "## ❌ Compliance" in markdown
-    assert "| CC7.2 | failed | 0/1 | pkg/s.yaml::logs-kept |" in markdown
+    assert "| CC7.2 | ❌ failed | 0/1 | pkg/s.yaml::logs-kept (failed) |" in markdown
     page = (pytester.path / "h.html").read_text()
     assert '<section id="compliance"><h2>Compliance</h2><p>compliance (SOC 2): NOT compliant' \
         in page
@@ -180,7 +180,7 @@ def test_the_section_is_signed_with_the_results(packages: Packages, pytester: py
 def test_all_controls_pass_is_compliant_and_a_bad_name_is_refused(
         packages: Packages, pytester: pytest.Pytester) -> None:
     passing = PACKAGE_SUITE.replace("[missing]", "[hello]").replace("[absent]", "[hello]")
-    result, data = _run(packages, pytester, passing)
+    result, data = _run(packages, pytester, passing, "-v")
     assert data["compliance"]["compliant"] is True
     assert data["compliance"]["framework"] is None
     result.stdout.fnmatch_lines(["compliance: compliant — 2 of 2 controls passed"])

@@ -473,7 +473,7 @@ def test_a_baseline_measured_on_other_cases_says_so_in_every_report(
     now = load_suite(packages.root / "bench/eval/suite.yaml", "s").content_hash
     assert now is not None
     result = pytester.runpytest("--elizon-markdown=s.md", "--elizon-html=r.html",
-                                "--elizon-results=r.json")
+                                "--elizon-results=r.json", "--elizon-report=full")
     result.assert_outcomes(passed=2)
     said = f"{MISMATCH}{measured_on[:19]}… ≠ this run's {now[:19]}…"
     result.stdout.fnmatch_lines(["bench/eval/suite.yaml *", f"    {said}",
@@ -490,7 +490,8 @@ def test_a_baseline_on_the_same_cases_in_another_order_says_nothing_more(
     measured_on = _hash_of(pytester.path, SUITE, "measured.yaml")
     _package(packages, suite=SUITE_REORDERED,
              baseline=f"pass_rate: 1.0;datasetHash: '{measured_on}'")
-    result = pytester.runpytest("--elizon-markdown=s.md", "--elizon-html=r.html")
+    result = pytester.runpytest("--elizon-markdown=s.md", "--elizon-html=r.html",
+                                "--elizon-report=full")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["    metric*author baseline*"])
     assert "measured on other cases" not in result.stdout.str()
@@ -527,7 +528,7 @@ def test_the_offline_chat_example_pins_the_cases_its_baseline_was_measured_on(
     assert pinned == load_suite(OFFLINE_CHAT / "eval" / "orders.yaml", "o").content_hash
     example = pytester.path / "offline-chat"
     shutil.copytree(OFFLINE_CHAT, example, ignore=shutil.ignore_patterns("__pycache__"))
-    result = pytester.runpytest("offline-chat", "--elizon-history=off")
+    result = pytester.runpytest("offline-chat", "--elizon-history=off", "--elizon-report=full")
     assert result.parseoutcomes() == {"passed": 5}
     result.stdout.fnmatch_lines(["    metric*author baseline*"])
     assert "measured on other cases" not in result.stdout.str()

@@ -102,7 +102,8 @@ def test_rubrics_samples_and_a_second_run_from_the_cache(
     assert provenance["packages"][0]["judges"] == [polite["judge"]]
 
     second = pytester.runpytest("--elizon-results=r2.json", "--elizon-junit=j2.xml",
-                                "--elizon-markdown=m2.md", "--elizon-html=h2.html")
+                                "--elizon-markdown=m2.md", "--elizon-html=h2.html",
+                                "--elizon-report=full")
     second.assert_outcomes(passed=2, failed=1)
     assert _calls(folder) == 6  # nothing graded again
     second.stdout.fnmatch_lines(["*judge: 0 calls, 6 grades reused from the cache*"])
@@ -138,7 +139,8 @@ def test_cache_shared_by_xdist_workers(packages: Packages, pytester: pytest.Pyte
     folder = _package(packages)
     pytester.runpytest_subprocess("-n", "2").assert_outcomes(passed=2, failed=1)
     assert _calls(folder) == 6
-    pytester.runpytest().stdout.fnmatch_lines(["*judge: 0 calls, 6 grades reused*"])
+    pytester.runpytest("--elizon-report=full").stdout.fnmatch_lines([
+        "*judge: 0 calls, 6 grades reused*"])
     assert _calls(folder) == 6
     stored = list((pytester.path / ".pytest_cache/d/elizon/grades").glob("??/*.json"))
     assert len(stored) == 6
@@ -218,7 +220,7 @@ def test_alignment_gates_a_must_pass_suite(packages: Packages, pytester: pytest.
     packages.write("pkg/labels.jsonl", LABELS)
     result = pytester.runpytest("--elizon-align", "--elizon-results=r.json",
                                 "--elizon-markdown=r.md", "--elizon-junit=r.xml",
-                                "--elizon-html=r.html")
+                                "--elizon-html=r.html", "--elizon-report=full")
     assert result.ret == (1 if blocks else 0)
     result.stdout.fnmatch_lines([
         "*judge alignment*",
@@ -226,8 +228,10 @@ def test_alignment_gates_a_must_pass_suite(packages: Packages, pytester: pytest.
         "TP 4 TN 4 FP 1 FN 1 (n=10, pass ≥ 0.5)*"])
     assert _calls(folder) == 10 + 1
     case = _results(pytester.path / "r.json")["no-refund"]
-    # the judge failed the case: never a pass, whether or not that fails the run
-    assert (case["outcome"], case["assertions"][0]["passed"]) == ("failed", False)
+    # the judge failed the case: never a pass, whether or not that fails the run (named
+    # advisory_failed where it does not, as every report names it)
+    assert (case["outcome"], case["assertions"][0]["passed"]) == \
+        ("failed" if blocks else "advisory_failed", False)
     assert case["alignment"]["cohen_kappa"] == pytest.approx(0.6)
     assert case["judges"][0]["advisory"] == counted
     assert case.get("advisory") == counted
@@ -239,9 +243,9 @@ def test_alignment_gates_a_must_pass_suite(packages: Packages, pytester: pytest.
         result.stdout.fnmatch_lines(["*suite.yaml a *", "advisory, not passed:",
                                      f"  pkg/eval/suite.yaml::no-refund — ✗ judge: score 0.20 "
                                      f"— lacks it — {why}", "*= 1 advisory_failed in *"])
-        assert f"| `no-refund` | failed | ✗ judge: score 0.20 — lacks it — " \
+        assert f"| `no-refund` | advisory_failed | ✗ judge: score 0.20 — lacks it — " \
                f"{why.replace('<', '&lt;')} |" in markdown
-        assert f'<skipped type="skipped" message="advisory failed, does not fail the run: ' \
+        assert f'<skipped type="skipped" message="advisory_failed, does not fail the run: ' \
                f'✗ judge: score 0.20 — lacks it — {why.replace("<", "&lt;")}">' \
                in (pytester.path / "r.xml").read_text()
         assert 'data-outcome="advisory" data-id="no-refund"' in \

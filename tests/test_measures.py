@@ -341,7 +341,7 @@ def test_a_router_suite_reports_its_classification_everywhere(
         packages: Packages, pytester: pytest.Pytester) -> None:
     _router(packages, "accuracy: 0.8;recall.legal: 1.0;precision.smalltalk: 0.5")
     result = pytester.runpytest("--elizon-results=results.json", "--elizon-markdown=s.md",
-                                "--elizon-html=r.html")
+                                "--elizon-html=r.html", "--elizon-report=full")
     result.assert_outcomes(passed=3, failed=2)
     result.stdout.fnmatch_lines([
         # a task proportion is tested against the author's rate as pass_rate is
@@ -380,13 +380,14 @@ def test_a_fall_in_accuracy_since_an_earlier_run_is_tested_for_significance(
     pytester.runpytest("--elizon-results=before.json")
     packages.write("pkg/routes.json", json.dumps(ROUTES))
     result = pytester.runpytest("--elizon-baseline=before.json", "--elizon-results=after.json",
-                                "--elizon-markdown=s.md")
-    # one case flipped: McNemar on per-case correctness says noise, as for pass_rate
+                                "--elizon-markdown=s.md", "--elizon-report=full")
+    # one case flipped: McNemar on per-case correctness, as for pass_rate; on 5 cases no
+    # result could be significant, so it cannot tell (not "within noise")
     result.stdout.fnmatch_lines([
         "  metric regressed (untested): pkg/eval/suite.yaml macro_f1 0.500 -> 0.367",
         "  metric regressed (untested): pkg/eval/suite.yaml recall.legal 1.000 -> 0.500",
-        "  within noise: pkg/eval/suite.yaml accuracy 0.800 -> 0.600 (-0.2 [[]-0.551, +0.151[]], "
-        "McNemar exact, p=1, Holm p=1)"])
+        "  too few cases to tell: pkg/eval/suite.yaml accuracy 0.800 -> 0.600 (-0.2 "
+        "[[]-0.551, +0.151[]], McNemar exact, p=1, Holm p=1)"])
     assert "micro_f1" not in result.stdout.str()  # it is accuracy: tested as accuracy
     regression = _results(pytester, "after.json")["regression"]
     moved = {m["metric"]: m["regressed"] for m in regression["metrics"]}
@@ -394,7 +395,7 @@ def test_a_fall_in_accuracy_since_an_earlier_run_is_tested_for_significance(
     assert moved == {"macro_f1": True, "recall.legal": True}
     tested = {c["metric"]: (c["test"], c["cases"], c["verdict"])
               for c in regression["significance"]}
-    assert tested["accuracy"] == ("McNemar exact", 5, "within noise")
+    assert tested["accuracy"] == ("McNemar exact", 5, "too few cases to tell")
     markdown = (pytester.path / "s.md").read_text()
     assert "❌ metric regressed (untested): `pkg/eval/suite.yaml` recall.legal 1.000 → 0.500" \
         in markdown
@@ -475,7 +476,7 @@ def test_rag_scores_gate_cases_and_reach_every_report(
     (pytester.path / "pkg/elizon.yaml").write_text(
         (pytester.path / "pkg/elizon.yaml").read_text() + "judge: app:judge\n")
     result = pytester.runpytest("--elizon-results=results.json", "--elizon-markdown=s.md",
-                                "--elizon-html=r.html", "-rA")
+                                "--elizon-html=r.html", "-rA", "--elizon-report=full")
     assert result.parseoutcomes() == {"passed": 1, "advisory_failed": 2}
     result.stdout.fnmatch_lines([
         "*rag.contextPrecision*", "*expected: contextPrecision at least 0.9*", "*found: *0.000*",
@@ -489,7 +490,7 @@ def test_rag_scores_gate_cases_and_reach_every_report(
     suite = _results(pytester)["suites"][0]
     assert [(j["name"], j["score"], j["calls"]) for j in suite["cases"][0]["judges"]] == [
         ("rag.faithfulness", 0.9, 1), ("rag.answerRelevancy", 0.6, 1)]
-    again = pytester.runpytest("--elizon-results=again.json")
+    again = pytester.runpytest("--elizon-results=again.json", "--elizon-report=full")
     again.stdout.fnmatch_lines(["judge: 0 calls, 2 grades reused from the cache"])
     assert _results(pytester, "again.json")["suites"][0]["cases"][0]["rag"] == \
         suite["cases"][0]["rag"]
@@ -508,7 +509,7 @@ def test_rag_scores_gate_cases_and_reach_every_report(
     assert "<h3>RAG (3 cases)</h3>" in (pytester.path / "r.html").read_text()
     # the RAG grades go through the grade cache: counted, then reused and marked so
     result.stdout.fnmatch_lines(["judge: 2 calls, 0 grades reused from the cache"])
-    again = pytester.runpytest("--elizon-results=results.json")
+    again = pytester.runpytest("--elizon-results=results.json", "--elizon-report=full")
     again.stdout.fnmatch_lines(["judge: 0 calls, 2 grades reused from the cache"])
     found = _results(pytester)["suites"][0]["cases"][0]["assertions"]
     assert [a["found"] for a in found[:2]] == ["0.900 (grounded) [cached grade]",

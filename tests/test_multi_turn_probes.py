@@ -174,7 +174,7 @@ def test_weak_and_robust_callables_with_messages(packages: Packages,
     assert "security: 8 probes, 8 compromised" in out
     assert "leaked canary CA…LZ at turn 4" in out  # gradual-trust-building
     _package(packages, "app:robust")  # each selected by its id with -k, as -m selected them
-    result = pytester.runpytest("pkg", "-p", "no:cacheprovider",
+    result = pytester.runpytest("pkg", "-p", "no:cacheprovider", "--elizon-report=full",
                                 "-k", " or ".join(p.id for p in MULTI))
     assert result.parseoutcomes() == {"passed": 8, "deselected": len(redteam.catalogue()) - 8}
     result.stdout.fnmatch_lines(["security: 8 probes, 0 compromised"])

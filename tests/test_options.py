@@ -53,7 +53,8 @@ def test_an_error_in_an_advisory_suite_fails_the_run_and_every_report_says_so(
     data = json.loads((pytester.path / "results.json").read_text())
     assert data["verdict"]["pass"] is False
     assert data["suites"][0]["verdict"] == "fail"
-    result.stdout.fnmatch_lines(["*pkg/eval/suite.yaml [[]pkg, advisory[]]: *1 error — FAIL"])
+    result.stdout.fnmatch_lines(["*pkg/eval/suite.yaml [[]pkg, advisory[]]: *1 error, pass rate "
+                                 "* — FAIL"])
 
 
 def test_an_unsupported_pytest_gets_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:

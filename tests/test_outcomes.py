@@ -118,6 +118,7 @@ def test_failure_message_lists_every_assertion_latency_and_truncated_output(
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([
         "case 'mixed' failed (must-pass suite pkg/eval/suite.yaml:2)",
+        "input: 'q'",
         "  ✗ contains",
         "      expected: every one of: 'routine', 'urgent'",
         "      found:    missing: 'urgent'",
@@ -359,8 +360,8 @@ def test_advisory_failures_are_reported_but_do_not_fail_the_run(
     assert result.parseoutcomes() == {"passed": 1, "advisory_failed": 1}
     result.stdout.fnmatch_lines([
         "pkg/eval/suite.yaml::fails ADVISORY FAILED*",
-        "pkg/eval/suite.yaml [[]pkg, advisory[]]: 1 passed, 1 failed, 0 timeout — ADVISORY: "
-        "not passed (does not fail the run)",
+        "pkg/eval/suite.yaml [[]pkg, advisory[]]: 1 passed, 1 failed, 0 timeout, pass rate "
+        "0.500 [[]0.095, 0.905[]] — ADVISORY: not passed (does not fail the run)",
         "advisory, not passed:",
         "  pkg/eval/suite.yaml::fails — ✗ contains: missing: 'missing'",
     ])
@@ -439,7 +440,7 @@ def test_must_pass_failures_fail_the_run(packages: Packages, pytester: pytest.Py
     packages.package(app=ECHO_APP, suite=ADVISORY_SUITE, gate="must-pass")
     result = pytester.runpytest()
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["*: 1 passed, 1 failed, 0 timeout — FAIL"])
+    result.stdout.fnmatch_lines(["*: 1 passed, 1 failed, 0 timeout, pass rate * — FAIL"])
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")

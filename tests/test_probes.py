@@ -175,7 +175,7 @@ def test_robust_entry_passes_every_probe_and_selection_works(
         pkg: Packages, pytester: pytest.Pytester) -> None:
     pkg.write("pkg/elizon.yaml", _manifest("robust"))
     total = len(redteam.catalogue())
-    result = pytester.runpytest("pkg", "-p", "no:cacheprovider", "--strict-markers")
+    result = pytester.runpytest("pkg", "-p", "no:cacheprovider", "--strict-markers", "-v")
     assert result.parseoutcomes() == {"passed": total + 1}  # rubrics unused: no judge bound
     result.stdout.fnmatch_lines(["security: * probes, 0 compromised"])
     critical = sum(p.severity == "critical" for p in redteam.catalogue())

@@ -227,18 +227,21 @@ def test_regression_compare() -> None:
 def test_terminal_render() -> None:
     lines = [text for text, _ in terminal.render(sample())]
     assert lines == [
-        "pkg/eval/core.yaml [demo, must-pass]: 1 passed, 1 failed, 1 timeout — FAIL",
+        "pkg/eval/core.yaml [demo, must-pass]: 1 passed, 1 failed, 1 timeout, pass rate 0.333 "
+        "[0.061, 0.792] — FAIL",
         "    pass_rate 0.333 [0.061, 0.792] (95% Wilson, 3 cases)",
-        "    too few runs to detect any pass-rate drop at α 0.05 with 80% power from 3 runs",
+        "    too few runs to detect any pass-rate drop against a rerun of its 3 cases (McNemar "
+        "exact, α 0.05, Holm over 2 metrics)",
         "    metric     author baseline  this run  95% interval    Δ       vs baseline",
         "    pass_rate  1.000            0.333     [0.061, 0.792]  -0.667  below, significant "
         "(exact binomial p=0 < α 0.05)",
         "    accuracy   0.900            -         -               -       not measured by this "
         "run",
-        "pkg/eval/extra.yaml [demo, advisory]: 1 passed, 1 failed, 0 timeout — ADVISORY: not "
-        "passed (does not fail the run)",
+        "pkg/eval/extra.yaml [demo, advisory]: 1 passed, 1 failed, 0 timeout, pass rate 0.500 "
+        "[0.095, 0.905] — ADVISORY: not passed (does not fail the run)",
         "    pass_rate 0.500 [0.095, 0.905] (95% Wilson, 2 cases)",
-        "    too few runs to detect any pass-rate drop at α 0.05 with 80% power from 2 runs",
+        "    too few runs to detect any pass-rate drop against a rerun of its 2 cases (McNemar "
+        "exact, α 0.05, Holm over 2 metrics)",
         "timed out:",
         "  pkg/eval/core.yaml::slow — no answer within 0.5 s (--elizon-timeout=0.5)",
         "advisory, not passed:",
@@ -279,7 +282,7 @@ def test_junit_render() -> None:
         "error", "crashed: worker died", "11")
     skipped = cases["drifted"].find("skipped")
     assert skipped is not None
-    assert (skipped.get("message") or "").startswith("advisory failed, does not fail the run")
+    assert (skipped.get("message") or "").startswith("advisory_failed, does not fail the run")
     props = {p.get("name"): p.get("value") for p in root.iter("property")}
     assert props["baseline.pass_rate"] == "1"
 
@@ -289,7 +292,7 @@ def test_github_annotations() -> None:
     commands = github_runner.parse("\n".join(lines))
     assert [(c.name, c.properties["line"], c.properties["title"]) for c in commands] == [
         ("error", "5", "wrong: failed"), ("error", "8", "slow: timeout"),
-        ("warning", "4", "drifted: failed (advisory)")]
+        ("warning", "4", "drifted: advisory_failed")]
     assert commands[0].data.startswith("pkg/eval/core.yaml::wrong\ncase 'wrong' failed")
     many = aggregate_of(*[result(f"c{i:02d}", "failed", line=i, assertions=(FAILED_CHECK,))
                           for i in range(12)])

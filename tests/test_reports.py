@@ -244,7 +244,7 @@ def test_annotations_follow_githubs_rules_and_limits(
     assert first.properties == {"file": "hard/eval/suite.yaml", "line": "2",
                                 "title": "must-00: failed"}
     assert first.data.startswith("hard/eval/suite.yaml::must-00\ncase 'must-00' failed")
-    assert commands[11].properties["title"] == "adv-00: failed (advisory)"
+    assert commands[11].properties["title"] == "adv-00: advisory_failed"
     assert commands[-2].data.startswith("5 more cases did not pass")
 
 
@@ -366,9 +366,10 @@ def check_hostile_output_keeps_markdown_tables_and_renders_no_html(
         # Had hostile text split a cell, the outcome and latency columns would have moved.
         case_rows = [r for r in rows if r[0].startswith("`hostile")]
         assert len(case_rows) == 6
+        # named as every report names them: the advisory suite's as advisory_failed
+        assert sorted(c[1] for c in case_rows) == ["advisory_failed"] * 3 + ["failed"] * 3
         for cells in case_rows:
             assert len(cells) == 5
-            assert cells[1] == "failed"
             assert re.fullmatch(r"\d+\.\d ms", cells[3]), cells
             assert cells[2].startswith(("✗ contains: missing: 'absent'", "ValueError: nul"))
         html = [t.content for t in tokens if t.type == "html_block"]
@@ -409,7 +410,7 @@ def test_regression_against_an_earlier_run(packages: Packages, pytester: pytest.
                     .replace("input: beta", "input: beta\n    expect: {equals: nope}")
                     .replace("  - id: too-slow\n    input: sleep 5\n",
                              "  - id: brand-new\n    input: n\n"))
-    result = pytester.runpytest(*REPORT_ARGS, "--elizon-baseline=before.json")
+    result = pytester.runpytest(*REPORT_ARGS, "--elizon-baseline=before.json", "-v")
     result.stdout.fnmatch_lines([
         "since *before.json: 1 regressed, 1 improved, 1 new, 1 removed, 3 unchanged",
         "  suite file changed: pkg/eval/core.yaml",

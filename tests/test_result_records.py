@@ -39,7 +39,7 @@ CALL = ToolCallRecord("search", "x" * 10, {"rows": [1, 2]}, "late", 70_000, None
 def full() -> CaseResult:
     """A result with every field set to something other than its default."""
     turn = TurnRecord(2, {"q": "hi"}, "failed", "ans", 3, 1.5, (CHECK,), ERROR, (CALL,), USAGE,
-                      0.25)
+                      0.25, 120)
     return CaseResult(
         nodeid="pkg/eval/s.yaml::c", case_id="c", line=4,
         suite=SuiteInfo("pkg/eval/s.yaml", "pkg", "advisory", True, {"pass_rate": 0.5}, "ab"),
@@ -63,7 +63,8 @@ def full() -> CaseResult:
                             20, "SPRT", 0.1, "below", 2, False, 0.5, 0.5),
         label=LabelRecord("billing", "legal"), rag=RagRecord(0.5, 0.75, 1.0, 0.5, 3, 2),
         first_tool="search", controls=("CC6.1", "LLM01"),
-        resumed=True, advisory="judge not aligned: κ 0.41 < 0.60")
+        resumed=True, advisory="judge not aligned: κ 0.41 < 0.60", tool_calls_total=120,
+        teardown_error=ErrorInfo("RuntimeError", "cleanup failed", "Traceback ..."))
 
 
 def test_a_fully_populated_result_survives_data_and_json_unchanged() -> None:

@@ -87,7 +87,7 @@ def verbose_lines(result: pytest.RunResult, xdist: bool) -> list[tuple[str, str]
 
 def outcomes_of(data: dict[str, Any], prefix: str) -> Counter[str]:
     """The outcomes of the cases under ``prefix``, advisory ones marked as such."""
-    return Counter(("advisory " if s["advisory"] else "") + c["outcome"]
+    return Counter(("advisory " if s["advisory"] else "") + c["outcome"].removeprefix("advisory_")
                    for s in data["suites"] for c in s["cases"] if c["nodeid"].startswith(prefix))
 
 

@@ -12,11 +12,12 @@ included — and says where a bad value came from.
 
 from __future__ import annotations
 
-import importlib
+import importlib.machinery
 import importlib.util
 import keyword
 import math
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,8 +25,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..bind.binding import ENTRY, JUDGE, Kind, Source, parse_text
-from ..history.store import DEFAULT_PATH, is_url
+from ..history.store import DEFAULT_PATH, describe, is_url, unknown_scheme
 from ..load.runtime import MAX_PRICE
+from ..run.calls import Rates
 from ..run.cassette import Cassette
 from ..run.concurrency import MAX_CONCURRENCY
 from ..run.deadlines import DEFAULT_MAX_HUNG
@@ -36,7 +38,8 @@ if TYPE_CHECKING:  # types only: imported when a run signs or attests its result
     from ..trust.attestation import Secret
     from ..trust.signing import SigningKey
 
-__all__ = ["HARD_LIMIT_S", "OPTIONS", "Option", "Settings", "register", "resolve"]
+__all__ = ["HARD_LIMIT_S", "OPTIONS", "Option", "Settings", "register", "report_detail",
+           "resolve"]
 
 #: Elizon's hard per-case limit; options may lower it, never raise it
 #: (docs/contract.md#time-limits).
@@ -90,11 +93,14 @@ OPTIONS: tuple[Option, ...] = (
                 "for I/O-bound model calls (default 1); 'auto' or 'auto:MAX' adapts per "
                 "entry point (per host for HTTP) to its rate limit, up to MAX (default 64)."),
     Option(cli="--elizon-retries", ini="elizon_retries", metavar="N", unset="4",
-           help="Retries of a call refused with 429/502/503/504, a connection reset or "
-                "RateLimited, within the case's time limit (default 4; 0: none)."),
+           help="Retries of a call refused with 429/502/503/504, a connection reset, "
+                "RateLimited or a model SDK's rate-limit or overload error, within the case's "
+                "time limit (default 4; 0: none)."),
     Option(ini="elizon_retry_on", ini_type="args", ini_default=[],
            help="Further exception classes that mean 'rate limited', by dotted name (e.g. "
-                "openai.RateLimitError); their retry_after or response.headers are read."),
+                "mysdk.TooBusyError; the OpenAI, Anthropic, LiteLLM and LangChain rate-limit "
+                "and overload errors are retried without it), imported when an error first "
+                "needs classifying; their retry_after or response.headers are read."),
     Option(ini="elizon_max_hung_calls", unset=str(DEFAULT_MAX_HUNG),
            help="Calls of one Python entry point or judge left running past their deadline "
                 "(each holds a thread) before its later calls fail at once saying it does "
@@ -122,15 +128,22 @@ OPTIONS: tuple[Option, ...] = (
            unset="auto",
            help="GitHub Actions annotations for cases that did not pass: auto (when "
                 "GITHUB_ACTIONS=true), on or off."),
+    Option(cli="--elizon-report", choices=("line", "short", "full"),
+           unset="short (line with -q, full with -v)",
+           help="How much the terminal's elizon eval section says: line (the run's one "
+                "summary line), short (a line per suite, then only what needs a person) or "
+                "full (every table and list); without it, -q means line and -v full. The "
+                "report files keep everything."),
     Option(cli="--elizon-record", metavar="PATH",
            help="Record every case's entry-point result into the cassette file PATH."),
     Option(cli="--elizon-replay", metavar="PATH",
            help="Answer every case from the cassette file PATH instead of calling the entry "
                 "point."),
     Option(ini="elizon_prices", ini_type="linelist", ini_default=[],
-           help="Prices to cost token usage that reports no cost: one 'MODEL INPUT OUTPUT' "
-                "line per model, in US dollars per 1M input and output tokens (a manifest's "
-                "prices: wins for its package)."),
+           help="Prices to cost token usage that reports no cost: one 'MODEL INPUT OUTPUT "
+                "[CACHE_READ [CACHE_WRITE]]' line per model, in US dollars per 1M input, "
+                "output, prompt-cache-read and cache-write tokens (a cache rate left out is "
+                "the input rate; a manifest's prices: wins for its package)."),
     Option(cli="--elizon-sign-key", ini="elizon_sign_key", metavar="PATH",
            help="Sign the --elizon-results file with the Ed25519 private key in the PEM file "
                 "PATH (written beside it as RESULTS.sig); else ini elizon_sign_key, else the "
@@ -224,8 +237,8 @@ class Settings:
     record: Path | None
     #: The cassette replayed, read once per process.
     replay: Cassette | None
-    #: ini ``elizon_prices``: US dollars per 1M input and output tokens, by model name.
-    prices: dict[str, tuple[float, float]]
+    #: ini ``elizon_prices``: US dollars per 1M input, output and cache tokens, by model name.
+    prices: dict[str, Rates]
     #: ``--elizon-html`` / ini ``elizon_html``: the HTML report's path.
     html: Path | None = None
     #: ``--elizon-sign-key`` / ini ``elizon_sign_key`` / ``$ELIZON_SIGN_KEY``: signs the
@@ -301,6 +314,16 @@ def _option_or_ini(config: pytest.Config, name: str) -> tuple[str | None, str]:
         return raw, f"--{name.replace('_', '-')}={raw}"
     raw = config.getini(name)
     return (raw or None), f"{_ini_source(config, name)} ({raw!r})"
+
+
+def report_detail(config: pytest.Config) -> str:
+    """``--elizon-report``, else as pytest's verbosity says: ``line`` under ``-q``, ``full``
+    under ``-v``, else ``short`` (docs/contract.md#terminal)."""
+    chosen = config.getoption("elizon_report", None)
+    if isinstance(chosen, str):
+        return chosen
+    verbosity = config.get_verbosity()
+    return "line" if verbosity < 0 else "full" if verbosity > 0 else "short"
 
 
 def compliance_framework(config: pytest.Config) -> str | None:
@@ -395,29 +418,50 @@ def _installed(package: str) -> bool:
         return False
 
 
-def _retry_on(config: pytest.Config) -> tuple[type[BaseException], ...]:
-    """ini ``elizon_retry_on``: exception classes by dotted name, imported now. A class of a
+def _findable(module: str) -> bool:
+    """Whether the module ``module`` (of an installed package) is there, found as an import
+    finds it but without importing it or the packages above it: a package's ``__init__``
+    may take seconds (docs/contract.md#retries). A module a package makes as it is imported,
+    with no file of its own, is not found."""
+    if module in sys.modules:
+        return True
+    parts = module.split(".")
+    try:
+        spec = importlib.util.find_spec(parts[0])  # a top-level name: nothing is imported
+        for depth in range(2, len(parts) + 1):
+            locations = spec.submodule_search_locations if spec is not None else None
+            if locations is None:  # not a package: it has no modules inside
+                return False
+            spec = importlib.machinery.PathFinder.find_spec(".".join(parts[:depth]),
+                                                            list(locations))
+    except (ImportError, ValueError, OSError):
+        return False
+    return spec is not None
+
+
+def _retry_on(config: pytest.Config) -> tuple[str, ...]:
+    """ini ``elizon_retry_on``: exception classes by dotted name, checked now without
+    importing anything (an SDK can take seconds to import): a name that cannot be one, or
+    whose module is not there, is a usage error; the classes themselves are imported when
+    an error first needs classifying (:class:`~..run.retrying.RetryClasses`). A class of a
     package that is not installed is skipped with one warning: it can never be raised, and
     one ini serves environments with different SDKs installed."""
-    found: list[type[BaseException]] = []
+    found: list[str] = []
     skipped: list[str] = []
-    for name in config.getini("elizon_retry_on"):
-        module, _, attribute = str(name).rpartition(".")
-        value: object = None
+    for name in map(str, config.getini("elizon_retry_on")):
+        module = name.rpartition(".")[0]
         why = ""
-        if _dotted_name(str(name)):
+        if _dotted_name(name):
             if not _installed(module.split(".")[0]):
                 skipped.append(name)
                 continue
-            try:
-                value = getattr(importlib.import_module(module), attribute, None)
-            except Exception as exc:  # any import failure is the same usage error
-                why = f"; importing {module} failed: {type(exc).__name__}: {exc}"
-        if not (isinstance(value, type) and issubclass(value, BaseException)):
-            raise pytest.UsageError(
-                f"{_ini_source(config, 'elizon_retry_on')}: {name!r} is not an importable "
-                f"exception class (expected a dotted name such as openai.RateLimitError){why}")
-        found.append(value)
+            if _findable(module):
+                found.append(name)
+                continue
+            why = f": there is no module {module}"
+        raise pytest.UsageError(
+            f"{_ini_source(config, 'elizon_retry_on')}: {name!r} is not an importable "
+            f"exception class (expected a dotted name such as openai.RateLimitError){why}")
     if skipped and not hasattr(config, "workerinput"):  # once per run, not per xdist worker
         packages = ", ".join(sorted({n.split(".")[0] for n in skipped}))
         config.issue_config_time_warning(pytest.PytestConfigWarning(
@@ -449,7 +493,8 @@ def _retry(config: pytest.Config) -> RetryPolicy:
             raise pytest.UsageError(
                 f"{_ini_source(config, 'elizon_retry_backoff')} ({backoff!r}): expected "
                 "'BASE CAP' in seconds with 0 < BASE <= CAP, e.g. '0.5 8'") from None
-    return RetryPolicy(retries=retries, base_s=base, cap_s=cap, retry_on=_retry_on(config))
+    return RetryPolicy(retries=retries, base_s=base, cap_s=cap, retry_on=_retry_on(config),
+                       retry_on_source=_ini_source(config, "elizon_retry_on"))
 
 
 def _sources(config: pytest.Config, kind: Kind) -> tuple[Source, Source]:
@@ -480,23 +525,26 @@ def _strict(config: pytest.Config) -> bool:
                                 "true or false") from None
 
 
-def _prices(config: pytest.Config) -> dict[str, tuple[float, float]]:
-    """ini ``elizon_prices``: one ``MODEL INPUT OUTPUT`` line per model (US dollars per 1M
-    input and output tokens)."""
-    prices: dict[str, tuple[float, float]] = {}
+def _prices(config: pytest.Config) -> dict[str, Rates]:
+    """ini ``elizon_prices``: one ``MODEL INPUT OUTPUT [CACHE_READ [CACHE_WRITE]]`` line per
+    model (US dollars per 1M input, output, cache-read and cache-write tokens; a cache rate
+    left out is the input rate, docs/contract.md#cost)."""
+    prices: dict[str, Rates] = {}
     for line in config.getini("elizon_prices"):
         parts = line.split()
         try:
-            model, per_input, per_output = parts[0], float(parts[1]), float(parts[2])
-            if len(parts) != 3 or min(per_input, per_output) < 0 \
-                    or not max(per_input, per_output) <= MAX_PRICE:
+            rates = [float(part) for part in parts[1:]]
+            # each rate on its own: NaN fails every comparison, so min/max would skip it
+            if not 2 <= len(rates) <= 4 or not all(0 <= r <= MAX_PRICE for r in rates):
                 raise ValueError
-        except (ValueError, IndexError):
+        except ValueError:
             raise pytest.UsageError(
                 f"{_ini_source(config, 'elizon_prices')}: {line!r}: expected 'MODEL INPUT "
-                "OUTPUT' (US dollars per 1M input and output tokens, from 0 to "
-                f"{MAX_PRICE:,.0f}, e.g. 'gpt-4o-mini 0.15 0.60')") from None
-        prices[model] = (per_input, per_output)
+                "OUTPUT' or 'MODEL INPUT OUTPUT CACHE_READ [CACHE_WRITE]' (US dollars per 1M "
+                "input, output, "
+                f"cache-read and cache-write tokens, from 0 to {MAX_PRICE:,.0f}, e.g. "
+                "'gpt-4o-mini 0.15 0.60' or 'claude-sonnet-4 3 15 0.30 3.75')") from None
+        prices[parts[0]] = Rates(*rates)
     return prices
 
 
@@ -584,10 +632,11 @@ def _history(config: pytest.Config) -> str | None:
     """The history store: a URL as it is, a path relative to where pytest was started (the
     option) or to the ini file (the ini key); the default is under the rootdir."""
     raw = config.getoption("elizon_history")
-    base = config.invocation_params.dir
+    base, where = config.invocation_params.dir, "--elizon-history"
     if raw is None:
         raw = str(config.getini("elizon_history") or "").strip() or None
         base = config.inipath.parent if config.inipath else config.rootpath
+        where = _ini_source(config, "elizon_history")
     if raw is None:
         return str(config.rootpath / DEFAULT_PATH)
     text = str(raw).strip()
@@ -598,6 +647,10 @@ def _history(config: pytest.Config) -> str | None:
                                 "postgresql:// URL, or off")
     if is_url(text):
         return text
+    scheme = unknown_scheme(text)
+    if scheme is not None:  # never a file named "mysql:" (docs/contract.md#history)
+        raise pytest.UsageError(f"{where}: {describe(text)} is not a SQLite file path or a "
+                                f"postgresql:// URL ({scheme}:// stores are not supported)")
     return str(Path(base, os.path.expanduser(text)))
 
 def _level(config: pytest.Config, name: str, default: float, what: str) -> float:
@@ -633,6 +686,35 @@ def _fail_on_regression(config: pytest.Config, baseline: Path | None) -> bool:
     return on and baseline is not None
 
 
+#: The files a run writes, by the option that names each (docs/contract.md#reports).
+_OUTPUTS = (("junit", "--elizon-junit"), ("results", "--elizon-results"),
+            ("markdown", "--elizon-markdown"), ("html", "--elizon-html"),
+            ("record", "--elizon-record"), ("attestation", "--elizon-attestation"))
+
+
+def _distinct_outputs(settings: Settings) -> Settings:
+    """``settings`` when no two of its outputs are one file; else a usage error naming both
+    options, before any case runs: the second writer would silently replace the first."""
+    from ..trust.signing import signature_path  # light: the key classes load on first use
+
+    named: list[tuple[str, Path]] = [(option, path) for field_name, option in _OUTPUTS
+                                     if (path := getattr(settings, field_name)) is not None]
+    if settings.results is not None and settings.sign_key is not None:
+        named.append(("the results' signature", signature_path(settings.results)))
+    if settings.history is not None and "://" not in settings.history:
+        named.append(("--elizon-history", Path(settings.history)))
+    seen: dict[str, str] = {}
+    for option, path in named:
+        # the folder as it resolves, the name as given: a report path that is a link is
+        # replaced, never written through (docs/contract.md#reports)
+        key = os.path.normcase(os.path.join(os.path.realpath(path.parent), path.name))
+        if key in seen:
+            raise pytest.UsageError(f"{seen[key]} and {option} both name {path}: each report "
+                                    "needs a file of its own")
+        seen[key] = option
+    return settings
+
+
 def resolve(config: pytest.Config) -> Settings:
     """Read and check every setting; a bad value is a usage error naming its source."""
     timeout_s, timeout_source = _timeout(config)
@@ -644,7 +726,7 @@ def resolve(config: pytest.Config) -> Settings:
         raise pytest.UsageError("--elizon-resume continues a session from the history store, "
                                 "which is off (--elizon-history=off or ini elizon_history)")
     attestation, attestation_secret = _attestation(config)
-    return Settings(
+    return _distinct_outputs(Settings(
         cli={ENTRY.key: entry[0], JUDGE.key: judge[0]},
         ini={ENTRY.key: entry[1], JUDGE.key: judge[1]},
         route_key=_route_key(config),
@@ -681,7 +763,7 @@ def resolve(config: pytest.Config) -> Settings:
         confidence=_level(config, "elizon_confidence", 0.95, "a confidence level"),
         alpha=_level(config, "elizon_alpha", 0.05, "a significance level"),
         fail_on_regression=_fail_on_regression(config, _path(config, "elizon_baseline")),
-    )
+    ))
 
 
 def _elizon_folder(config: pytest.Config, name: str) -> Path | None:

@@ -83,12 +83,19 @@ def across_runs(plan: CasePlan, record: RepeatRecord) -> tuple[AssertionResult, 
                                        "the same output from every run", found))
     stable = expect.stable
     if stable is not None:
-        wanted, ok = [], True
+        # what was found next to each limit ("3 unique outputs, max 2"), then the rest
+        wanted, ok, said = [], True, []
         if stable.max_unique_outputs is not None:
             wanted.append(f"at most {stable.max_unique_outputs} distinct output(s)")
             ok = ok and record.unique_outputs <= stable.max_unique_outputs
+            said.append(f"{record.unique_outputs} unique output"
+                        f"{'s' * (record.unique_outputs != 1)}, max "
+                        f"{stable.max_unique_outputs}")
         if stable.min_similarity is not None:
             wanted.append(f"every pair of outputs at least {stable.min_similarity:g} similar")
             ok = ok and (record.min_similarity or 0.0) >= stable.min_similarity - 1e-9
-        results.append(AssertionResult("stable", ok, " and ".join(wanted), found))
+            said.append(f"least similar pair {record.min_similarity or 0:.3f}, min "
+                        f"{stable.min_similarity:g}")
+        results.append(AssertionResult("stable", ok, " and ".join(wanted),
+                                       f"{'; '.join(said)} — {found}"))
     return tuple(results)

@@ -14,14 +14,15 @@ import here.
 
 from __future__ import annotations
 
+import json
 import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..run.assertions import AssertionResult
-from ..run.calls import EntryCall, ErrorInfo, Usage
-from ..text import cap
+from ..run.calls import EntryCall, ErrorInfo, ToolCall, Usage
+from ..text import NAME_KEPT, cap, named
 from . import noise
 from .results_data import ERROR as ERROR
 from .results_data import FAILED as FAILED
@@ -47,6 +48,7 @@ from .wording import REASON_PART as REASON_PART
 from .wording import conversation_text as conversation_text
 from .wording import display_reason as display_reason
 from .wording import failure_message as failure_message
+from .wording import outcome_name as outcome_name
 from .wording import reason as reason
 from .wording import usage_text as usage_text
 from .wording_noise import repeat_properties as repeat_properties
@@ -78,6 +80,7 @@ __all__ = [
     "escaped",
     "failure_message",
     "inconclusive_passes",
+    "outcome_name",
     "reason",
     "repeat_properties",
     "setup_error",
@@ -90,6 +93,13 @@ REPORT_ATTR = "elizon"
 HISTORY_KEY_ATTR = "elizon_history_key"
 #: Characters of each run's (and turn's) output kept in its record.
 RUN_OUTPUT_KEPT = 4096
+#: A case's budget for the tools its answer called (docs/contract.md#results-json): the
+#: calls kept of one answer (and of each turn's), and the characters of their arguments,
+#: results and errors kept in all; past it a part keeps :data:`TOOL_PART_FLOOR`
+#: characters. A record says what was cut: ``tool_calls_total``, ``<part>_length``.
+TOOL_CALLS_KEPT = 100
+TOOL_CHARS_KEPT = 1024 * 1024
+TOOL_PART_FLOOR = 256
 
 
 def described(exc: BaseException) -> str:
@@ -138,7 +148,50 @@ def attempt_outcome(attempt: Attempt, expects_error: bool) -> str:
     return _attempt_outcome(attempt, expects_error)
 
 
-def _turn_record(number: int, turn: TurnResult, expects_error: bool) -> TurnRecord:
+class _ToolBudget:
+    """What is left of a case's budget of tool-call text (:data:`TOOL_CHARS_KEPT`)."""
+
+    def __init__(self) -> None:
+        self.left = TOOL_CHARS_KEPT
+
+    def records(self, calls: Sequence[ToolCall]) -> dict[str, Any]:
+        """``tool_calls`` (the first :data:`TOOL_CALLS_KEPT`, each part within what is
+        left) and ``tool_calls_total`` (how many there were, when some were not kept)."""
+        kept = []
+        for call in calls[:TOOL_CALLS_KEPT]:
+            record = ToolCallRecord.of(call, max(TOOL_PART_FLOOR, min(OUTPUT_KEPT, self.left)))
+            self.left -= sum(_size(getattr(record, part))
+                             for part in ("arguments", "result", "error"))
+            kept.append(record)
+        return {"tool_calls": tuple(kept),
+                "tool_calls_total": len(calls) if len(calls) > TOOL_CALLS_KEPT else None}
+
+
+def _size(part: Any) -> int:
+    """The characters a kept part of a tool call takes (as JSON text, a structure)."""
+    if part is None or isinstance(part, (bool, int, float)):
+        return 0
+    if isinstance(part, str):
+        return len(part)
+    try:  # kept whole, so at most the part's limit
+        return len(json.dumps(part, ensure_ascii=False, default=str))
+    except (ValueError, RecursionError):
+        return 0
+
+
+def _usage(usage: Usage | None) -> Usage | None:
+    """``usage`` with its model's name kept within :data:`~..text.NAME_KEPT` characters."""
+    return None if usage is None else _model_kept(usage)
+
+
+def _model_kept(usage: Usage) -> Usage:
+    if usage.model is None or len(usage.model) <= NAME_KEPT:
+        return usage
+    return replace(usage, model=named(usage.model))
+
+
+def _turn_record(number: int, turn: TurnResult, expects_error: bool, budget: _ToolBudget
+                 ) -> TurnRecord:
     call = turn.call
     return TurnRecord(
         turn=number, input=turn.input,
@@ -146,7 +199,7 @@ def _turn_record(number: int, turn: TurnResult, expects_error: bool) -> TurnReco
         output=cap(call.text, RUN_OUTPUT_KEPT)[0] if call.text is not None else None,
         output_length=len(call.text) if call.text is not None else 0,
         latency_ms=call.latency_ms, assertions=tuple(turn.assertions), error=call.error,
-        tool_calls=tuple(ToolCallRecord.of(c) for c in call.tool_calls), usage=call.usage,
+        **budget.records(call.tool_calls), usage=_usage(call.usage),
         judge_score=turn.judge_score)
 
 
@@ -179,15 +232,17 @@ def _single(identity: CaseIdentity, plan: CasePlan, attempt: Attempt, outcome: s
     assertions = attempt.assertions
     if failed is not None:  # the failing turn's checks are why the case did not pass
         assertions = attempt.turns[failed - 1].assertions
+    budget = _ToolBudget()  # one per case: its calls, then each turn's
     return CaseResult(
-        tool_calls=tuple(ToolCallRecord.of(c) for c in call.tool_calls), usage=call.usage,
-        turns=tuple(_turn_record(n, t, expects_error) for n, t in enumerate(attempt.turns, 1)),
+        **budget.records(call.tool_calls), usage=_usage(call.usage),
+        turns=tuple(_turn_record(n, t, expects_error, budget)
+                    for n, t in enumerate(attempt.turns, 1)),
         failed_turn=failed,
         **_identity_fields(identity, plan), outcome=outcome, assertions=assertions,
         latency_ms=call.latency_ms, output=output,
         output_length=len(call.text) if call.text is not None else 0, error=call.error,
         judge_score=attempt.judge_score, judge_reasoning=attempt.judge_reasoning,
-        judge_usage=attempt.judge_usage,
+        judge_usage=_usage(attempt.judge_usage),
         replayed=call.replayed, **_retry_fields([attempt]), judges=attempt.judges,
         alignment=dict(plan.alignment) if plan.alignment is not None and attempt.judges
         else None)
@@ -271,7 +326,7 @@ def _decided(identity: CaseIdentity, plan: CasePlan, run: CaseRun) -> CaseResult
     scores = [a.judge_score for a in run.attempts if a.judge_score is not None]
     base = _single(identity, plan, run.attempts[shown], outcome)
     usage: Usage | None = None  # what the case cost is what every run cost
-    for part in (a.call.usage for a in run.attempts if a.call.usage is not None):
+    for part in (_model_kept(a.call.usage) for a in run.attempts if a.call.usage is not None):
         usage = part if usage is None else usage + part
     return CaseResult(**{
         **base.__dict__,
@@ -323,7 +378,10 @@ def crashed(identity: CaseIdentity, message: str) -> CaseResult:
 def blocks(result: CaseResult) -> bool:
     """Whether the case fails the run: anything but a pass in a must-pass suite (unless
     only an unaligned judge failed it: ``advisory``); in an advisory suite only an error
-    (the case could not run at all: a binding or a crash), as pytest's exit status says too."""
+    (the case could not run at all: a binding or a crash), as pytest's exit status says too;
+    and in any suite a case whose fixture's teardown raised (pytest's ERROR at teardown)."""
+    if result.teardown_error is not None:
+        return True  # its outcome stays; pytest counts the error and fails the run
     if result.outcome == PASSED or inconclusive_passes(result):
         return False
     if result.advisory is not None and result.outcome != ERROR:

@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 
 from ..run.assertions import AssertionResult
 from ..run.calls import ErrorInfo, ToolCall, Usage
+from ..text import named
 
 __all__ = [
     "DATA",
@@ -234,7 +235,9 @@ class ToolCallRecord:
     id: str | None = field(default=None, metadata={OMIT_NONE: True})
 
     @classmethod
-    def of(cls, call: ToolCall) -> ToolCallRecord:
+    def of(cls, call: ToolCall, limit: int = OUTPUT_KEPT) -> ToolCallRecord:
+        """``call`` as kept: each part at most ``limit`` characters (a case's budget,
+        docs/contract.md#results-json), its name and id at most ``NAME_KEPT``."""
         parts: dict[str, Any] = {}
         for part in ("arguments", "result", "error"):
             value = getattr(call, part)
@@ -247,9 +250,9 @@ class ToolCallRecord:
             except (ValueError, RecursionError):  # not JSON data: kept as its length only
                 parts[part], parts[f"{part}_length"] = "<not representable as JSON>", 0
                 continue
-            if len(text) > OUTPUT_KEPT:
-                parts[part], parts[f"{part}_length"] = text[:OUTPUT_KEPT], len(text)
-        return cls(call.name, **parts, id=call.id)
+            if len(text) > limit:
+                parts[part], parts[f"{part}_length"] = text[:limit], len(text)
+        return cls(named(call.name), **parts, id=None if call.id is None else named(call.id))
 
     @property
     def call(self) -> ToolCall:
@@ -350,6 +353,9 @@ class TurnRecord:
     tool_calls: tuple[ToolCallRecord, ...] = ()
     usage: Usage | None = None
     judge_score: float | None = None
+    #: How many tools the turn's answer called, when more than ``tool_calls`` keeps
+    #: (docs/contract.md#results-json); None (and not in the data) otherwise.
+    tool_calls_total: int | None = field(default=None, metadata={OMIT_NONE: True})
 
 
 @dataclass(frozen=True)
@@ -524,6 +530,12 @@ class CaseResult:
     #: its judge failed it, and that judge is not aligned ("judge not aligned: κ 0.41 <
     #: 0.60"; docs/contract.md#judge-alignment). None (and not in the data) otherwise.
     advisory: str | None = field(default=None, metadata={OMIT_NONE: True})
+    #: How many tools the answer called, when more than ``tool_calls`` keeps (a case's
+    #: budget, docs/contract.md#results-json); None (and not in the data) otherwise.
+    tool_calls_total: int | None = field(default=None, metadata={OMIT_NONE: True})
+    #: What a fixture's teardown raised after the case ran (pytest's ERROR at teardown):
+    #: the outcome stays, but the run failed (docs/contract.md#reports); None otherwise.
+    teardown_error: ErrorInfo | None = field(default=None, metadata={OMIT_NONE: True})
 
     @property
     def crashed(self) -> bool:
@@ -565,6 +577,11 @@ def case_of_file(suite: Mapping[str, Any], case: Mapping[str, Any]) -> dict[str,
     """A results file's case as report data again: the inverse of :func:`file_case`."""
     data = dict(case)
     data["case_id"] = data.pop("id")
+    outcome = data.get("outcome")
+    if isinstance(outcome, str) and outcome.startswith("advisory_"):
+        # the file names it as reports do (wording.outcome_name); the record holds the
+        # outcome, and the suite's gate or the case's ``advisory`` says why it is advisory
+        data["outcome"] = outcome.removeprefix("advisory_")
     # a file written before a field was added lacks its key: the field's default
     data["suite"] = {name: suite[name] for name in data_fields(SuiteInfo) if name in suite}
     return data

@@ -27,13 +27,28 @@ from .results_data import (
     ToolCallRecord,
 )
 
-__all__ = ["OUTPUT_SHOWN", "REASON_PART", "conversation_text", "display_reason",
-           "failure_message", "reason", "usage_text"]
+__all__ = ["ADVISORY_PREFIX", "OUTPUT_SHOWN", "REASON_PART", "conversation_text",
+           "display_reason", "failure_message", "outcome_name", "reason", "usage_text"]
 
 #: Characters of output shown in a failure message.
 OUTPUT_SHOWN = 2000
 #: Characters of each part of a one-line reason.
 REASON_PART = 200
+#: Characters of the input a failure message shows.
+INPUT_SHOWN = 300
+#: What an outcome that does not fail the run is named with (``advisory_failed``).
+ADVISORY_PREFIX = "advisory_"
+
+
+def outcome_name(result: CaseResult) -> str:
+    """The case's outcome as every report names it, as pytest counts it
+    (docs/contract.md#outcomes): a failed, timed-out or inconclusive case of an advisory
+    suite, or one only an unaligned judge failed, is ``advisory_failed``
+    (``advisory_timeout``, ``advisory_inconclusive``); any other is its outcome."""
+    if result.outcome in (FAILED, TIMEOUT, INCONCLUSIVE) \
+            and (result.suite.advisory or result.advisory is not None):
+        return ADVISORY_PREFIX + result.outcome
+    return result.outcome
 
 
 # -- reasons --------------------------------------------------------------------------------
@@ -106,8 +121,13 @@ def usage_text(usage: Usage) -> str:
     return visible(", ".join(parts), keep_newlines=False)
 
 
-def _calls_line(calls: Sequence[ToolCallRecord]) -> str:
-    return calls_text([c.call for c in calls])
+def _calls_line(calls: Sequence[ToolCallRecord], total: int | None = None) -> str:
+    """The kept calls on one line, led by how many there were when not all were kept
+    (a case's budget, docs/contract.md#results-json)."""
+    text = calls_text([c.call for c in calls])
+    if total is not None and total > len(calls):
+        return f"{total:,} calls, the first {len(calls):,} kept — {text}"
+    return text
 
 
 def _turn_lines(result: CaseResult) -> list[str]:
@@ -125,7 +145,8 @@ def _turn_lines(result: CaseResult) -> list[str]:
             lines.append("      raised: " + visible(f"{turn.error.type}: {turn.error.message}",
                                                      keep_newlines=False)[:300])
         if turn.tool_calls:
-            lines.append("      tool " + visible(_calls_line(turn.tool_calls),
+            lines.append("      tool " + visible(_calls_line(turn.tool_calls,
+                                                              turn.tool_calls_total),
                                                   keep_newlines=False))
         for a in turn.assertions:
             check = {True: "✓", False: "✗", None: "·"}[a.passed]
@@ -168,6 +189,16 @@ def _runs_lines(result: CaseResult) -> list[str]:
     return lines
 
 
+def _input_line(result: CaseResult) -> list[str]:
+    """What the entry point was given, as Python shows it and shortened: a mapping passed
+    whole to ``answer(message)`` reads as the dict it is (docs/contract.md#failure-message).
+    A conversation's turns each show their own."""
+    if result.input is None or result.turns:
+        return []
+    shown, cut = cap(repr(result.input), INPUT_SHOWN)
+    return [f"input: {visible(shown, keep_newlines=False)}{'…' if cut else ''}"]
+
+
 def _indent(text: str, prefix: str) -> str:
     return "\n".join(prefix + line for line in text.splitlines()) if text else prefix
 
@@ -203,7 +234,7 @@ def failure_message(result: CaseResult) -> str:
     if result.advisory is not None:  # a must-pass case only an unaligned judge failed
         head += (f"; counted as advisory, it does not fail the run: "
                  f"{visible(result.advisory, keep_newlines=False)}")
-    lines = [head, *_runs_lines(result), *_turn_lines(result)]
+    lines = [head, *_input_line(result), *_runs_lines(result), *_turn_lines(result)]
     if result.error is not None and result.error.traceback:
         lines.append(_indent(visible(result.error.traceback), "    "))
     for a in () if result.failed_turn is not None else result.assertions:  # shown per turn
@@ -221,7 +252,8 @@ def failure_message(result: CaseResult) -> str:
         lines.append("snapshot diff (- pinned, + this run):")
         lines.append(_indent(visible(result.snapshot.diff), "  "))
     if result.tool_calls and not result.turns:
-        lines.append("tool " + visible(_calls_line(result.tool_calls), keep_newlines=False))
+        lines.append("tool " + visible(_calls_line(result.tool_calls, result.tool_calls_total),
+                                       keep_newlines=False))
     if result.usage:
         lines.append(f"usage: {usage_text(result.usage)}")
     if result.latency_ms is not None:

@@ -54,10 +54,12 @@ def _tools(agents: dict[str, float | int | None]) -> list[tuple[str, int, float 
 
 
 def terminal_lines(measures: SuiteMeasures) -> list[str]:
-    """Compact: one line per kind of measure, per-label recall on one more."""
+    """Compact: one line per kind of measure, per-label recall on one more. A breakdown
+    with nothing to say is left out: no case classified, no RAG score, no tool called
+    (a conversation's probes: docs/contract.md#terminal)."""
     lines = []
     report = measures.classification
-    if report is not None:
+    if report is not None and report.cases:
         lines.append(f"    classification ({report.cases} cases, {len(report.labels)} labels): "
                      f"accuracy {number(report.accuracy)}, macro F1 {number(report.macro[2])}, "
                      f"weighted F1 {number(report.weighted[2])}")
@@ -66,10 +68,10 @@ def terminal_lines(measures: SuiteMeasures) -> list[str]:
         lines.append("      recall: " + ", ".join(f"{s.label} {number(s.recall)}"
                                                   for s in shown)
                      + (f", … {more} more" if more else ""))
-    if measures.rag is not None:
+    if measures.rag is not None and any(v is not None for v in measures.rag.values()):
         lines.append(f"    rag ({measures.rag_cases} cases): " + ", ".join(
             f"{_RAG_WORDS[m]} {number(measures.rag[m])}" for m in RAG_METRICS))
-    if measures.agents is not None:
+    if measures.agents is not None and measures.agents["tool_calls"]:
         lines.append("    agents: " + ", ".join(_agent_parts(measures.agents)))
         tools = _tools(measures.agents)
         if tools:

@@ -352,7 +352,17 @@ def _masked(value: Any, pattern: re.Pattern[str]) -> Any:
     if isinstance(value, str):
         return pattern.sub(lambda m: mask(m.group()), value)
     if isinstance(value, dict):
-        return {k: _masked(v, pattern) for k, v in value.items()}
+        # keys too: a tool call's arguments may hold a secret as a key ({S: 1}); two keys
+        # that differ only inside a secret mask alike, and both are kept (numbered)
+        masked: dict[Any, Any] = {}
+        for key, item in value.items():
+            shown = _masked(key, pattern) if isinstance(key, str) else key
+            number = 1
+            while shown in masked:
+                number += 1
+                shown = f"{_masked(key, pattern)} #{number}"
+            masked[shown] = _masked(item, pattern)
+        return masked
     if isinstance(value, list):
         return [_masked(v, pattern) for v in value]
     return value

@@ -26,6 +26,7 @@ from ..decide.outcomes import (
     inconclusive_passes,
 )
 from ..measures import suite as task_measures
+from ..run.calls import ErrorInfo
 from .intervals import (
     DetectableDrop,
     MetricInterval,
@@ -37,7 +38,8 @@ from .intervals import (
 )
 from .usage_text import dollars
 
-__all__ = ["COST_METRICS", "METRICS", "Aggregate", "BaselineRow", "SuiteSummary", "format_metric"]
+__all__ = ["COST_METRICS", "METRICS", "Aggregate", "BaselineRow", "SuiteSummary", "format_delta",
+           "format_metric"]
 
 #: The metric names, in the order reports show them.
 METRICS = ("cases", "pass_rate", "fail_rate", "timeout_rate", "inconclusive_rate",
@@ -68,6 +70,22 @@ def format_metric(value: float | int | None, metric: str, missing: str = "-") ->
     if metric == "mean_tokens":
         return f"{value:,.1f}"
     return f"{value:.1f}" if metric.endswith("_ms") else f"{value:.3f}"
+
+
+def format_delta(value: float | None, metric: str, missing: str = "-") -> str:
+    """A change of a metric (the baseline tables' Δ), signed, in three significant digits:
+    dollars as every cost is shown (``+$0.00000640``, never ``+6.4e-06``), the rest as
+    ``+0.0571`` — and never in exponent form (``+1,234``, not ``+1.23e+03``)."""
+    if value is None:
+        return missing
+    if metric.endswith("_usd"):
+        return ("-" if value < 0 else "+") + dollars(abs(value))
+    shown = f"{value:+.3g}"
+    if "e" not in shown:
+        return shown
+    places = max(0, 2 - math.floor(math.log10(abs(value))))
+    shown = f"{value:+,.{places}f}"
+    return shown.rstrip("0").rstrip(".") if "." in shown else shown
 
 
 def _percentile(sorted_values: list[float], share: float) -> float:
@@ -138,8 +156,13 @@ class SuiteSummary:
         return [r for r in self.results if r.outcome != PASSED]
 
     @property
+    def teardown_errors(self) -> int:
+        """Cases whose fixture's teardown raised after they ran (their outcome stays)."""
+        return sum(1 for r in self.results if r.teardown_error is not None)
+
+    @property
     def passed(self) -> bool:
-        return not self.not_passed
+        return not self.not_passed and not self.teardown_errors
 
     @property
     def verdict(self) -> str:
@@ -147,7 +170,8 @@ class SuiteSummary:
         ``advisory`` (an advisory suite with failures or timeouts, which do not). A suite
         whose only cases not passed are inconclusive under ``elizon_inconclusive = pass``
         passes: the ini says so for every gate (docs/contract.md#repeat-runs)."""
-        if all(r.outcome == PASSED or inconclusive_passes(r) for r in self.results):
+        if all((r.outcome == PASSED or inconclusive_passes(r)) and r.teardown_error is None
+               for r in self.results):  # a teardown's error fails the run: never a pass
             return "pass"
         return "fail" if any(blocks(r) for r in self.results) else "advisory"
 
@@ -255,6 +279,26 @@ class Aggregate:
         self._results[result.nodeid] = result
         self._suites = None
 
+    def teardown_failed(self, nodeid: str, longrepr: object) -> None:
+        """A case's teardown raised (pytest's ERROR at teardown, after its result was
+        reported): its outcome stays, and the run failed (docs/contract.md#reports). A
+        node id that is no case of the run (a plain pytest test) is none of its business."""
+        result = self._results.get(nodeid)
+        if result is None:
+            return
+        try:  # pytest's report of it, as its terminal shows it
+            text = str(longrepr)
+        except Exception:  # a representation that cannot be printed: the case still counts
+            text = ""
+        crash = getattr(longrepr, "reprcrash", None)
+        message = getattr(crash, "message", None)
+        said = message if isinstance(message, str) and message else \
+            (text.strip().splitlines() or ["the teardown raised"])[-1]
+        kind, colon, rest = said.partition(": ")
+        named = bool(colon) and kind.replace(".", "").replace("_", "").isalnum()
+        self.add_result(replace(result, teardown_error=ErrorInfo(
+            kind if named else "TeardownError", rest if named else said, text[-8000:])))
+
     def __len__(self) -> int:
         return len(self._results)
 
@@ -296,6 +340,25 @@ class Aggregate:
                 f"case{'s' if limited != 1 else ''} hit a rate limit, {retries} "
                 f"call{'s' if retries != 1 else ''} retried, {waited:.1f} s spent waiting.")
 
+    def cost_note(self) -> str:
+        """The run's total cost in one line (docs/contract.md#cost), the judge's apart;
+        empty when no case reported a cost."""
+        results = list(self._results.values())
+        costs = [r.usage.cost_usd for r in results if r.usage and r.usage.cost_usd is not None]
+        judged = [r.judge_usage.cost_usd for r in results
+                  if r.judge_usage and r.judge_usage.cost_usd is not None]
+        if not costs and not judged:
+            return ""
+        # a total over the cases that reported a cost: how many did is said, never guessed
+        unknown = len(results) - len(costs)
+        said = (f"run cost: {dollars(sum(costs))} over {len(costs):,} "
+                f"case{'s' if len(costs) != 1 else ''}"
+                + (f" ({unknown:,} more reported no cost)" if unknown else "")
+                if costs else "run cost: unknown (no case's answer reported one)")
+        if judged:
+            said += f"; the judge: {dollars(sum(judged))}"
+        return said
+
     def paragraph(self) -> str:
         """The run's verdict as one paragraph a person can read (smithers' contract)."""
         suites = self.suites()
@@ -312,8 +375,12 @@ class Aggregate:
             if s.passed:
                 parts.append(f"{s.info.path} ({gate}) passed all {n} cases.")
                 continue
-            detail = ", ".join(f"{s.count(o)} {o}" for o in (FAILED, TIMEOUT, ERROR, INCONCLUSIVE)
-                               if s.count(o))
+            counted = [f"{s.count(o)} {o}" for o in (FAILED, TIMEOUT, ERROR, INCONCLUSIVE)
+                       if s.count(o)]
+            if s.teardown_errors:  # the cases' outcomes stay: said beside them
+                counted.append(f"{s.teardown_errors} teardown error"
+                               f"{'s' if s.teardown_errors != 1 else ''}")
+            detail = ", ".join(counted)
             tail = {"advisory": ", which does not block",
                     "pass": ", which passes by elizon_inconclusive = pass"}.get(s.verdict, "")
             parts.append(f"{s.info.path} ({gate}) passed {s.count(PASSED)} of {n} "

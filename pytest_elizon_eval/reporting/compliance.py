@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..decide.outcomes import PASSED, CaseResult, blocks
+from ..decide.outcomes import PASSED, CaseResult, blocks, outcome_name
 from .aggregate import Aggregate
 
 __all__ = ["build", "html_part", "markdown_lines", "terminal_lines"]
@@ -28,11 +28,11 @@ def _results(aggregate: Aggregate) -> list[CaseResult]:
 
 
 def _case(result: CaseResult) -> dict[str, str]:
-    """A case as the section lists it, its outcome as every report words it: an advisory
-    suite's case that did not pass is ``advisory_failed`` (``_timeout``, ``_inconclusive``)."""
-    advisory = result.outcome != PASSED and not blocks(result) and result.suite.advisory
-    return {"nodeid": result.nodeid,
-            "outcome": f"advisory_{result.outcome}" if advisory else result.outcome}
+    """A case as the section lists it, its outcome as every report words it
+    (:func:`~..decide.wording.outcome_name`): an advisory suite's case that did not pass, or
+    one only an unaligned judge failed, is ``advisory_failed`` (``_timeout``,
+    ``_inconclusive``)."""
+    return {"nodeid": result.nodeid, "outcome": outcome_name(result)}
 
 
 def build(aggregate: Aggregate) -> dict[str, Any] | None:
@@ -59,11 +59,13 @@ def _blocking(aggregate: Aggregate) -> set[str]:
     return {r.nodeid for r in _results(aggregate) if blocks(r)}
 
 
-def _failed(control: dict[str, Any], blocking: set[str]) -> list[str]:
-    """The control's cases that did not pass: those that fail the run by their node id, the
-    others (advisory) with their outcome and that they are not counted."""
-    return [c["nodeid"] if c["nodeid"] in blocking else f"{c['nodeid']} ({c['outcome']}, "
-            "not counted)" for c in control["cases"] if c["outcome"] != PASSED]
+def _failed(control: dict[str, Any], blocking: set[str], *, named: bool = False) -> list[str]:
+    """The control's cases that did not pass: those that fail the run by their node id (with
+    their outcome, ``named``), the others (advisory) with their outcome and that they are
+    not counted."""
+    return [(f"{c['nodeid']} ({c['outcome']})" if named else c["nodeid"])
+            if c["nodeid"] in blocking else f"{c['nodeid']} ({c['outcome']}, not counted)"
+            for c in control["cases"] if c["outcome"] != PASSED]
 
 
 def _title(data: dict[str, Any]) -> str:
@@ -77,16 +79,20 @@ def _title(data: dict[str, Any]) -> str:
                if unmapped else ""))
 
 
-def terminal_lines(aggregate: Aggregate) -> list[tuple[str, dict[str, bool]]]:
-    """The terminal's Compliance lines with their markup."""
+def terminal_lines(aggregate: Aggregate, *, full: bool = True
+                   ) -> list[tuple[str, dict[str, bool]]]:
+    """The terminal's Compliance lines with their markup: every control (``full``), or only
+    when one failed, the failed controls and unmapped failures (docs/contract.md#terminal)."""
     data = build(aggregate)
-    if data is None:
+    if data is None or (data["compliant"] and not full):
         return []
     lines: list[tuple[str, dict[str, bool]]] = [
         (_title(data), {"red": not data["compliant"], "green": data["compliant"],
                         "bold": True})]
     blocking = _blocking(aggregate)
     for control in data["controls"]:
+        if control["passed"] and not full:
+            continue
         failed = _failed(control, blocking)
         count = len(control["cases"])
         lines.append((f"  {'passed' if control['passed'] else 'FAILED'} {control['id']}: "
@@ -108,9 +114,11 @@ def markdown_lines(aggregate: Aggregate, cell: Callable[[str], str]) -> list[str
              "| control | result | cases passed | failed cases |", "|---|---|---|---|"]
     blocking = _blocking(aggregate)
     for control in data["controls"]:
-        failed = _failed(control, blocking)
+        # each row with its status, as the terminal's: the mark, and each case's outcome
+        failed = _failed(control, blocking, named=True)
         count = len(control["cases"])
-        lines.append(f"| {cell(control['id'])} | {'passed' if control['passed'] else 'failed'} "
+        status = "✅ passed" if control["passed"] else "❌ failed"
+        lines.append(f"| {cell(control['id'])} | {status} "
                      f"| {count - len(failed)}/{count} | "
                      f"{cell(', '.join(failed)) or '—'} |")
     if data["unmapped_failures"]:

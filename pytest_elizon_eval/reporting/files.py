@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..decide.results_data import CaseResult
+from ..decide.wording import outcome_name
 from ..run.cassette import Cassette
 
 if TYPE_CHECKING:  # types only: each writer is imported when its file is asked for
@@ -128,7 +130,7 @@ def write_all(aggregate: Aggregate, regression: Regression | None, settings: Set
         suites = [{"path": s.info.path, "gate": s.info.gate, "advisory": s.info.advisory,
                    "sha256": s.info.sha256, "content_hash": s.info.content_hash}
                   for s in aggregate.suites()]
-        _write_chunks(path, attestation.lines((r.to_data() for r in ordered), len(ordered),
+        _write_chunks(path, attestation.lines((_as_filed(r) for r in ordered), len(ordered),
                                               settings.attestation_secret,
                                               provenance=provenance, suites=suites,
                                               models=models))
@@ -176,6 +178,14 @@ def write_all(aggregate: Aggregate, regression: Regression | None, settings: Set
         else:
             written.append((kind, path))
     return written, failed
+
+
+def _as_filed(result: CaseResult) -> dict[str, Any]:
+    """A case's data with its outcome named as the results file names it (advisory_failed…),
+    so the attestation's record and the file's case agree (docs/contract.md#attestations)."""
+    data = result.to_data()
+    data["outcome"] = outcome_name(result)
+    return data
 
 
 def write_cassette(path: Path, recordings: list[dict[str, Any]], canary: str | None = None

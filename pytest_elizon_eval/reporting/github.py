@@ -28,6 +28,7 @@ from ..decide.outcomes import (
     blocks,
     failure_message,
     inconclusive_passes,
+    outcome_name,
 )
 from .aggregate import Aggregate
 
@@ -81,10 +82,11 @@ class Guard:
 
 
 def _line(kind: str, result: CaseResult) -> str:
-    why = " (advisory)" if kind == "warning" else ""
+    why = ""
     if inconclusive_passes(result) and not result.suite.advisory:  # a must-pass case
         why = " (passes by elizon_inconclusive = pass)"
-    title = f"{result.case_id}: {result.outcome}{why}"
+    # the outcome as every report names it (advisory_failed…: docs/contract.md#outcomes)
+    title = f"{result.case_id}: {outcome_name(result)}{why}"
     if result.security and result.security.probe:  # at the manifest line with the pack
         probe = result.security.probe
         title = f"{result.case_id}: compromised ({probe.category}, {probe.severity})"

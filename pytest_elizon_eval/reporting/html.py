@@ -51,7 +51,7 @@ from ..run.assertions import AssertionResult
 from ..text import cap, visible
 from . import html_glance as glance
 from . import judges, snapshot_reports, trend
-from .aggregate import Aggregate, BaselineRow, SuiteSummary, format_metric
+from .aggregate import Aggregate, BaselineRow, SuiteSummary, format_delta, format_metric
 from .compliance import html_part as compliance_part
 from .intervals import comparison_text, interval_cell, summary_sentences
 from .regression import CHANGES, Regression, dataset_note
@@ -76,10 +76,9 @@ _ORDER = {FAILED: 0, TIMEOUT: 1, ERROR: 2, "advisory": 3, PASSED: 4, INCONCLUSIV
 _COLOR = {PASSED: "#2e7d32", FAILED: "#c62828", TIMEOUT: "#ef6c00", ERROR: "#6a1b9a",
           "advisory": "#b58900", "regressed": "#c62828", "improved": "#2e7d32",
           "new": "#1565c0", "removed": "#757575", "unchanged": "#9e9e9e",
+          "not run": "#6a1b9a",
           INCONCLUSIVE: "#00838f"}
 _VERDICT = {"pass": "PASS", "fail": "FAIL", "advisory": "ADVISORY: not passed"}
-#: Bidirectional controls would reorder the text around them: shown as escapes too.
-_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 #: The ``maxLatencyMs`` assertion's expected text (assertions.py), the limit in it.
 _LIMIT = re.compile(r"^at most (\d+(?:\.\d+)?) ms")
 #: What every case has; any other field of its data is shown as it is (usage, tool calls…).
@@ -87,7 +86,7 @@ _KNOWN = {"nodeid", "case_id", "line", "outcome", "assertions", "latency_ms", "o
           "output_length", "error", "timeout_s", "timeout_source", "entry", "judge_score",
           "judge_reasoning", "runs", "passed_runs", "min_pass_rate", "replayed", "input",
           "suite", "usage", "tool_calls", "turns", "failed_turn", "turn_count", "attempts",
-          "retries", "waited_s", "rate_limited", "repeat", "resumed"}
+          "retries", "waited_s", "rate_limited", "repeat", "resumed", "tool_calls_total"}
 _KNOWN |= {"snapshot"}  # its own item of the details (snapshot_reports.html_item)
 
 _CSS = """
@@ -217,9 +216,9 @@ def category(result: CaseResult) -> str:
 
 
 def _esc(text: str) -> str:
-    """Untrusted text as HTML text or attribute value: visible, and nothing in it is markup."""
-    return html.escape(_BIDI.sub(lambda m: f"\\u{ord(m.group()):04x}", visible(text)),
-                       quote=True)
+    """Untrusted text as HTML text or attribute value: visible (bidirectional controls
+    escaped too, as in every report), and nothing in it is markup."""
+    return html.escape(visible(text), quote=True)
 
 
 def _capped(text: str, limit: int) -> str:
@@ -343,7 +342,8 @@ def _detail_items(result: CaseResult) -> list[tuple[str, str]]:
         items.append((f"conversation ({len(result.turns)} turns)",
                       glance.conversation(result.turns, _esc)))
     if result.tool_calls:
-        items.append(("tool calls", glance.tool_calls(result.tool_calls, _esc)))
+        items.append(("tool calls", glance.tool_calls(result.tool_calls, _esc,
+                                                      result.tool_calls_total)))
     usage = result.usage
     if usage is not None and (used := usage_line(usage.to_data())) is not None:
         model = f" · model <code>{_esc(usage.model)}</code>" if usage.model else ""
@@ -546,11 +546,12 @@ def _metric_chart(summary: SuiteSummary) -> str | None:
 
 def _regression_chart(regression: Regression) -> str:
     counts = regression.counts()
+    kinds = [kind for kind in CHANGES if kind in counts]  # "not run" only when some case is
     width, left, bar = 560, 90, 16
-    height = 8 + len(CHANGES) * (bar + 6)
+    height = 8 + len(kinds) * (bar + 6)
     peak = max(counts.values()) or 1
     body = []
-    for i, kind in enumerate(CHANGES):
+    for i, kind in enumerate(kinds):
         y = 4 + i * (bar + 6)
         w = (width - left - 60) * counts[kind] / peak
         body.append(f'<text x="{left - 6}" y="{y + 12}" text-anchor="end">{kind}</text>'
@@ -603,7 +604,7 @@ def _baseline_table(rows: Sequence[BaselineRow]) -> str:
         f"{_metric(r.baseline, r.metric, '—')}"
         f"</td><td class=n>{_metric(r.run, r.metric, '—')}</td><td class=\"n iv\">"
         f"{interval_cell(r.interval, _metric) or '—'}</td><td class=n>"
-        f"{'—' if r.delta is None else f'{r.delta:+.3g}'}</td>"
+        f"{format_delta(r.delta, r.metric, '—')}</td>"
         f"<td>{_esc(comparison_text(r.comparison, r.noise))}</td></tr>"
         for r in rows)
     level = f"{rows[0].interval.confidence:.0%} " if rows[0].interval else ""
@@ -641,8 +642,9 @@ def _card(summary: SuiteSummary) -> str:
 
 
 def _regression_list(regression: Regression) -> str:
-    moved = [c for c in regression.changes if c.change in ("regressed", "improved")]
-    items = "".join(f'<tr><td><span class="b {"failed" if c.change == "regressed" else "passed"}"'
+    moved = [c for c in regression.changes if c.change in ("regressed", "not run", "improved")]
+    badge = {"regressed": "failed", "not run": "error", "improved": "passed"}
+    items = "".join(f'<tr><td><span class="b {badge[c.change]}"'
                     f'>{c.change}</span></td><td><code>{_esc(c.nodeid)}</code></td>'
                     f"<td>{_esc(c.before or '—')} → {_esc(c.after or '—')}</td></tr>"
                     for c in moved)
@@ -720,6 +722,7 @@ def chunks(aggregate: Aggregate, regression: Regression | None = None,
     head = (f'<section class="verdict {"pass" if passed else "fail"}" id="verdict">'
             f"<h1>Elizon eval: {verdict}</h1>"
             f'<p class="headline">{_esc(glance.headline(aggregate))}</p>'
+            + (f'<p class="cost">{_esc(spent)}</p>' if (spent := aggregate.cost_note()) else "")
             + (f"<p>{_esc(note)}</p>" if (note := aggregate.rate_limit_note()) else "")
             + (f"<p><strong>Must-pass gate: {_esc(aggregate.override_note)}</strong></p>"
                if aggregate.override_note else "")

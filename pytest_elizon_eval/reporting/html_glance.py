@@ -89,6 +89,9 @@ def headline(aggregate: Aggregate) -> str:
                    for r in results)
     if advisory:  # not passed, but they do not fail the run: said apart from what does
         counts.append(("advisory, not passed", advisory))
+    torn = sum(r.teardown_error is not None for r in results)
+    if torn:  # docs/contract.md#reports: the outcome stays, the run failed
+        counts.append((f"teardown error{'s' if torn != 1 else ''}", torn))
     said = ", ".join(f"{n} {o}" for o, n in counts)
     return (f"{len(results)} case{'s' if len(results) != 1 else ''} in {len(suites)} "
             f"suite{'s' if len(suites) != 1 else ''} of {len(packages)} "
@@ -101,9 +104,12 @@ def _items(results: Sequence[CaseResult], rows: Mapping[str, int], esc: Esc,
     for r in results[:ATTENTION_SHOWN]:
         cat = category(r)
         anchor = f"#c{rows[r.nodeid]}" if r.nodeid in rows else "#cases"
+        why = reason(r)
+        if r.outcome == PASSED and r.teardown_error is not None:  # it failed after it passed
+            why = f"its teardown raised {r.teardown_error.text}"
         items.append(f'<li><span class="b {cat}">{esc(r.outcome)}</span> '
                      f'<a class="to" href="{anchor}">{esc(r.nodeid)}</a> — '
-                     f'<span class="why">{esc(_cut(reason(r)))}</span></li>')
+                     f'<span class="why">{esc(_cut(why))}</span></li>')
     more = len(results) - ATTENTION_SHOWN
     if more > 0:
         items.append(f'<li class="note">and {more:,} more (see the cases below)</li>')
@@ -114,8 +120,9 @@ def attention(aggregate: Aggregate, rows: Mapping[str, int], esc: Esc,
               category: Callable[[CaseResult], str]) -> str:
     """What needs a look: the cases that block the run (failed, timed out, error) across
     every suite, then the advisory ones that did not pass, each linking to its row."""
-    results = [r for s in aggregate.suites() for r in s.results if r.outcome != PASSED]
-    order = {FAILED: 0, TIMEOUT: 1, ERROR: 2, INCONCLUSIVE: 3}
+    results = [r for s in aggregate.suites() for r in s.results
+               if r.outcome != PASSED or r.teardown_error is not None]
+    order = {FAILED: 0, TIMEOUT: 1, ERROR: 2, INCONCLUSIVE: 3, PASSED: 4}
     blocking = sorted((r for r in results if blocks(r)), key=lambda r: order[r.outcome])
     passing = [r for r in results if _passes_by_ini(r)]
     advisory = sorted((r for r in results if not blocks(r) and not _passes_by_ini(r)),
@@ -220,9 +227,12 @@ def _value(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
 
 
-def tool_calls(calls: Sequence[ToolCallRecord], esc: Esc) -> str:
-    """Each call as ``name(arguments) → result`` (or ✗ error), one line each."""
+def tool_calls(calls: Sequence[ToolCallRecord], esc: Esc, total: int | None = None) -> str:
+    """Each call as ``name(arguments) → result`` (or ✗ error), one line each; led by how
+    many there were when the case's budget kept fewer (docs/contract.md#results-json)."""
     items = []
+    if total is not None and total > len(calls):
+        items.append(f'<li class="note">{total:,} calls, the first {len(calls):,} kept</li>')
     for call in calls:
         args = esc(_cut(_value(call.arguments if call.arguments is not None else {})))
         ident = f' <span class="meta">{esc(call.id)}</span>' if call.id else ""
@@ -251,7 +261,8 @@ def _turn(turn: TurnRecord, esc: Esc) -> str:
     return (f'<li class="turn {esc(turn.outcome)}"><div class="meta">turn {turn.turn} · '
             f"{esc(meta)}</div>"
             f'<div class="msg user"><b>user</b> {esc(_cut(_value(turn.input), 2000))}</div>'
-            + (tool_calls(turn.tool_calls, esc) if turn.tool_calls else "")
+            + (tool_calls(turn.tool_calls, esc, turn.tool_calls_total)
+               if turn.tool_calls else "")
             + f'<div class="msg assistant"><b>assistant</b> {esc(_cut(said, 2000))}</div>'
             + (f'<ul class="as">{checks}</ul>' if checks else "") + "</li>")
 

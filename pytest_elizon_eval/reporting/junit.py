@@ -7,7 +7,7 @@ metrics); one ``<testcase>`` per case with ``file`` and a 1-based ``line``,
 ``time`` = latency, ``<failure>`` naming the failed assertions,
 ``<error type="timeout">`` for a timeout, the output in ``system-out``.
 
-Advisory cases that did not pass are written as ``<skipped message="advisory, …">``
+Advisory cases that did not pass are written as ``<skipped message="advisory_failed, …">``
 with the whole failure in the message and ``system-out``: every CI test tab
 shows them, and no consumer that fails a build on ``<failure>`` or
 ``<error>`` fails on them. (``--elizon-strict`` makes them real failures.)
@@ -35,6 +35,7 @@ from ..decide.outcomes import (
     CaseResult,
     blocks,
     failure_message,
+    outcome_name,
     reason,
 )
 from ..decide.wording_noise import repeat_text
@@ -93,13 +94,17 @@ def _case(summary: SuiteSummary, result: CaseResult) -> TestCase:
         line=result.line,
     )
     message = _safe(_message(result), MESSAGE_CAP)
+    if result.teardown_error is not None:  # docs/contract.md#reports: the run failed
+        torn = result.teardown_error
+        case.add_error_info(message=_safe(f"its teardown raised {torn.text}", MESSAGE_CAP),
+                            output=_safe(torn.traceback, OUTPUT_CAP), error_type="teardown")
     if result.outcome == PASSED:
         return case
     if result.outcome == INCONCLUSIVE and not blocks(result) and not info.advisory:
         case.add_skipped_info(message=f"inconclusive, passes by elizon_inconclusive = pass: "
                                       f"{message}", output=_safe(detail, OUTPUT_CAP))
     elif not blocks(result):
-        case.add_skipped_info(message=f"advisory {result.outcome}, does not fail the run: "
+        case.add_skipped_info(message=f"{outcome_name(result)}, does not fail the run: "
                                       f"{message}",
                               output=_safe(detail, OUTPUT_CAP))
     elif result.outcome == FAILED:

@@ -17,11 +17,11 @@ from __future__ import annotations
 import html
 import re
 
-from ..decide.outcomes import PASSED, CaseResult, conversation_text, reason
+from ..decide.outcomes import PASSED, CaseResult, conversation_text, outcome_name, reason
 from ..measures.rendering import markdown_lines as measures_markdown
 from ..text import cap, visible
 from . import compliance, judges, repeats, security, snapshot_reports
-from .aggregate import Aggregate, SuiteSummary, format_metric
+from .aggregate import Aggregate, SuiteSummary, format_delta, format_metric
 from .intervals import comparison_text, interval_cell, summary_sentences
 from .regression import Regression, dataset_note, shown_verdict
 from .regression import verdict as run_verdict
@@ -55,7 +55,7 @@ def _baseline_table(summary: SuiteSummary) -> list[str]:
     lines = [f"| metric | author baseline | this run | {summary.confidence:.0%} interval | Δ "
              "| vs baseline |", "|---|---|---|---|---|---|"]
     for row in rows:
-        delta = "—" if row.delta is None else f"{row.delta:+.3g}"
+        delta = format_delta(row.delta, row.metric, "—")
         baseline = format_metric(row.baseline, row.metric, "—")
         run = format_metric(row.run, row.metric, "—")
         interval = interval_cell(row.interval, format_metric) or "—"
@@ -122,6 +122,9 @@ def render(aggregate: Aggregate, regression: Regression | None = None,
         shown = ["passed", "failed", "timeout"] + (["error"] if summary.count("error") else [])
         shown += ["inconclusive"] if summary.count("inconclusive") else []
         counts = " · ".join(f"{summary.count(o)} {o}" for o in shown)
+        if summary.teardown_errors:  # docs/contract.md#reports: the run failed all the same
+            counts += (f" · {summary.teardown_errors} teardown error"
+                       f"{'s' if summary.teardown_errors != 1 else ''}")
         doc.add(f"## {_VERDICT[summary.verdict]} {cell(info.path)}\n\n"
                 f"Package **{cell(info.package)}**, gate **{gate}**: {counts}.\n")
         said = summary_sentences(summary.intervals(), summary.detectable_drop(), format_metric)
@@ -145,7 +148,7 @@ def render(aggregate: Aggregate, regression: Regression | None = None,
                 "|---|---|---|---|---|"]
         doc.add("### Cases that did not pass\n\n" + "\n".join(rows))
         for r in failing:
-            doc.add(f"| `{cell(r.case_id)}` | {r.outcome} | {cell(reason(r))} | "
+            doc.add(f"| `{cell(r.case_id)}` | {outcome_name(r)} | {cell(reason(r))} | "
                     f"{_latency(r)} | {_usage(r)} |", optional=True)
         doc.add("")
         for r in failing:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..decide.outcomes import CaseResult
+from ..decide.outcomes import CaseResult, outcome_name
 from ..decide.wording_noise import (
     decision_text,
     interval_text,
@@ -34,7 +34,7 @@ def terminal_lines(aggregate: Aggregate) -> list[tuple[str, dict[str, bool]]]:
     for r in cases:
         assert r.repeat is not None
         words = tags(r.repeat)
-        lines.append((f"  {r.nodeid} {r.outcome}: {repeat_text(r.repeat)}",
+        lines.append((f"  {r.nodeid} {outcome_name(r)}: {repeat_text(r.repeat)}",
                       {"yellow": bool(words)}))
     return lines
 
@@ -49,7 +49,7 @@ def markdown_lines(summary: SuiteSummary, cell: Callable[[str], str]) -> list[st
     for r in cases:
         record = r.repeat
         assert record is not None
-        rows.append(f"| `{cell(r.case_id)}` | {r.outcome} | {cell(interval_text(record))} | "
+        rows.append(f"| `{cell(r.case_id)}` | {outcome_name(r)} | {cell(interval_text(record))} | "
                     f"{cell(', '.join(tags(record)) or '—')} | {cell(decision_text(record))} |")
     return ["\n".join(rows) + "\n"]
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..decide.results_data import CaseResult, file_case
+from ..decide.wording import outcome_name
 from ..load.documents import read_json
 from . import compliance, security
 from .aggregate import Aggregate
@@ -71,9 +72,12 @@ def stream(aggregate: Aggregate, regression: Regression | None = None, *,
     def case(result: CaseResult) -> dict[str, Any]:
         data = reported.get(result.nodeid) if reported is not None else None
         if data is None:
-            return file_case(result)
-        kept = {k: v for k, v in data.items() if k not in ("suite", "case_id")}
-        kept["id"] = data["case_id"]
+            kept = file_case(result)
+        else:
+            kept = {k: v for k, v in data.items() if k not in ("suite", "case_id")}
+            kept["id"] = data["case_id"]
+        # the name every report gives it (advisory_failed…): docs/contract.md#results-json
+        kept["outcome"] = outcome_name(result)
         return kept
 
     for summary in aggregate.suites():

@@ -74,19 +74,24 @@ def _leaked(item: dict[str, Any]) -> str:
                                                       else "") for x in item["leaked"])
 
 
-def terminal_lines(aggregate: Aggregate) -> list[tuple[str, dict[str, bool]]]:
-    """The terminal's Security lines with their markup."""
+def terminal_lines(aggregate: Aggregate, *, full: bool = True, limit: int | None = None
+                   ) -> list[tuple[str, dict[str, bool]]]:
+    """The terminal's Security lines with their markup: every count (``full``), or only
+    when a probe got through or a secret leaked, the compromised probes and leaks, at most
+    ``limit`` of them (docs/contract.md#terminal)."""
     data = build(aggregate)
     if data is None:
         return []
     bad = data["compromised"]
+    if not full and not (bad or data["case_leaks"]):
+        return []  # nothing got through: the probe suites' own lines say PASS
     lines: list[tuple[str, dict[str, bool]]] = [(
         f"security: {data['probes']} probes, {bad} compromised"
         + (f"; secrets leaked by {len(data['case_leaks'])} cases" if data["case_leaks"] else ""),
         {"red": bool(bad or data["case_leaks"]), "green": not (bad or data["case_leaks"]),
          "bold": True})]
     for title, key in (("by category", "by_category"), ("by severity", "by_severity")):
-        if data[key]:
+        if data[key] and full:
             lines.append((f"  {title}: " + ", ".join(
                 f"{name} {row['compromised']}/{row['probes']}"
                 for name, row in data[key].items()), {}))
@@ -96,6 +101,10 @@ def terminal_lines(aggregate: Aggregate) -> list[tuple[str, dict[str, bool]]]:
                       f"{', '.join(item['how'])}{leaked}", {"red": True}))
     for item in data["case_leaks"]:
         lines.append((f"  leaked {_leaked(item)}: {item['nodeid']}", {"red": True}))
+    listed = len(data["compromised_probes"]) + len(data["case_leaks"])
+    if limit is not None and listed > limit:  # the header and the first ``limit`` of them
+        lines = [*lines[:1 + limit],
+                 (f"  … and {listed - limit:,} more (-v lists every one)", {"red": True})]
     return lines
 
 

@@ -1,7 +1,8 @@
 """The HTML report's trend strip: a suite's last runs from the history store, inline SVG.
 
 One bar per run, its height the pass rate, a whisker for its 95 % Wilson interval, the
-current run outlined; each bar's tooltip says the run, its rate, interval and cases
+current run outlined, green when every case passed and light red (half or more passed) or
+red otherwise; each bar's tooltip says the run, its rate, interval and cases
 (docs/contract.md#html-report). Pure: it is given what :mod:`..history.queries` found.
 """
 
@@ -14,16 +15,22 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ..history.queries import History, Point
 
-__all__ = ["RUNS_SHOWN", "flaky_nodeids", "strip"]
+__all__ = ["MOST_FAILED_COLOR", "PASSED_COLOR", "RUNS_SHOWN", "SOME_FAILED_COLOR", "flaky_nodeids",
+           "strip"]
 
 #: How many of a suite's last runs a strip shows.
 RUNS_SHOWN = 20
 
 
+#: A run's bar: every case passed; some did not (half or more passed); most did not. None
+#: of them is another legend's colour (the page's orange is a timeout).
+PASSED_COLOR, SOME_FAILED_COLOR, MOST_FAILED_COLOR = "#2e7d32", "#e57373", "#c62828"
+
+
 def _bar_color(point: Point) -> str:
     if point.passed == point.cases:
-        return "#2e7d32"
-    return "#ef6c00" if point.pass_rate >= 0.5 else "#c62828"
+        return PASSED_COLOR
+    return SOME_FAILED_COLOR if point.pass_rate >= 0.5 else MOST_FAILED_COLOR
 
 
 def strip(path: str, points: Sequence[Point], current: int | None) -> str:

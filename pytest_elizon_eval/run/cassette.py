@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from .. import errors
 from ..load.documents import read_json
-from .calls import EntryCall
+from .calls import EntryCall, ErrorInfo, OutputError
 
 __all__ = ["FORMAT", "Cassette", "CassetteMiss", "case_key", "input_sha256", "recording",
            "suite_key"]
@@ -67,10 +68,95 @@ def _run_data(calls: Sequence[EntryCall], conversation: bool) -> dict[str, Any]:
     return calls[0].to_data()
 
 
-def _run_calls(data: Mapping[str, Any]) -> tuple[EntryCall, ...]:
-    if isinstance(data.get("turns"), list):
-        return tuple(EntryCall.from_data(turn) for turn in data["turns"])
-    return (EntryCall.from_data(data),)
+def _run_calls(data: Any, where: str) -> tuple[EntryCall, ...]:
+    if isinstance(data, Mapping) and isinstance(data.get("turns"), list):
+        return tuple(_replayed(turn, f"{where}, turn {number}")
+                     for number, turn in enumerate(data["turns"], 1))
+    return (_replayed(data, where),)
+
+
+def _replayed(data: Any, where: str) -> EntryCall:
+    """A recorded call as replay gives it; one a hand edit made into what no live answer
+    could be (a NaN, nesting past ``MAX_NESTING``, a count that is not one) is an error of
+    the call, as that answer would have been, naming where it is in the cassette
+    (docs/contract.md#record-and-replay)."""
+    problem = _problem(data)
+    if problem is None:
+        try:
+            return EntryCall.from_data(data)
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+            problem = f"not a recorded call ({type(exc).__name__}: {exc})"
+    latency = data.get("latency_ms") if isinstance(data, Mapping) else None
+    return EntryCall(error=ErrorInfo("OutputError", f"{where} cannot be replayed: {problem}; "
+                                                    "record it again with --elizon-record"),
+                     latency_ms=latency if _duration(latency) else None, replayed=True)
+
+
+def _duration(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and math.isfinite(value) and value >= 0
+
+
+def _kind(value: Any) -> str:
+    return type(value).__name__
+
+
+def _problem(data: Any) -> str | None:
+    """What keeps a recorded call from being one a live answer could have been; None when
+    nothing does. The checks a live answer gets (run/answers.py), on the recording."""
+    from . import answers  # deferred: only a replayed run reads recordings
+
+    if not isinstance(data, Mapping):
+        return f"the call is a {_kind(data)}, not an object"
+    text, latency = data.get("text"), data.get("latency_ms")
+    if text is not None and not isinstance(text, str):
+        return f"text is a {_kind(text)}, not a string"
+    if latency is not None and not _duration(latency):
+        return f"latency_ms is {latency!r}; expected a finite number of milliseconds from 0"
+    error = data.get("error")
+    if error is not None and not (isinstance(error, Mapping) and isinstance(error.get("type"), str)
+                                  and isinstance(error.get("message"), str)):
+        return "error is not an object with a 'type' and a 'message' string"
+    try:
+        answers.check_tree(data.get("value"), "value")
+        calls = data.get("tool_calls") or []
+        if not isinstance(calls, list):
+            return f"tool_calls is a {_kind(calls)}, not a list"
+        for index, call in enumerate(calls):
+            if not isinstance(call, Mapping) or not isinstance(call.get("name"), str):
+                return f"tool call {index} is not an object with a 'name' string"
+            for part in ("arguments", "result"):
+                answers.check_tree(call.get(part), f"tool call {index} ({call['name'][:80]}) "
+                                                   f"{part}")
+            if any(call.get(k) is not None and not isinstance(call.get(k), str)
+                   for k in ("error", "id")):
+                return f"tool call {index}'s error and id must be strings"
+        usage = data.get("usage")
+        problem = None if usage is None else _usage_problem(usage, answers)
+        if problem is not None:
+            return problem
+        answers.contexts_of(data.get("contexts"), "contexts")
+    except OutputError as exc:
+        return str(exc)
+    return None
+
+
+def _usage_problem(usage: Any, answers: Any) -> str | None:
+    if not isinstance(usage, Mapping):
+        return f"usage is a {_kind(usage)}, not an object"
+    for key in ("input_tokens", "output_tokens"):
+        count = usage.get(key)
+        if count is not None and not answers.is_token_count(count):
+            return (f"usage {key} is {count!r}; expected a whole number of tokens from 0 to "
+                    f"{answers.MAX_TOKENS:,} (64 bits)")
+    cost = usage.get("cost_usd")
+    if cost is not None and not (_duration(cost) and cost <= answers.MAX_COST_USD):
+        return (f"usage cost_usd is {cost!r}; expected a finite number of US dollars from 0 "
+                f"to {answers.MAX_COST_USD:,.0f}")
+    model = usage.get("model")
+    if model is not None and not isinstance(model, str):
+        return f"usage model is a {_kind(model)}, not a string"
+    return None
 
 
 def recording(suite: str, case_id: str, case_input: object,
@@ -131,7 +217,8 @@ class Cassette:
             raise CassetteMiss(errors.ELIZON_CASSETTE_MISSING, f"{name} has "
                                f"{len(entry['runs'])} recorded run(s); repeat asks for {runs}")
         limit = entry.get("timeout_s")
-        return (tuple(_run_calls(run) for run in entry["runs"][:runs]),
+        return (tuple(_run_calls(run, f"the cassette's recording of {name}, run {number}")
+                      for number, run in enumerate(entry["runs"][:runs], 1)),
                 float(limit) if isinstance(limit, (int, float)) else None)
 
     def update(self, recordings: Iterable[Mapping[str, Any]]) -> None:
