@@ -70,13 +70,42 @@ def defuse(text: str) -> str:
     return text.replace("##[", f"##{_ZWSP}[")
 
 
-#: ``scheme://`` and a URL's userinfo: everything between ``//`` and the last ``@`` before
-#: the path (RFC 3986's authority, taken wide: a password holding an unescaped ``?`` or
-#: ``#`` is hidden too, never shown because a parser would have cut it short).
-_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*://)[^/\s]*@")
+#: A URL's ``scheme://``.
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")
+_QUERY = re.compile(r"[?#]")
+_SPACE = re.compile(r"\s")
+
+
+def _userinfo_end(text: str, start: int, end: int) -> int:
+    """The ``@`` that ends the userinfo of the URL whose authority starts at ``start`` and
+    which runs to ``end`` (-1: it has none). RFC 3986's authority, taken wide: it holds
+    whatever comes before its last ``@`` — a ``?`` or ``#`` a parser would cut it at, a
+    ``/`` or a space a person typed unescaped — and ends where a query or fragment starts
+    after a ``/`` (so a ``?mail=a@b`` is no login)."""
+    slash = text.find("/", start, end)
+    if slash >= 0:
+        query = _QUERY.search(text, slash, end)
+        if query is not None:
+            end = query.start()
+    return text.rfind("@", start, end)
 
 
 def without_userinfo(text: str) -> str:
     """``text`` with the user name and password of every URL in it replaced by ``***``:
-    ``https://bob:hunter2@api.example/x`` is named ``https://***@api.example/x``."""
-    return _USERINFO.sub(r"\1***@", text) if "@" in text else text
+    ``https://bob:hunter2@api.example/x`` is named ``https://***@api.example/x``. A text
+    that is a URL is that URL to its end (a password may hold a space); a URL within a
+    text ends at a space (docs/contract.md#http-entries)."""
+    if "@" not in text:
+        return text
+    parts = []
+    done = 0
+    found = _SCHEME.search(text)
+    while found is not None:
+        start = found.end()
+        space = None if found.start() == 0 else _SPACE.search(text, start)
+        at = _userinfo_end(text, start, len(text) if space is None else space.start())
+        if at >= 0:
+            parts += [text[done:start], "***"]
+            done = at  # a URL within the hidden part is hidden with it
+        found = _SCHEME.search(text, max(start, done))
+    return "".join(parts) + text[done:]

@@ -5,6 +5,7 @@ creating one new store at the same moment. Each run ends with its reports writte
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 from collections.abc import Callable
@@ -363,3 +364,211 @@ def test_the_fingerprint_reads_the_packages_python_and_version_only(tmp_path: Pa
     assert fingerprint(tmp_path, "1.1") != before
     (tmp_path / "lib" / "helper.py").write_text("X = 2\n")
     assert fingerprint(tmp_path, "1.0") != before
+
+
+# -- review item 1: a stored row that is JSON but no case's result is damaged ----------------
+
+#: A row's report data damaged as a hand or a bad disk could leave it, still a JSON object.
+DAMAGES: dict[str, dict[str, Any]] = {
+    "error-not-a-record": {"outcome": "failed", "error": 5},
+    "assertion-not-a-record": {"assertions": [5]},
+    "assertions-a-string": {"assertions": "abc"},
+    "latency-a-word": {"latency_ms": "fast"},
+    "judge-score-a-word": {"judge_score": "high"},
+    "tool-call-not-a-record": {"tool_calls": [5]},
+    "usage-tokens-a-word": {"usage": {"input_tokens": "x"}},
+    "line-a-word": {"line": "three"},
+}
+
+
+def _stored_case(nodeid: str = "s.yaml::c") -> dict[str, Any]:
+    return {"nodeid": nodeid, "case_id": "c", "line": 3, "outcome": "passed",
+            "suite": {"path": "s.yaml", "package": "p", "gate": "must-pass",
+                      "advisory": False}}
+
+
+@pytest.mark.parametrize("damage", DAMAGES.values(), ids=DAMAGES.keys())
+def test_a_row_that_is_json_but_no_cases_result_is_not_taken(damage: dict[str, Any]) -> None:
+    whole = _stored_case()
+    damaged = {**_stored_case("s.yaml::d"), **damage}
+    finished = {"s.yaml::c": ("S", "C", "e", whole), "s.yaml::d": ("S", "C", "e", damaged)}
+    kept, unusable = resume.usable(finished)
+    assert list(kept) == ["s.yaml::c"]
+    assert unusable == ["s.yaml::d"]
+
+
+@pytest.mark.parametrize("damage", [DAMAGES[name] for name in (
+    "error-not-a-record", "assertions-a-string", "latency-a-word", "usage-tokens-a-word")],
+    ids=["error", "assertions", "latency", "usage"])
+def test_a_resumed_run_with_a_damaged_json_row_runs_its_case_again_and_writes_every_report(
+        damage: dict[str, Any], packages: Packages, pytester: pytest.Pytester,
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    packages.package(app=LOGGING_APP, suite=THREE)
+    calls = tmp_path / "calls.log"
+    monkeypatch.setenv("CALLS_LOG", str(calls))
+    store = pytester.path / "h.sqlite"
+    pytester.runpytest(f"--elizon-history={store}").assert_outcomes(passed=3)
+    with closing(sqlite3.connect(store)) as db:  # an unfinished run, case a's row damaged
+        db.execute("UPDATE runs SET status = 'interrupted'")
+        (data,) = db.execute("SELECT data FROM cases WHERE case_id = 'a'").fetchone()
+        db.execute("UPDATE cases SET data = ? WHERE case_id = 'a'",
+                   (json.dumps({**json.loads(data), **damage}),))
+        db.commit()
+    calls.unlink()
+    reports = {"results": "r.json", "html": "r.html", "markdown": "r.md", "junit": "r.xml"}
+    result = pytester.runpytest(f"--elizon-history={store}", "--elizon-resume",
+                                *(f"--elizon-{kind}={name}" for kind, name in reports.items()))
+    assert result.ret == pytest.ExitCode.OK
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    assert calls.read_text().split() == ["a"]  # run again; b and c taken from the store
+    result.stdout.fnmatch_lines([
+        f"elizon history WARNING: run 1 of the history store {store} holds 1 damaged case "
+        "(pkg/eval/suite.yaml::a): they ran again"])
+    assert sorted(p.name for p in pytester.path.iterdir() if p.name.startswith("r.")) \
+        == sorted(reports.values())
+    document = _results(pytester)
+    assert _outcomes(document) == {"a": "passed", "b": "passed", "c": "passed"}
+    assert [c["id"] for s in document["suites"] for c in s["cases"] if c.get("resumed")] \
+        == ["b", "c"]
+    assert 'name="a"' in (pytester.path / "r.xml").read_text(encoding="utf-8")
+
+
+# -- review item 3: a login holding a "/" or a space is hidden whole -------------------------
+
+def test_describe_hides_a_login_holding_a_slash_a_space_or_an_at_and_an_sslpassword() -> None:
+    describe = store_module.describe
+    assert describe("postgresql://alice:hunter2/x@127.0.0.1:1/db") \
+        == "postgresql://***@127.0.0.1:1/db"
+    assert describe("postgresql://alice:hunter 2@h/db") == "postgresql://***@h/db"
+    assert describe("postgresql://alice:p@ss@h/db") == "postgresql://***@h/db"
+    assert describe("postgresql://h/db?sslmode=require&sslpassword=key pass&x=1") \
+        == "postgresql://h/db?sslmode=require&sslpassword=***&x=1"
+    # a password parameter holding an "@": the host is hidden with it, the password whole
+    assert "sec" not in describe("postgresql://h/db?password=sec@ret")
+
+
+@pytest.mark.parametrize(("url", "secrets"), [
+    ("postgresql://alice:hunter2/x@127.0.0.1:1/db", ("alice", "hunter2")),  # host "alice"
+    ("postgresql://alice:hunter 2@127.0.0.1:1/db", ("alice", "hunter")),  # quoted whole
+    ("postgresql://alice:pq7@zz9@127.0.0.1:1/db", ("alice", "pq7", "zz9")),  # host "zz9@…"
+])
+def test_a_driver_error_quoting_a_misread_login_or_its_parts_is_masked(
+        url: str, secrets: tuple[str, ...]) -> None:
+    if psycopg is None:
+        pytest.skip("psycopg 3 (the PostgreSQL store's driver) is not installed")
+    with pytest.raises(HistoryError) as raised:
+        Store.open(url)
+    message = str(raised.value)
+    assert message.startswith("cannot connect to the history store postgresql://***@"), message
+    for secret in secrets:
+        assert secret not in message, message
+
+
+def test_a_store_url_whose_password_holds_a_slash_reaches_no_message_and_no_file(
+        packages: Packages, pytester: pytest.Pytester) -> None:
+    if psycopg is None:
+        pytest.skip("psycopg 3 (the PostgreSQL store's driver) is not installed")
+    packages.package(app=ECHO_APP, suite=THREE)
+    url = "postgresql://alice:hunter2/x@127.0.0.1:1/db?sslpassword=keysecret"
+    result = pytester.runpytest(f"--elizon-history={url}", "--elizon-results=r.json")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["elizon history WARNING: cannot connect to the history store "
+                                 "postgresql://***@127.0.0.1:1/db?sslpassword=***: *"])
+    written = (pytester.path / "r.json").read_text(encoding="utf-8")
+    assert json.loads(written)["provenance"]["options"]["--elizon-history"] \
+        == "postgresql://***@127.0.0.1:1/db?sslpassword=***"
+    for shown in (result.stdout.str(), result.stderr.str(), written):
+        for secret in ("alice", "hunter2", "keysecret"):
+            assert secret not in shown
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("https://bob:hunter2/x@api.example/v1", "https://***@api.example/v1"),
+    ("https://bob:hunter 2@api.example/v1", "https://***@api.example/v1"),  # a URL: all of it
+    ("https://bob:p@ss@api.example/v1?mail=a@b", "https://***@api.example/v1?mail=a@b"),
+    ("cannot reach 'http://bob:pw/x@h/v1': refused", "cannot reach 'http://***@h/v1': refused"),
+    ("x https://h/a?next=https://bob:pw/x@k/ y", "x https://h/a?next=https://***@k/ y"),
+])
+def test_without_userinfo_hides_a_login_holding_a_slash_a_space_or_an_at(
+        text: str, shown: str) -> None:
+    from pytest_elizon_eval.text import without_userinfo
+
+    assert without_userinfo(text) == shown
+
+
+# -- review item 10: a .py that is no regular file is not read --------------------------------
+
+def _fingerprint_in_thread(folder: Path) -> list[str | None]:
+    """The fingerprint, computed where a read that never ends cannot stop the test run: the
+    list is empty if it did not return (the thread is a daemon, left to the process's end)."""
+    from pytest_elizon_eval.load.application import fingerprint
+
+    got: list[str | None] = []
+    worker = threading.Thread(target=lambda: got.append(fingerprint(folder, "1")), daemon=True)
+    worker.start()
+    worker.join(timeout=60)  # a bound on a hang only: the result, not the time, is checked
+    return got
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes on this platform")
+def test_a_fifo_named_py_is_left_out_of_the_fingerprint(tmp_path: Path) -> None:
+    from pytest_elizon_eval.load.application import fingerprint
+
+    (tmp_path / "app.py").write_text(GOOD_APP)
+    plain = fingerprint(tmp_path, "1")
+    os.mkfifo(tmp_path / "pipe.py")  # a read of it waits for a writer that never comes
+    assert _fingerprint_in_thread(tmp_path) == [plain]
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="no /dev/zero on this platform")
+def test_a_device_named_py_is_left_out_and_a_link_is_read_only_within_the_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_elizon_eval.load import application
+
+    # a read past the limit would stop there: a regression reads 1 MiB, not forever
+    monkeypatch.setattr(application, "MAX_BYTES", 1 << 20)
+    folder = tmp_path / "pkg"
+    folder.mkdir()
+    (folder / "app.py").write_text(GOOD_APP)
+    (folder / "shared.txt").write_text("X = 1\n")
+    (tmp_path / "outside.py").write_text("X = 2\n")
+    plain = application.fingerprint(folder, "1")
+    os.symlink("/dev/zero", folder / "zero.py")  # a read of it never ends
+    os.symlink(tmp_path / "outside.py", folder / "outside.py")  # not the package's code
+    assert application.fingerprint(folder, "1") == plain
+    # a link to a regular file within the folder is read as that file
+    os.symlink(folder / "shared.txt", folder / "linked.py")
+    linked = application.fingerprint(folder, "1")
+    (folder / "linked.py").unlink()
+    (folder / "linked.py").write_text("X = 1\n")
+    assert linked == application.fingerprint(folder, "1") != plain
+
+
+def test_the_bytes_read_are_counted_against_the_limit_not_the_sizes_seen_before(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_elizon_eval.load import application
+
+    (tmp_path / "app.py").write_text(GOOD_APP)
+    growing = tmp_path / "growing.py"
+    growing.write_bytes(b"#" * 10)
+    monkeypatch.setattr(application, "MAX_BYTES", 1000)
+    assert application.fingerprint(tmp_path, "1") is not None
+    listed = application._python_files
+
+    def then_grown(folder: Path) -> Any:
+        found = listed(folder)
+        growing.write_bytes(b"#" * 5000)  # written to between the walk and the read
+        return found
+
+    monkeypatch.setattr(application, "_python_files", then_grown)
+    read: list[int] = []
+    real_read = os.read
+
+    def counted(fd: int, size: int) -> bytes:
+        chunk = real_read(fd, size)
+        read.append(len(chunk))
+        return chunk
+
+    monkeypatch.setattr(os, "read", counted)
+    assert application.fingerprint(tmp_path, "1") is None  # past the limit: no fingerprint
+    assert 1000 < sum(read) <= 1001  # never read past it

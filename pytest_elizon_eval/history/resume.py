@@ -9,12 +9,14 @@ re-runs only the cases it touches.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..decide import outcomes
+from ..decide.results_data import file_case
 from ..load.content import canonical_text, case_text
 
 if TYPE_CHECKING:
@@ -84,14 +86,16 @@ _OUTCOMES = frozenset((outcomes.PASSED, outcomes.FAILED, outcomes.TIMEOUT, outco
 def usable(finished: Finished) -> tuple[Finished, list[str]]:
     """The finished cases a resumed run can take, and the node ids (sorted) of those it
     cannot: a stored report that is no case's result (a damaged row) is left out, and its
-    case runs again instead of failing on it (docs/contract.md#resume)."""
+    case runs again instead of failing on it (docs/contract.md#resume). A row is a case's
+    result when the record it reads as — a missing key its default, as an older plugin's
+    rows have it — fits the results schema's case, as every report will be given it."""
     kept: Finished = {}
     damaged = []
     for nodeid, found in finished.items():
         data = found[3]
         try:
-            outcomes.CaseResult.from_data(data)
-            whole = data.get("nodeid") == nodeid and data.get("outcome") in _OUTCOMES
+            whole = data.get("nodeid") == nodeid and data.get("outcome") in _OUTCOMES \
+                and _case_schema().is_valid(file_case(outcomes.CaseResult.from_data(data)))
         except Exception:  # whatever a damaged row holds, its case simply runs again
             whole = False
         if whole:
@@ -99,6 +103,19 @@ def usable(finished: Finished) -> tuple[Finished, list[str]]:
         else:
             damaged.append(nodeid)
     return kept, sorted(damaged)
+
+
+@functools.cache
+def _case_schema() -> Any:
+    """The validator of one case of a results file (its ``$defs/case``), built once."""
+    import jsonschema  # deferred: only a resumed run reads rows back
+
+    from ..reporting.results import schema  # deferred: the reports' modules, for its schema
+
+    whole = schema()
+    return jsonschema.Draft202012Validator({
+        "$schema": whole["$schema"], "$id": whole["$id"], "$defs": whole["$defs"],
+        "$ref": "#/$defs/case"})
 
 
 def stored_result(resumable: Finished | None,

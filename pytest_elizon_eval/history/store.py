@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import unquote
 
+from ..text import without_userinfo
+
 __all__ = ["DEFAULT_PATH", "MIGRATIONS", "SCHEMA_VERSION", "CaseRow", "HistoryError", "Store",
            "describe", "is_url", "reason", "unknown_scheme"]
 
@@ -83,13 +85,16 @@ def _upsert_cases(rows: int) -> str:
 
 
 _UPSERT_CASE = _upsert_cases(1)
-#: A URL's scheme (two characters at least: ``C://x`` is a Windows path), and its userinfo
-#: (user and password): everything between ``//`` and the last ``@`` before the path, as
-#: :func:`..text.without_userinfo` takes it.
+#: A URL's scheme (two characters at least: ``C://x`` is a Windows path).
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]+)://")
-_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*://)([^/\s]*)@")
-#: libpq's URL parameters that carry the login (docs/contract.md#history).
-_LOGIN_PARAMETER = re.compile(r"([?&](?:password|user)=)([^&#\s]*)", re.IGNORECASE)
+_ANY_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")
+#: libpq's URL parameters that carry the login (docs/contract.md#history): in a store URL
+#: a value runs to the next parameter, in a message that quotes one to a space or a quote.
+_LOGIN_PARAMETER = re.compile(r"([?&](?:ssl)?password=|[?&]user=)([^&#]*)", re.IGNORECASE)
+_LOGIN_PARAMETER_IN_TEXT = re.compile(r"([?&](?:ssl)?password=|[?&]user=)([^&#\s'\"]*)",
+                                      re.IGNORECASE)
+#: Where a login's parts are cut apart, as libpq may cut a login it misreads.
+_LOGIN_PARTS = re.compile(r"[/@:?#&=\s]+")
 #: Rows per multi-row statement: 15 columns × 60 stays under the 999 parameters an older
 #: SQLite allows.
 _ROWS_PER_STATEMENT = 60
@@ -120,43 +125,76 @@ def unknown_scheme(location: str) -> str | None:
 
 def describe(location: str) -> str:
     """The store as messages and files name it: a URL's user name and password (its
-    userinfo, and libpq's ``password=`` and ``user=`` parameters) are never shown."""
+    userinfo, and libpq's ``password=``, ``sslpassword=`` and ``user=`` parameters) are
+    never shown."""
     if "://" not in location:
         return location  # a path: an ``@`` or ``password=`` in it is no login
-    return _LOGIN_PARAMETER.sub(r"\1***", _USERINFO.sub(r"\1***@", location))
+    spans = [found.span(2) for found in _LOGIN_PARAMETER.finditer(location)]
+    userinfo = _userinfo(location)
+    if userinfo is not None:
+        spans.append(userinfo)
+    hidden: list[list[int]] = []
+    for start, end in sorted(spans):
+        if hidden and start <= hidden[-1][1]:  # overlapping spans are hidden as one
+            hidden[-1][1] = max(hidden[-1][1], end)
+        else:
+            hidden.append([start, end])
+    shown = []
+    done = 0
+    for start, end in hidden:
+        shown += [location[done:start], "***"]
+        done = end
+    return "".join(shown) + location[done:]
+
+
+def _userinfo(location: str) -> tuple[int, int] | None:
+    """Where a store URL's userinfo is: from ``://`` to the URL's last ``@``, whatever is
+    between (a ``/``, a space, another ``@``, which libpq reads otherwise and then quotes
+    apart in its errors). A ``@`` in a parameter's value hides the host with it, never
+    shows a login (docs/contract.md#history)."""
+    scheme = _ANY_SCHEME.search(location)
+    if scheme is None:
+        return None
+    at = location.rfind("@", scheme.end())
+    return (scheme.end(), at) if at >= 0 else None
 
 
 def _login(location: str) -> tuple[set[str], set[str]]:
-    """The passwords and the user names a store URL holds (its userinfo's, libpq's
-    parameters'), each as given and percent-decoded: a driver's error may quote any of
-    them where no URL shows."""
-    passwords, users = [], []
+    """The passwords a store URL holds (its userinfo's, libpq's parameters'), as given and
+    percent-decoded, and the words of its login (the user names, and the parts libpq may
+    cut a misread login into: ``alice:hunter2/x@h`` is host ``alice`` and port
+    ``hunter2`` to it): a driver's error may quote any of them where no URL shows."""
+    passwords, words = [], []
     if "://" in location:
-        userinfo = _USERINFO.match(location)
+        userinfo = _userinfo(location)
         if userinfo is not None:
-            user, colon, password = userinfo.group(2).partition(":")
-            users.append(user)
+            user, colon, password = location[slice(*userinfo)].partition(":")
+            words += [user, *_LOGIN_PARTS.split(user)]
             if colon:
                 passwords.append(password)
+                words += _LOGIN_PARTS.split(password)
         for found in _LOGIN_PARAMETER.finditer(location):
-            is_password = found.group(1).lower().endswith("password=")
-            (passwords if is_password else users).append(found.group(2))
+            if found.group(1).lower().endswith("password="):
+                passwords.append(found.group(2))
+                words += _LOGIN_PARTS.split(found.group(2))
+            else:
+                words.append(found.group(2))
 
-    def both(words: list[str]) -> set[str]:
-        return {form for word in words for form in (word, unquote(word)) if form}
+    def both(given: list[str]) -> set[str]:
+        return {form for word in given for form in (word, unquote(word)) if form}
 
-    return both(passwords), both(users)
+    return both(passwords), both(words)
 
 
 def _masked(text: str, location: str) -> str:
     """``text`` (a driver's message) with no part of ``location``'s login left in it."""
-    text = describe(text)
-    passwords, users = _login(location)
+    text = _LOGIN_PARAMETER_IN_TEXT.sub(r"\1***", without_userinfo(text))
+    passwords, words = _login(location)
     for password in sorted(passwords, key=len, reverse=True):
         text = text.replace(password, "***")  # wherever it shows, word or not
-    for user in sorted(users - passwords, key=len, reverse=True):
+    for word in sorted(words - passwords, key=len, reverse=True):
         # a user name only as a word of its own: a user "e" leaves "connection" alone
-        text = re.sub(rf"(?<![\w.\-]){re.escape(user)}(?![\w.\-])", "***", text)
+        text = re.sub(rf"(?<![\w.\-]){re.escape(word)}(?![\w.\-])", "***", text)
     return text
 
 
