@@ -79,8 +79,10 @@ def cohen_kappa(first: Sequence[bool], second: Sequence[bool], confidence: float
     n = len(first)
     if n == 0 or n != len(second):
         raise ValueError("Cohen's κ needs two equally long, non-empty lists")
-    # the 2×2 table as shares: cell[i][j] = first said i, second said j (True, False)
-    cell = [[sum(1 for a, b in zip(first, second, strict=True) if a is x and b is y) / n
+    # the 2×2 table as shares: cell[i][j] = first said i, second said j (True, False);
+    # by value, so 0/1 and numpy bools count as the pass/fail they are (docs/contract.md)
+    pairs = [(bool(a), bool(b)) for a, b in zip(first, second, strict=True)]
+    cell = [[sum(1 for a, b in pairs if a == x and b == y) / n
              for y in (True, False)] for x in (True, False)]
     row = [cell[0][0] + cell[0][1], cell[1][0] + cell[1][1]]
     col = [cell[0][0] + cell[1][0], cell[0][1] + cell[1][1]]

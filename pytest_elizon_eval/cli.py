@@ -345,8 +345,10 @@ def _diff(args: argparse.Namespace, out: Out) -> int:
              and c.nodeid.split("::", 1)[0] in regression.must_pass]
     if args.fail_on_regression and gated:
         advisory = counts["regressed"] + counts.get("not run", 0) - len(gated)
+        said = " or ".join(kind for kind in ("regressed", "not run")
+                           if any(c.change == kind for c in gated))
         out.line(f"{len(gated)} case{'s' if len(gated) != 1 else ''} of must-pass suites "
-                 "regressed (--fail-on-regression)"
+                 f"{said} (--fail-on-regression)"
                  + (f"; {advisory} of advisory suites, which never fail the run"
                     if advisory else ""), {"red": True, "bold": True})
         failed = True
@@ -993,11 +995,13 @@ def _add_history(verbs: _Verbs) -> None:
 
 def _add_power(verbs: _Verbs) -> None:
     p = verbs.add_parser("power", help="cases or repeats needed to detect a pass-rate drop",
-                         description="How many runs detect a pass-rate fall from --rate by "
-                                     "--drop with a two-sided test at --alpha and --power, and "
-                                     "with --cases N the repeats N cases need; without --drop, "
-                                     "the smallest drop --cases (x --repeats) detect "
-                                     "(two-proportion normal approximation, Fleiss).")
+                         description="How many cases detect a pass-rate fall from --rate by "
+                                     "--drop at --alpha and --power, by the tests "
+                                     "--elizon-baseline runs: McNemar's exact test for cases "
+                                     "each run once, and with --cases N the repeats N cases "
+                                     "need for the paired t-test on per-case pass rates; "
+                                     "without --drop, the smallest drop --cases (x --repeats) "
+                                     "detect.")
     p.add_argument("--rate", metavar="P", required=True, type=_share("a pass rate", True),
                    help="the suite's pass rate now, above 0 and at most 1, e.g. 0.9")
     p.add_argument("--drop", metavar="D", type=_share("a drop in pass rate", True),

@@ -370,33 +370,18 @@ def _likely(n: int, p: float) -> range:
                  min(n, math.ceil(mean + 10.0 * sd + 3.0)) + 1)
 
 
-def mcnemar_power(cases: int, rate: float, drop: float, alpha: float = 0.05) -> float:
-    """The chance that McNemar's exact test (:func:`mcnemar_exact`) calls a fall significant
-    — p < ``alpha`` and more cases flipped pass → fail than back — when ``cases`` cases, run
-    once on each side, pass with probability ``rate`` before and ``rate − drop`` after.
-
-    Exact: the m flips are Bin(n, π), π = p(1 − p′) + (1 − p)p′, and given m the flips down
-    are Bin(m, p(1 − p′)/π); the power sums P(m) · P(enough of them are down) over m."""
-    _check_drop(rate, drop, alpha)
-    if cases <= 0:
-        return 0.0
-    after = rate - drop
-    down, up = rate * (1.0 - after), (1.0 - rate) * after
-    flips = down + up
-    theta = down / flips
-    counts = _likely(cases, flips)
-    # P(m flips), each from the one before: × (n − m)/(m + 1) · π/(1 − π)
-    odds = flips / (1.0 - flips) if flips < 1.0 else math.inf
-    weight = math.exp(_log_binom_pmf(counts.start, cases, flips))
-    terms = []
+def _rejections(counts: range, theta: float, alpha: float) -> list[float]:
+    """For each m of ``counts`` (consecutive), the chance that McNemar's exact test calls a
+    fall significant when m cases flip, each down with probability ``theta``: P(X ≥ m − cut),
+    X ~ Bin(m, θ), cut by :func:`_mcnemar_cuts` (0 where no split of m is). It depends on m
+    alone, not on the cases: :func:`runs_needed` shares one list among neighbouring n."""
+    chances: list[float] = []
     need = 0  # the flips down needed at the previous m; ``tail`` = P(X_{m−1} ≥ need)
     tail = -1.0
     for m, cut in zip(counts, _mcnemar_cuts(counts, alpha), strict=True):
-        if m > counts.start:  # from the logarithm where the product would underflow
-            weight = weight * (cases - m + 1) / m * odds if 1e-250 < weight < math.inf \
-                and odds < math.inf else math.exp(_log_binom_pmf(m, cases, flips))
-        if cut < 0 or weight <= 0.0:
+        if cut < 0:
             tail = -1.0
+            chances.append(0.0)
             continue
         want = m - cut  # flips down needed: more than half, so a fall
         if theta >= 1.0:
@@ -411,8 +396,48 @@ def mcnemar_power(cases: int, rate: float, drop: float, alpha: float = 0.05) -> 
         else:
             tail = _incomplete_beta(float(want), float(m - want + 1), theta)
         need = want
-        terms.append(weight * tail)
+        chances.append(tail)
+    return chances
+
+
+def _weighted(cases: int, flips: float, chances: Sequence[float], first: int) -> float:
+    """Σ P(M = m)·chances[m − first] over the likely m of M ~ Bin(cases, flips)
+    (:func:`_likely`, all within the m that ``chances`` covers from ``first``)."""
+    counts = _likely(cases, flips)
+    # P(m flips), each from the one before: × (n − m)/(m + 1) · π/(1 − π)
+    odds = flips / (1.0 - flips) if flips < 1.0 else math.inf
+    weight = math.exp(_log_binom_pmf(counts.start, cases, flips))
+    terms = []
+    for m in counts:
+        if m > counts.start:  # from the logarithm where the product would underflow
+            weight = weight * (cases - m + 1) / m * odds if 1e-250 < weight < math.inf \
+                and odds < math.inf else math.exp(_log_binom_pmf(m, cases, flips))
+        chance = chances[m - first]
+        if chance > 0.0 and weight > 0.0:
+            terms.append(weight * chance)
     return min(1.0, math.fsum(terms))
+
+
+def _flips(rate: float, drop: float) -> tuple[float, float]:
+    """π, the chance that a case flips, and θ, the chance that a flip is down."""
+    after = rate - drop
+    down, up = rate * (1.0 - after), (1.0 - rate) * after
+    return down + up, down / (down + up)
+
+
+def mcnemar_power(cases: int, rate: float, drop: float, alpha: float = 0.05) -> float:
+    """The chance that McNemar's exact test (:func:`mcnemar_exact`) calls a fall significant
+    — p < ``alpha`` and more cases flipped pass → fail than back — when ``cases`` cases, run
+    once on each side, pass with probability ``rate`` before and ``rate − drop`` after.
+
+    Exact: the m flips are Bin(n, π), π = p(1 − p′) + (1 − p)p′, and given m the flips down
+    are Bin(m, p(1 − p′)/π); the power sums P(m) · P(enough of them are down) over m."""
+    _check_drop(rate, drop, alpha)
+    if cases <= 0:
+        return 0.0
+    flips, theta = _flips(rate, drop)
+    counts = _likely(cases, flips)
+    return _weighted(cases, flips, _rejections(counts, theta, alpha), counts.start)
 
 
 def _t_tail(c: float, df: float, shift: float) -> float:
@@ -487,32 +512,74 @@ def detectable_drop(cases: int, rate: float, alpha: float = 0.05, power: float =
     return high
 
 
+#: How many n below the crossing that bisection finds :func:`runs_needed` tries.
+_BELOW = 20
+
+
 def runs_needed(rate: float, drop: float, alpha: float = 0.05, power: float = POWER) -> int:
     """The fewest cases, each run once on both sides, with which McNemar's exact test
-    detects a fall from ``rate`` to ``rate − drop`` with ``power`` (:func:`mcnemar_power`).
-    An exact test's power zigzags with n: bisection finds where it crosses ``power``, then
-    the 5 % of n below (20 at least) are tried for a smaller n that reaches it too."""
+    detects a fall from ``rate`` to ``rate − drop`` with ``power`` (:func:`mcnemar_power`):
+    an n whose exact power reaches it where n − 1's does not (docs/contract.md#power).
+
+    An exact test's power zigzags with n. The normal approximation gives a start, Newton's
+    method on it a closer one, steps that double from there bracket the crossing and
+    bisection finds it; then the 20 n below are tried for a smaller n that reaches it too
+    (20 more when the lowest of them does). Each step is one exact power: a few dozen of
+    them whatever the n (trying the 5 % of n below took hours for a drop of 0.001), and the
+    20 share one list of rejection chances (:func:`_rejections`)."""
     _check_drop(rate, drop, alpha)
     if not 0.0 < power < 1.0:
         raise ValueError("alpha and power must be between 0 and 1 (exclusive)")
-    after = rate - drop
-    flips = rate * (1.0 - after) + (1.0 - rate) * after
-    # the normal approximation (Connor 1987), a start for the search
-    guess = (normal_quantile(1.0 - alpha) * math.sqrt(flips)
-             + normal_ppf(power) * math.sqrt(max(0.0, flips - drop * drop))) ** 2 / drop ** 2
-    high = max(1, math.ceil(guess))
-    while mcnemar_power(high, rate, drop, alpha) < power:
-        high *= 2
-    low = 0  # an n below the crossing (0 cases detect nothing)
+    flips, theta = _flips(rate, drop)
+    spread = math.sqrt(max(0.0, flips - drop * drop))
+    # the normal approximation (Connor 1987): z = (D·√n − z_α·√π)/√(π − D²), linear in √n
+    n = max(1, math.ceil((normal_quantile(1.0 - alpha) * math.sqrt(flips)
+                          + normal_ppf(power) * spread) ** 2 / drop ** 2))
+    reached = mcnemar_power(n, rate, drop, alpha)
+    step = max(1, n // 64)
+    # Newton's method on that line from the exact power: the approximation's error, about
+    # 1 % of n, becomes a case or two
+    for _ in range(2):
+        if spread <= 0.0 or not 0.0 < reached < 1.0:
+            break
+        root = max(0.0, math.sqrt(n) + (normal_ppf(power) - normal_ppf(reached)) * spread
+                   / drop)
+        moved = max(1, math.ceil(root * root)) - n
+        if moved == 0:
+            break
+        n += moved
+        reached = mcnemar_power(n, rate, drop, alpha)
+        step = max(1, abs(moved) // 2)
+
+    def reaches(m: int) -> bool:
+        return mcnemar_power(m, rate, drop, alpha) >= power
+
+    if reached >= power:  # 0 cases detect nothing: an n below the crossing
+        low, high = max(0, n - step), n
+        while low > 0 and reaches(low):
+            step *= 2
+            low, high = max(0, low - step), low
+    else:
+        low, high = n, n + step
+        while not reaches(high):
+            step *= 2
+            low, high = high, high + step
     while high - low > 1:
         mid = (low + high) // 2
-        if mcnemar_power(mid, rate, drop, alpha) >= power:
+        if reaches(mid):
             high = mid
         else:
             low = mid
-    below = [n for n in range(max(1, high - max(20, high // 20)), high)
-             if mcnemar_power(n, rate, drop, alpha) >= power]
-    return below[0] if below else high
+    while high > 1:  # high reaches power, high − 1 not unless the window says otherwise
+        window = range(max(1, high - _BELOW), high)
+        likely = [_likely(m, flips) for m in window]
+        first = min(r.start for r in likely)
+        chances = _rejections(range(first, max(r.stop for r in likely)), theta, alpha)
+        below = [m for m in window if _weighted(m, flips, chances, first) >= power]
+        if not below or below[0] > window.start:
+            return below[0] if below else high
+        high = below[0]  # the n just below it not tried yet: 20 more
+    return high
 
 
 def repeats_needed(cases: int, rate: float, drop: float, alpha: float = 0.05,

@@ -124,6 +124,33 @@ def ci_step_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def elizon_eval(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """``elizon-eval *args`` in ``cwd``, with a CI step's environment and ``env``, in this
+    process through ``cli.main``, which is all the console script calls: a process per call
+    would only add its start-up. (test_cli's workflow, terminal and keygen tests, test_reference
+    and test_attestation's first verdict run the script itself.)"""
+    import contextlib
+    import io
+
+    from pytest_elizon_eval import cli  # deferred: the plugin's own modules load first
+
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(out), \
+            contextlib.redirect_stderr(err):
+        patch.chdir(cwd)
+        step = ci_step_env()
+        for name in [name for name in os.environ if name not in step]:
+            patch.delenv(name)  # what a CI step does not have
+        for name, value in env.items():
+            patch.setenv(name, value)
+        try:
+            status = cli.main(list(args))
+        except SystemExit as exit_:  # argparse's usage errors
+            status = exit_.code if isinstance(exit_.code, int) else 1
+    return subprocess.CompletedProcess(["elizon-eval", *args], status, out.getvalue(),
+                                       err.getvalue())
+
+
 @pytest.fixture(autouse=True)
 def _quiet_inner_runs(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     # pytester runs pytest in this process, where the plugin is already imported; pytest may

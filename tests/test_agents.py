@@ -27,7 +27,7 @@ from pytest_elizon_eval.run.assertions import check
 from pytest_elizon_eval.run.calls import EntryCall, OutputError
 
 from . import github_runner
-from .conftest import Packages
+from .conftest import Packages, validate_results
 from .test_bad_files import assert_consecutive, error_lines
 
 # -- pure pieces -----------------------------------------------------------------------------
@@ -577,3 +577,72 @@ def test_the_judges_usage_is_counted_apart(packages: Packages, pytester: pytest.
     assert case["judge_usage"] == {"input_tokens": 300, "output_tokens": 10,
                                    "cost_usd": pytest.approx(0.0035), "model": "tiny"}
     assert case["usage"]["input_tokens"] == 100
+
+
+# -- agent metrics count every call, not the ones a case's budget keeps ------------------------
+
+MANY_CALLS = """
+from pytest_elizon_eval import Answer, ToolCall
+
+def agent(text):
+    return Answer(text="done", tool_calls=[ToolCall("search", {"i": i}) for i in range(50)]
+                  + [ToolCall("fetch", {"i": i}, error="down") for i in range(100)])
+"""
+
+
+def test_agent_metrics_count_every_call_past_the_kept_ones(
+        packages: Packages, pytester: pytest.Pytester) -> None:
+    from pytest_elizon_eval.decide.outcomes import TOOL_CALLS_KEPT
+    from pytest_elizon_eval.reporting.aggregate import Aggregate
+
+    packages.package(suite="cases:\n  - id: busy\n    input: x\n"
+                           "    expect: {toolCalls: {order: [search]}}\n",
+                     app=MANY_CALLS, entry="app:agent")
+    pytester.runpytest("--elizon-results=results.json").assert_outcomes(passed=1)
+    data = results_of(pytester)
+    validate_results(data)
+    suite, case = data["suites"][0], data["suites"][0]["cases"][0]
+    assert (len(case["tool_calls"]), case["tool_calls_total"]) == (TOOL_CALLS_KEPT, 150)
+    want = {"tool_calls": 150, "tool_success_rate": pytest.approx(1 / 3),
+            "tool_calls_per_case": 150.0, "tool_calls_per_turn": 150.0,
+            "turns_per_conversation": None, "first_tool_rate": 1.0,
+            "tool_calls.fetch": 100, "tool_error_rate.fetch": 1.0,
+            "tool_calls.search": 50, "tool_error_rate.search": 0.0}
+    assert suite["measures"]["agents"] == want
+    assert (suite["intervals"]["tool_success_rate"]["estimate"],
+            suite["intervals"]["tool_success_rate"]["observations"]) == (pytest.approx(1 / 3), 150)
+    assert case["tool_counts"] == [{"name": "search", "calls": 50, "errors": 0},
+                                   {"name": "fetch", "calls": 100, "errors": 100}]
+    # read back (a baseline, elizon-eval show) the counts are the case's own
+    for kept in (case, {k: v for k, v in case.items() if k != "tool_counts"}):
+        back = Aggregate()
+        back.add({**kept, "case_id": kept["id"], "suite": {
+            k: suite[k] for k in ("path", "package", "gate", "advisory")}})
+        agents = back.suites()[0].measures().agents
+        assert agents is not None
+        # a file written before the counts were kept: its kept calls, as before
+        assert agents["tool_calls"] == (150 if "tool_counts" in kept else 100)
+
+
+def test_an_answer_of_many_tool_names_is_counted_in_a_bounded_record() -> None:
+    from pytest_elizon_eval.decide import outcomes
+    from pytest_elizon_eval.decide.outcomes import CaseIdentity
+    from pytest_elizon_eval.measures.agents import agent_metrics
+    from pytest_elizon_eval.run.running import Attempt, CaseRun
+
+    from .test_reports_hostile import MUST, _plan
+
+    calls = tuple(ToolCall(f"t{i:03d}", {}, error="down" if i % 2 else None)
+                  for i in range(250))
+    found = outcomes.decide(CaseIdentity("p::c", "c", 2, MUST), _plan(), CaseRun((Attempt(
+        EntryCall(value="ok", text="ok", latency_ms=1.0, tool_calls=calls), ()),)))
+    assert found.tool_counts is not None
+    assert len(found.tool_counts) == outcomes.TOOL_CALLS_KEPT + 1  # the rest in one
+    rest = found.tool_counts[-1]
+    assert (rest.name, rest.calls, rest.errors) == (None, 150, 75)
+    metrics = agent_metrics([found])
+    assert metrics is not None
+    assert (metrics["tool_calls"], metrics["tool_success_rate"]) == (250, 0.5)
+    assert sum(1 for m in metrics if m.startswith("tool_calls.")) == outcomes.TOOL_CALLS_KEPT
+    assert (metrics["tool_calls.t099"], metrics["tool_error_rate.t099"]) == (1, 1.0)
+    assert "tool_calls.t100" not in metrics

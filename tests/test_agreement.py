@@ -58,6 +58,18 @@ def test_kappa_interval_is_statsmodels_not_cohens_1960_error() -> None:
     assert cohen / want.std_kappa > 1.6
 
 
+def test_kappa_compares_labels_by_value_not_identity() -> None:
+    # 0/1 and numpy bools are pass/fail too: identity against True/False counted none of them
+    numpy = pytest.importorskip("numpy")
+    first, second = [1, 1, 0, 0, 1], [1, 0, 0, 0, 1]
+    want = inter_rater.cohens_kappa([[2, 1], [0, 2]])
+    for kind in (list, lambda xs: list(numpy.array(xs, dtype=bool))):
+        kappa, (low, high) = agreement.cohen_kappa(kind(first), kind(second))  # type: ignore[misc]
+        assert kappa == pytest.approx(want.kappa) == pytest.approx(8 / 13)
+        assert (low, high) == pytest.approx((max(-1.0, want.kappa_low),
+                                             min(1.0, want.kappa_upp)))
+
+
 def test_kappa_undefined_and_landis_koch() -> None:
     assert agreement.cohen_kappa([True, True], [True, True]) == (None, None)
     result = agreement.alignment([(1.0, 1.0), (0.9, 0.8)])

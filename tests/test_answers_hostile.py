@@ -310,6 +310,14 @@ def test_server_sent_events_are_read_as_the_format_says() -> None:
     assert "include_usage" in (call.usage.missing or "")
     passages = _events(_chunk({"content": "a"}, contexts=["p1", "p2"]), _chunk({}, "stop"))
     assert from_reply(passages, "openai").contexts == ("p1", "p2")
+    # a leading byte-order mark is no part of the stream; a call's name comes in its first
+    # piece only, its arguments in pieces after it
+    called = "\ufeff" + _events(
+        _chunk({"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "f"}}]}),
+        _chunk({"tool_calls": [{"index": 0, "function": {"name": None, "arguments": '{"a"'}}]}),
+        _chunk({"tool_calls": [{"index": 0, "function": {"arguments": ": 1}"}}]}, "tool_calls"))
+    assert [(c.name, c.arguments, c.id) for c in from_reply(called, "openai").tool_calls] == [
+        ("f", {"a": 1}, "c1")]
 
 
 @pytest.mark.parametrize(("text", "message"), [
@@ -327,6 +335,17 @@ def test_server_sent_events_are_read_as_the_format_says() -> None:
     ("data: [DONE]\n\n", "the chat-completions stream holds no chunks"),
     (_events(_chunk({"content": "a"}, "stop", usage={"prompt_tokens": -3})),
      "usage input_tokens is -3"),
+    # as strict as a chat completion read whole: a call without a name is never dropped
+    # (notCalled or maxCalls: 0 would pass), a refusal or content not text never ignored
+    (_events(_chunk({"tool_calls": [{"index": 0, "id": "c1", "function": {"arguments": "{}"}}]},
+                    "tool_calls")),
+     "the chat-completions stream: the tool call at index 0 has no function.name"),
+    (_events(_chunk({"tool_calls": [{"index": 0, "function": {"name": 5}}]}, "tool_calls")),
+     "chunk 0: a tool call's function.name is an int, not text"),
+    (_events(_chunk({"refusal": {"why": "no"}}, "stop")),
+     "chunk 0: delta.refusal is a dict, not text"),
+    (_events(_chunk({"content": ["a"]}, "stop")), "chunk 0: delta.content is a list, not text"),
+    (_events(_chunk({}, "stop", choices=["a"])), "chunk 0: a choice is a str, not a mapping"),
 ])
 def test_a_broken_stream_fails_saying_what_is_wrong(text: str, message: str) -> None:
     with pytest.raises(OutputError, match=message):
@@ -447,3 +466,64 @@ def test_rag_contexts_that_are_not_passages_fail_the_case_saying_why(
     assert "answers.py" not in result.stdout.str()  # the answer is wrong, not the plugin
     errors = [c["error"] for c in _cases(_results(pytester)).values() if c["error"]]
     assert [(e["type"], e["traceback"]) for e in errors] == [("OutputError", "")] * 2
+
+
+# -- review item 9: a sum with an unknown part knows no token count ------------------------------
+
+def test_a_sum_with_a_part_of_unknown_usage_has_unknown_tokens() -> None:
+    from pytest_elizon_eval.run.assertions import _max_cost, _max_tokens
+
+    stream = Usage(missing="the stream was not asked for its usage")
+    known = Usage(100, 10, 0.0001, "m", cache_read_tokens=50)
+    for total in (stream + known, known + stream):
+        assert (total.tokens, total.cost_usd, total.cache_read_tokens) == (None, None, None)
+        assert _max_tokens(150, total).found == (
+            "usage unknown: the stream was not asked for its usage")
+        assert _max_tokens(150, total).passed is False
+    # a part that reported no token counts at all (only a model): unknown, saying so
+    for total in (Usage(model="m") + known, known + Usage(cost_usd=0.1)):
+        assert total.tokens is None
+        assert _max_tokens(150, total).found == (
+            "usage unknown: part of it reported no token counts (each answer needs its usage)")
+    # costs both parts reported still add up: only the token counts are unknown
+    assert _max_cost(1.0, known + Usage(cost_usd=0.1)).found == "$0.100"
+    # what every part reported still adds up, and an unknown total stays unknown
+    both = known + Usage(1, 2, 0.5, "m", cache_write_tokens=1)
+    assert (both.input_tokens, both.output_tokens, both.cache_read_tokens,
+            both.cache_write_tokens, both.missing) == (101, 12, 50, 1, None)
+    assert (Usage() + Usage()).tokens is None
+    assert (stream + known + known).tokens is None
+
+
+def test_max_tokens_of_a_conversation_fails_when_a_turn_reported_no_tokens(
+        packages: Packages, pytester: pytest.Pytester) -> None:
+    packages.package(suite="""
+        cases:
+          - id: talk
+            turns: [{input: first}, {input: second}]
+            expect: {maxTokens: 150}
+          - id: plain-first
+            turns: [{input: plain}, {input: second}]
+            expect: {maxTokens: 150}
+          - id: known
+            turns: [{input: second}, {input: second}]
+            expect: {maxTokens: 220}
+        """, app="""
+        from pytest_elizon_eval import Answer, Usage
+
+        def answer(text):
+            if text == "first":  # a model name, but no token counts
+                return Answer(text="one", usage=Usage(model="m"))
+            if text == "plain":  # no usage at all: unknown, never zero
+                return "one"
+            return Answer(text="two", usage=Usage(100, 10, model="m"))
+        """)
+    result = pytester.runpytest("--elizon-results=results.json")
+    result.assert_outcomes(passed=1, failed=2)
+    cases = _cases(_results(pytester))
+    found = {name: [(a["passed"], a["found"]) for a in cases[name]["assertions"]
+                    if a["name"] == "maxTokens"] for name in ("talk", "plain-first", "known")}
+    unknown = [(False, "usage unknown: part of it reported no token counts (each answer "
+                       "needs its usage)")]
+    assert found == {"talk": unknown, "plain-first": unknown,
+                     "known": [(True, "220 tokens (200 in, 20 out)")]}

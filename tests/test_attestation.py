@@ -33,7 +33,7 @@ from pytest_elizon_eval.mock import MockModel, MockServer
 from pytest_elizon_eval.reporting import results
 from pytest_elizon_eval.trust import attestation, evidence, signing
 
-from .conftest import Packages, ci_step_env
+from .conftest import Packages, ci_step_env, elizon_eval
 
 SECRET = "s3cret-Attestation-Value-4711"
 SCRIPT = Path(sys.executable).with_name("elizon-eval")
@@ -121,9 +121,13 @@ def _pytest(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedP
                           timeout=900, check=False)
 
 
-def verify(*args: str, cwd: Path, secret: str | None = SECRET
+def verify(*args: str, cwd: Path, secret: str | None = SECRET, script: bool = False
            ) -> subprocess.CompletedProcess[str]:
-    """``elizon-eval verify *args``, the console script, with the secret in its variable."""
+    """``elizon-eval verify *args`` with the secret in its variable: through ``cli.main`` in
+    this process, or the console script itself (``script``: the first verdict)."""
+    if not script:
+        return elizon_eval("verify", *args, cwd=cwd,
+                           **({} if secret is None else {"ELIZON_ATTESTATION_SECRET": secret}))
     env = ci_step_env() if secret is None else ci_step_env(ELIZON_ATTESTATION_SECRET=secret)
     return subprocess.run([str(SCRIPT), "verify", *args], cwd=cwd, env=env, text=True,
                           capture_output=True, timeout=60, check=False)
@@ -139,7 +143,7 @@ def one_line(done: subprocess.CompletedProcess[str]) -> str:
 # -- valid, as written -----------------------------------------------------------------------
 
 def test_a_run_writes_the_attestation_and_verify_says_valid(material: Material) -> None:
-    done = verify("--attestation", "att.jsonl", cwd=material.tmp)
+    done = verify("--attestation", "att.jsonl", cwd=material.tmp, script=True)
     assert done.returncode == 0, done.stderr
     run_id = material.records()[0]["run_id"]
     key_id = attestation.Secret.from_text(SECRET, "s").key_id

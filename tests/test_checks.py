@@ -278,7 +278,9 @@ def test_check_results_directly() -> None:
                                        {"check": "later", "threshold": 0.9}]}) == [
         (True, "returned True"), (True, "returned True — fine"), (True, "score 0.95")]
     none, bare = _run(functions, {"checks": ["none", "bare"]})
-    assert none == (True, "returned None (no assert failed)")  # as a pytest test passes
+    # None from code without an assert is a forgotten return (docs/contract.md#checks)
+    assert none == (False, "returned None without an assert (a forgotten return?): return "
+                           "True/False, or assert")
     assert bare == (False, "returned the score 0.3, but no threshold is given: write "
                            "{check: <name>, threshold: 0.8}")
 

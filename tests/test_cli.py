@@ -9,9 +9,7 @@ where a process of its own is the point: a terminal, a key file's mode; else ``c
 from __future__ import annotations
 
 import base64
-import contextlib
 import glob
-import io
 import json
 import os
 import pty
@@ -32,7 +30,7 @@ from pytest_elizon_eval import cli
 from pytest_elizon_eval.reporting import results
 from pytest_elizon_eval.trust import evidence, signing
 
-from .conftest import ci_step_env
+from .conftest import ci_step_env, elizon_eval
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = Path(sys.executable).with_name("elizon-eval")
@@ -45,28 +43,6 @@ def run(*args: str, cwd: Path, env: dict[str, str] | None = None
         ) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(SCRIPT), *args], cwd=cwd, env=env or ci_step_env(), text=True,
                           capture_output=True, timeout=60, check=False)
-
-
-def elizon_eval(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    """``elizon-eval *args`` in ``cwd``, with a CI step's environment and ``env``, as
-    :func:`run` gives it, but in this process, through ``cli.main``, which is what the
-    console script calls (the workflow's steps, the terminal session and keygen run the
-    script itself): a process per call would only add its start-up."""
-    out, err = io.StringIO(), io.StringIO()
-    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(out), \
-            contextlib.redirect_stderr(err):
-        patch.chdir(cwd)
-        step = ci_step_env()
-        for name in [name for name in os.environ if name not in step]:
-            patch.delenv(name)  # what a CI step does not have (test_cli._env)
-        for name, value in env.items():
-            patch.setenv(name, value)
-        try:
-            status = cli.main(list(args))
-        except SystemExit as exit_:  # argparse's usage errors
-            status = exit_.code if isinstance(exit_.code, int) else 1
-    return subprocess.CompletedProcess([SCRIPT.name, *args], status, out.getvalue(),
-                                       err.getvalue())
 
 
 def workflow() -> dict[str, Any]:

@@ -24,7 +24,7 @@ from pytest_elizon_eval.reporting import results
 from pytest_elizon_eval.trust import evidence, signing
 
 from .conftest import ci_step_env  # the environment of a CI step: the plugins a user has
-from .test_cli import elizon_eval as run  # elizon-eval, in this process, in that environment
+from .conftest import elizon_eval as run  # elizon-eval, in this process, in that environment
 
 
 @dataclass

@@ -14,9 +14,12 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import types
 from pathlib import Path
 
 import pytest
+import yaml
 
 from .conftest import PYTEST_WITH_CTRL_C, Packages, interrupt_when
 
@@ -93,6 +96,23 @@ def test_a_file_of_the_twin_name_that_is_no_suite_changes_nothing(
     result = pytester.runpytest("--elizon-snapshot-update")
     assert result.parseoutcomes() == {"passed": 1}
     assert (pytester.path / "pkg/eval/__snapshots__/suite.snap.yaml").is_file()
+
+
+def test_suites_whose_snapshot_files_only_look_alike_each_keep_their_own(
+        packages: Packages, pytester: pytest.Pytester) -> None:
+    # s.yaml and s.yaml.yaml: s.snap.yaml and s.yaml.snap.yaml, no file shared
+    packages.write("pkg/elizon.yaml", TWINS_MANIFEST.replace("twins", "pkg").replace(
+        "eval/s.yml\n", "eval/s.yaml\n").replace("eval/s.yml.yaml", "eval/s.yaml.yaml"))
+    packages.write("pkg/app.py", "def answer(text):\n    return 'said ' + text\n")
+    packages.write("pkg/eval/s.yaml", TWIN_SUITE.format(pinned="a", plain="plain-a"))
+    packages.write("pkg/eval/s.yaml.yaml", TWIN_SUITE.format(pinned="b", plain="plain-b"))
+    pytester.runpytest("--elizon-snapshot-update").assert_outcomes(passed=4)
+    written = pytester.path / "pkg/eval/__snapshots__"
+    assert sorted(p.name for p in written.iterdir()) == ["s.snap.yaml", "s.yaml.snap.yaml"]
+    assert {name: sorted(yaml.safe_load((written / name).read_text())["snapshots"]) for name in
+            ("s.snap.yaml", "s.yaml.snap.yaml")} == {"s.snap.yaml": ["a"],
+                                                     "s.yaml.snap.yaml": ["b"]}
+    pytester.runpytest().assert_outcomes(passed=4)  # each matches its own pins
 
 
 # -- binding while sys.modules changes ----------------------------------------------------------
@@ -273,6 +293,94 @@ def test_a_retry_on_module_that_is_not_there_is_a_usage_error_without_importing_
         "importable exception class (expected a dotted name such as openai.RateLimitError): "
         "there is no module logging_sdk.errors"])
     assert _imports(marker) == 0
+
+
+# Another package's isolated import puts its folder first on sys.path for a moment: a class
+# of elizon_retry_on imported then, on a case's thread, would be that folder's module of the
+# name. The test's lock (binding's, recording when a thread has to wait for it) and events
+# make the moment certain: "first"'s case raises while "second"'s app is being imported, and
+# that import goes on only once the classifying thread has imported a module of the name or
+# waits for the lock.
+RENDEZVOUS = "elizon_test_rendezvous"
+SHADOWED_SDK = """
+class Throttled(Exception):
+    retry_after = 0.01
+"""
+WAITING_APP = f"""
+import {RENDEZVOUS}
+
+def answer(text):
+    {RENDEZVOUS}.second_importing.wait(60)
+    raise ValueError("the app broke")
+"""
+IMPORTED_APP = f"""
+import {RENDEZVOUS}
+
+{RENDEZVOUS}.second_importing.set()
+{RENDEZVOUS}.progress.wait(60)
+
+def answer(text):
+    return text
+"""
+THROTTLED_APP = """
+import pathlib
+import sdkerrs
+
+def answer(text):
+    calls = pathlib.Path(__file__).with_name("calls.txt")
+    with calls.open("a") as fh:
+        fh.write("x")
+    if len(calls.read_text()) < 2:
+        raise sdkerrs.Throttled("429")
+    return text
+"""
+
+
+class _TellingLock:
+    """A lock that sets ``waited`` when a thread finds it held."""
+
+    def __init__(self, waited: threading.Event) -> None:
+        self._lock = threading.Lock()
+        self._waited = waited
+
+    def __enter__(self) -> bool:
+        if not self._lock.acquire(blocking=False):
+            self._waited.set()
+            self._lock.acquire()
+        return True
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+
+
+def test_a_retry_on_class_is_never_imported_from_a_package_folder_being_imported(
+        packages: Packages, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_elizon_eval.bind import binding
+    from pytest_elizon_eval.run import importing
+
+    rendezvous = types.ModuleType(RENDEZVOUS)
+    rendezvous.second_importing = threading.Event()  # type: ignore[attr-defined]
+    rendezvous.progress = threading.Event()  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, RENDEZVOUS, rendezvous)
+    telling = _TellingLock(rendezvous.progress)  # the one lock binding and retries share
+    monkeypatch.setattr(binding, "_import_lock", telling)
+    monkeypatch.setattr(importing, "IMPORT_LOCK", telling)
+    packages.write("sdkerrs.py", SHADOWED_SDK)  # the SDK, on sys.path
+    pytester.syspathinsert()
+    pytester.makeini("[pytest]\nelizon_retry_on = sdkerrs.Throttled\n")
+    case = "cases:\n  - id: {0}\n    input: {0}\n    expect: {{equals: {0}}}\n"
+    packages.package("first", app=WAITING_APP, suite=case.format("broken"))
+    packages.package("second", app=IMPORTED_APP, suite=case.format("fine"))
+    # the second package's own module of that name, which says it was imported
+    packages.write("second/sdkerrs.py", f"import {RENDEZVOUS}\n\n{RENDEZVOUS}.progress.set()\n")
+    packages.package("third", app=THROTTLED_APP, suite=case.format("refused"))
+    result = pytester.runpytest("--elizon-concurrency=2", "-p", "no:randomly",
+                                "--elizon-results=r.json")
+    cases = {c["id"]: c for s in json.loads((pytester.path / "r.json").read_text())["suites"]
+             for c in s["cases"]}
+    assert cases["broken"]["error"]["message"] == "the app broke"  # classified, not retried
+    assert (cases["refused"]["outcome"], cases["refused"]["attempts"]) == ("passed", 2)
+    result.assert_outcomes(passed=2, failed=1)
 
 
 # -- Ctrl-C while an entry point swallows KeyboardInterrupt -------------------------------------

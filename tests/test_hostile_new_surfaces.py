@@ -36,6 +36,9 @@ def package(packages: Packages, monkeypatch: pytest.MonkeyPatch) -> Path:
     (["--elizon-markdown=s.md", "--elizon-html=s.md"], "--elizon-markdown", "--elizon-html"),
     (["--elizon-record=c.json", "--elizon-results=c.json"], "--elizon-results", "--elizon-record"),
     (["--elizon-history=h.db", "--elizon-junit=h.db"], "--elizon-junit", "--elizon-history"),
+    # pytest's own JUnit report is a writer too
+    (["--elizon-junit=x.xml", "--junitxml=x.xml"], "--elizon-junit", "--junitxml"),
+    (["--junitxml=out/../x.xml", "--elizon-markdown=x.xml"], "--elizon-markdown", "--junitxml"),
 ])
 def test_two_reports_naming_one_file_is_a_usage_error_before_any_case_runs(
         package: Path, pytester: pytest.Pytester, args: list[str], first: str,
@@ -62,12 +65,21 @@ def test_a_report_over_the_results_signature_is_refused_too(
 
 def test_distinct_reports_and_a_url_store_are_accepted(
         package: Path, pytester: pytest.Pytester) -> None:
+    # a store URL is no file: never "both name" a report, however its path reads; its
+    # closed port is one warning, and the run and its reports go on without it
     result = pytester.runpytest("--elizon-results=r.json", "--elizon-junit=r.xml",
                                 "--elizon-attestation=r.attestation.jsonl",
-                                "--elizon-markdown=r.md", "--elizon-html=r.html")
+                                "--elizon-markdown=r.md", "--elizon-html=r.html",
+                                "--junitxml=pytest.xml",
+                                "--elizon-history=postgresql://u:p@127.0.0.1:1/db")
     assert result.ret == pytest.ExitCode.OK
+    said = result.stdout.str() + result.stderr.str()
+    assert "both name" not in said
+    assert said.count("WARNING: cannot connect to the history store postgresql://***@127.0.0.1:1"
+                      "/db") == 1  # its login masked
     assert json.loads((pytester.path / "r.json").read_text())["verdict"]
     assert (pytester.path / "r.attestation.jsonl").read_text().count("\n") == 3
+    assert (pytester.path / "pytest.xml").is_file()
 
 
 def test_an_attestation_that_cannot_be_written_fails_the_run_as_a_results_file_does(
@@ -96,3 +108,23 @@ def test_the_mock_server_answers_400_to_a_body_that_is_not_json(constant: bytes)
     assert answered.json()["error"]["message"].startswith("the request body is not JSON")
     assert fine.status_code == 200  # the server goes on serving
     assert model.call_count == 1  # the model never saw the refused request
+
+
+def test_power_help_and_the_diff_docs_say_what_the_code_does(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The help names the tests power_lines prints and --elizon-baseline runs (McNemar's exact
+    test, the paired t-test), not the normal approximation they replaced; docs/cli.md says
+    --fail-on-regression fails on a must-pass case not run, as cli._diff does."""
+    from pytest_elizon_eval import cli
+
+    with pytest.raises(SystemExit):
+        cli.main(["power", "--help"])
+    said = " ".join(capsys.readouterr().out.split())
+    assert "McNemar's exact test" in said
+    assert "paired t-test on per-case pass rates" in said
+    assert "normal approximation" not in said
+    assert "Fleiss" not in said
+    docs = " ".join((Path(__file__).parents[1] / "docs" / "cli.md").read_text("utf-8").split())
+    diff = docs[docs.index("## diff"):docs.index("## power")]
+    assert "regressed or was not run (an error now) in a must-pass suite: that run failed " \
+           "on it" in diff

@@ -178,7 +178,7 @@ def test_labels_that_would_collide_get_rows_of_their_own() -> None:
 def test_pytest_html_extra_states_the_real_outcome_and_formats_usage() -> None:
     results = {r.case_id: r for s in realistic().suites() for r in s.results}
     friendly = page.fragment(results["friendly"])
-    assert "<dt>outcome</dt><dd><b>failed (advisory: does not fail the run)</b>" in friendly
+    assert "<dt>outcome</dt><dd><b>advisory_failed (does not fail the run)</b>" in friendly
     searches = page.fragment(results["searches"])
     assert "99 tokens (82 in, 17 out), $0.0000489" in searches
     assert "4.8899999999999996e-05" not in searches

@@ -148,7 +148,8 @@ def test_diff_fails_on_regression_by_the_rule_pytest_fails_the_run_by(
 
 
 def test_cases_that_never_ran_are_errors_not_a_significant_regression(
-        packages: Packages, pytester: pytest.Pytester) -> None:
+        packages: Packages, pytester: pytest.Pytester,
+        capsys: pytest.CaptureFixture[str]) -> None:
     import json
 
     suite = "cases:\n" + "".join(f"  - id: c{i}\n    input: c{i}\n    expect: {{equals: c{i}}}\n"
@@ -167,3 +168,12 @@ def test_cases_that_never_ran_are_errors_not_a_significant_regression(
     assert not [row for row in regression.get("significance", ())
                 if row["metric"] == "pass_rate"]
     assert {c["change"] for c in regression["cases"]} == {"not run"}
+    # elizon-eval diff by the same rule: the run failed on them, as not run, not regressed
+    from pytest_elizon_eval import cli
+
+    capsys.readouterr()
+    assert cli.main(["diff", str(pytester.path / "before.json"),
+                     str(pytester.path / "after.json"), "--fail-on-regression"]) == 1
+    said = capsys.readouterr().out
+    assert "8 cases of must-pass suites not run (--fail-on-regression)" in said
+    assert "significant regression" not in said

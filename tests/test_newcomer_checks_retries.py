@@ -10,6 +10,7 @@ docs/contract.md#retries).
 
 from __future__ import annotations
 
+import functools
 import http.server
 import json
 import sys
@@ -42,30 +43,51 @@ def says_nothing(output):
     pass
 
 
+def polite(output):
+    "please" in output.lower()  # the return forgotten: never a silent pass
+
+
 def returns_false(output):
     return False
 '''
+
+FORGOT = ("failed", "returned None without an assert (a forgotten return?): return True/False, "
+          "or assert")
 
 FINE_APP = "def answer(text):\n    return 'all fine'\n"
 
 
 def test_a_check_that_asserts_and_returns_none_passes_as_a_pytest_test_does(
         packages: Packages, pytester: pytest.Pytester) -> None:
-    names = ["asserts_and_passes", "asserts_and_fails", "says_nothing", "returns_false"]
+    names = ["asserts_and_passes", "asserts_and_fails", "says_nothing", "polite", "returns_false"]
     cases = "".join(f"  - id: {n.replace('_', '-')}\n    input: hi\n"
                     f"    expect: {{checks: ['mine:{n}']}}\n" for n in names)
+    # pytest rewrites a conftest's asserts into `raise AssertionError(...)`: still an assert
+    cases += "  - id: rewritten\n    input: hi\n    expect: {checks: [rewritten]}\n"
     # a check held against a threshold grades by score: None there is a forgotten return
     cases += ("  - id: none-with-threshold\n    input: hi\n    expect:\n      checks:\n"
               "        - {check: 'mine:asserts_and_passes', threshold: 0.5}\n")
     packages.package(app=FINE_APP, suite="cases:\n" + cases)
     packages.write("pkg/mine.py", ASSERTING_CHECKS)
+    packages.write("pkg/conftest.py", """
+        import pytest
+
+        def rewritten(output):
+            assert "fine" in output
+
+        @pytest.fixture(scope="session")
+        def elizon_checks():
+            return {"rewritten": rewritten}
+    """)
     result = pytester.runpytest("-p", "no:cacheprovider", "--elizon-results=r.json")
-    result.assert_outcomes(passed=2, failed=3)
+    result.assert_outcomes(passed=2, failed=5)
     data = json.loads((pytester.path / "r.json").read_text("utf-8"))
     found = {c["id"]: (c["outcome"], c["assertions"][0]["found"])
              for c in data["suites"][0]["cases"]}
     assert found["asserts-and-passes"] == ("passed", "returned None (no assert failed)")
-    assert found["says-nothing"] == ("passed", "returned None (no assert failed)")
+    assert found["rewritten"] == ("passed", "returned None (no assert failed)")
+    assert found["says-nothing"] == FORGOT
+    assert found["polite"] == FORGOT
     outcome, said = found["asserts-and-fails"]
     assert outcome == "failed"
     assert said.startswith("AssertionError: the answer never says zzz (at ")
@@ -74,11 +96,15 @@ def test_a_check_that_asserts_and_returns_none_passes_as_a_pytest_test_does(
         "failed", "returned None, but a threshold is given: return a score from 0 to 1")
 
 
+def _asserting(output: str) -> None:
+    assert output
+
+
 def test_only_a_plain_none_passes_every_other_return_keeps_its_meaning() -> None:
     def returns(value: object) -> Any:
         return lambda output: value
 
-    functions = {"none": returns(None), "pair-none": returns((None, "why")),
+    functions = {"none": _asserting, "pair-none": returns((None, "why")),
                  "true": returns(True), "false-pair": returns((False, "because")),
                  "text": returns("yes")}
     case = _case({"checks": list(functions)})
@@ -89,6 +115,51 @@ def test_only_a_plain_none_passes_every_other_return_keeps_its_meaning() -> None
         ("checks.none", True), ("checks.pair-none", False), ("checks.true", True),
         ("checks.false-pair", False), ("checks.text", False)]
     assert results[3].found == "returned False — because"
+
+
+class _Asserting:
+    def __call__(self, output: str) -> None:
+        assert output
+
+
+class _Forgetting:
+    def __call__(self, output: str) -> None:
+        output.startswith("out")
+
+
+def _forgets(output: str, prefix: str) -> None:
+    output.startswith(prefix)
+
+
+def _asserts(output: str, prefix: str) -> None:
+    assert output.startswith(prefix)
+
+
+def _decorated(function: Any) -> Any:
+    @functools.wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return function(*args, **kwargs)
+    return wrapper
+
+
+def test_none_passes_only_from_code_that_asserts_however_the_check_is_wrapped() -> None:
+    async def async_asserts(output: str) -> None:
+        assert output
+
+    functions: dict[str, object] = {
+        "partial": functools.partial(_asserts, prefix="out"),
+        "object": _Asserting(), "method": _Asserting().__call__,
+        "decorated": _decorated(_asserting), "async": async_asserts,
+        "partial-forgets": functools.partial(_forgets, prefix="out"),
+        "object-forgets": _Forgetting(), "decorated-forgets": _decorated(_Forgetting()),
+        "lambda-forgets": lambda output: None}
+    case = _case({"checks": list(functions)})
+    call = EntryCall(value="out", text="out", latency_ms=1.0)
+    results = grade_checks(case.expect, functions, case, "hi", call,  # type: ignore[arg-type]
+                           time.monotonic() + 5).results
+    assert {r.name.removeprefix("checks."): (r.passed, r.found) for r in results} == {
+        name: (True, "returned None (no assert failed)") if "forgets" not in name
+        else (False, FORGOT[1]) for name in functions}
 
 
 # -- item 5: the SDKs' rate-limit and overload errors --------------------------------------

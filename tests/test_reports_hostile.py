@@ -14,12 +14,13 @@ import pytest
 
 from pytest_elizon_eval.decide import outcomes
 from pytest_elizon_eval.decide.outcomes import CaseIdentity, CaseResult, SuiteInfo
-from pytest_elizon_eval.decide.results_data import case_of_file
+from pytest_elizon_eval.decide.results_data import ToolCallRecord, TurnRecord, case_of_file
 from pytest_elizon_eval.history.queries import Point
 from pytest_elizon_eval.load.runtime import Case
 from pytest_elizon_eval.redteam import pack
 from pytest_elizon_eval.reporting import compliance, html, markdown, terminal, trend
 from pytest_elizon_eval.reporting.aggregate import Aggregate, format_delta
+from pytest_elizon_eval.run.assertions import ASSERTION_TEXT_KEPT, AssertionResult
 from pytest_elizon_eval.run.calls import EntryCall, ToolCall, Usage
 from pytest_elizon_eval.run.running import Attempt, CasePlan, CaseRun
 from pytest_elizon_eval.text import visible
@@ -265,6 +266,58 @@ def test_a_hand_edited_cassette_gets_the_checks_a_live_answer_gets(
     assert cases["fine"]["outcome"] == "passed"
 
 
+def test_a_hand_edited_cassette_never_breaks_the_results_schema(
+        packages: Packages, pytester: pytest.Pytester) -> None:
+    packages.package(app=CASSETTE_APP, suite="""
+        cases:
+          - {id: limit, input: a}
+          - {id: no-limit, input: b}
+          - {id: cache, input: c}
+          - {id: cache-over, input: d}
+          - {id: no-turns, input: e}
+          - {id: talk, turns: [{input: f}, {input: g}]}
+          - {id: fine, input: h}
+        """)
+    cassette = pytester.path / "c.json"
+    assert pytester.runpytest(f"--elizon-record={cassette}", "-p", "no:cacheprovider"
+                              ).parseoutcomes() == {"passed": 7}
+    data = json.loads(cassette.read_text())
+    entries = {k.rpartition("::")[2]: v for k, v in data["cases"].items()}
+    entries["limit"]["timeout_s"] = float("nan")
+    entries["no-limit"]["timeout_s"] = 0
+    entries["cache"]["runs"][0]["usage"]["cache_read_tokens"] = -9
+    entries["cache-over"]["runs"][0]["usage"]["cache_write_tokens"] = 5  # input_tokens is 1
+    entries["no-turns"]["runs"] = [{"turns": []}]
+    entries["talk"]["runs"][0]["turns"] = []
+    cassette.write_text(json.dumps(data))  # NaN as JSON's NaN, as a hand edit may leave it
+    result = pytester.runpytest(f"--elizon-replay={cassette}", "--elizon-results=r.json",
+                                "-p", "no:cacheprovider")
+    assert result.parseoutcomes() == {"failed": 6, "passed": 1}  # as a live OutputError
+    assert "did not handle" not in result.stdout.str()
+    validate_results(json.loads((pytester.path / "r.json").read_text()))
+    cases = _cases(pytester.path / "r.json")
+    said = {name: (case["outcome"], case["error"]["message"]) for name, case in cases.items()
+            if name != "fine"}
+    where = "the cassette's recording of pkg:eval/suite.yaml::{}{} cannot be replayed: {}; " \
+            "record it again with --elizon-record"
+    limit = "timeout_s is {}; expected the time limit it was recorded under, a finite " \
+            "number of seconds above 0"
+    no_turns = "turns is an empty list; a recorded conversation is a list of at least one call"
+    assert said == {
+        "limit": ("failed", where.format("limit", "", limit.format("nan"))),
+        "no-limit": ("failed", where.format("no-limit", "", limit.format("0"))),
+        "cache": ("failed", where.format("cache", ", run 1", (
+            "usage cache_read_tokens is -9; expected a whole number of tokens from 0 to "
+            "9,223,372,036,854,775,807 (64 bits)"))),
+        "cache-over": ("failed", where.format("cache-over", ", run 1", (
+            "usage cache_read_tokens + cache_write_tokens (5) exceed input_tokens (1); "
+            "input_tokens counts every input token, cached ones included (add Anthropic's "
+            "cache_read_input_tokens and cache_creation_input_tokens to its input_tokens)"))),
+        "no-turns": ("failed", where.format("no-turns", ", run 1", no_turns)),
+        "talk": ("failed", where.format("talk", ", run 1", no_turns))}
+    assert cases["fine"]["outcome"] == "passed"
+
+
 def test_markdown_compliance_rows_carry_their_status() -> None:
     found = Aggregate()
     for name, outcome, suite in (("a", "passed", MUST), ("b", "timeout", MUST),
@@ -385,3 +438,128 @@ def test_a_teardown_error_never_leaves_the_verdict_pass(packages: Packages,
     error = ET.parse(pytester.path / "r.xml").find(".//testcase/error")
     assert error is not None
     assert error.get("type") == "teardown"
+
+
+# -- review item 7: the HTML report names advisory outcomes as every other report does -----------
+
+def test_the_html_report_says_advisory_failed() -> None:
+    advisory = SuiteInfo("pkg/eval/adv.yaml", "pkg", "advisory", True)
+    drift = CaseResult(nodeid="pkg/eval/adv.yaml::drift", case_id="drift", line=2,
+                       suite=advisory, outcome="failed", output="x")
+    judged = CaseResult(nodeid="pkg/eval/suite.yaml::judged", case_id="judged", line=3,
+                        suite=MUST, outcome="timeout", advisory="judge not aligned")
+    aggregate = Aggregate()
+    for found in (drift, judged):
+        aggregate.add(found.to_data())
+    page = html.render(aggregate)
+    attention = page[page.index('id="attention"'):page.index("</section>",
+                                                             page.index('id="attention"'))]
+    assert '<span class="b advisory">advisory_failed</span>' in attention
+    assert '<span class="b advisory">advisory_timeout</span>' in attention
+    assert '<span class="b advisory">failed</span>' not in attention
+    rows = page[page.index('<details class="case"'):]
+    assert '<span class="b advisory">advisory_failed</span>' in rows
+    assert '<span class="b advisory">advisory_timeout</span>' in rows
+    assert ("<dt>outcome</dt><dd><b>advisory_failed (does not fail the run)</b>"
+            in html.fragment(drift))
+    assert "<dd><b>advisory_timeout (does not fail the run)</b>" in html.fragment(judged)
+
+
+# -- review item 6: a teardown's error is masked as the case's result is -------------------------
+
+LEAKY_TEARDOWN = """
+import pytest
+
+@pytest.fixture(autouse=True)
+def broken_cleanup():
+    yield
+    print("logging out of SuperSecret-123")  # captured in the teardown's report too
+    raise RuntimeError("login with SuperSecret-123 rejected")
+"""
+
+
+def test_a_teardown_error_is_masked_in_every_report(packages: Packages,
+                                                    pytester: pytest.Pytester) -> None:
+    folder = packages.package(app=ECHO_APP, suite="cases:\n  - id: ok\n    input: fine\n")
+    manifest = folder / "elizon.yaml"
+    manifest.write_text(manifest.read_text() + "secrets: [SuperSecret-123]\n")
+    packages.write("conftest.py", LEAKY_TEARDOWN)
+    result = pytester.runpytest("-rA", "--elizon-results=r.json", "--elizon-junit=r.xml",
+                                "--elizon-html=r.html", "--elizon-markdown=r.md",
+                                "--junitxml=p.xml", "-p", "no:cacheprovider")
+    assert result.parseoutcomes() == {"passed": 1, "errors": 1}
+    shown = [result.stdout.str(), *((pytester.path / name).read_text()
+                                    for name in ("r.json", "r.xml", "r.html", "r.md", "p.xml"))]
+    for text in shown:
+        assert "supersecret-123" not in text.casefold()
+    error = _cases(pytester.path / "r.json")["ok"]["teardown_error"]
+    assert (error["type"], error["message"]) == ("RuntimeError", "login with Su…23 rejected")
+    assert 'raise RuntimeError("login with Su…23 rejected")' in error["traceback"]
+    result.stdout.fnmatch_lines(["E       RuntimeError: login with Su…23 rejected",
+                                 "logging out of Su…23",  # what the teardown printed
+                                 "*the teardown raised RuntimeError: login with Su…23 rejected"])
+
+
+# -- review item 14: masking never renames the record's own fields ------------------------------
+
+def test_a_secret_named_like_a_field_masks_values_not_the_records_fields() -> None:
+    call = ToolCallRecord("vault", {"expected": 1, "timeout_source": {"expected": 2}},
+                          result={"timeout_source": "x"})
+    found = CaseResult(nodeid="p::c", case_id="c", line=2, suite=MUST, outcome="failed",
+                       timeout_source="the suite", input={"expected": "expected it"},
+                       assertions=(AssertionResult("contains", False, "'expected'", "no"),),
+                       tool_calls=(call,),
+                       turns=(TurnRecord(1, input={"timeout_source": 1}, tool_calls=(call,)),))
+    masked = pack.redact(found, ["expected", "timeout_source"])
+    assert masked.timeout_source == "the suite"  # the field, its value kept
+    assert masked.assertions[0].expected == "'ex…ed'"
+    assert masked.input == {"ex…ed": "ex…ed it"}
+    for kept in (masked.tool_calls[0], masked.turns[0].tool_calls[0]):
+        assert kept.arguments == {"ex…ed": 1, "ti…ce": {"ex…ed": 2}}
+        assert kept.result == {"ti…ce": "x"}
+    assert masked.turns[0].input == {"ti…ce": 1}
+
+
+# -- review item 4: assertion texts are within the case's budget too --------------------------
+
+BIG_NAMES_APP = """
+from pytest_elizon_eval import Answer, ToolCall, Usage
+
+def answer(text):
+    if text == "tools":
+        return Answer(text="done", tool_calls=[
+            ToolCall(f"t{i:03d}" + "x" * 50_000, {}, error="boom") for i in range(30)])
+    return Answer(text="ok", usage=Usage(10, 5, None, "m" * 300_000))
+"""
+
+
+def test_assertion_texts_cannot_swell_the_results(packages: Packages,
+                                                   pytester: pytest.Pytester) -> None:
+    packages.package(app=BIG_NAMES_APP, suite=(
+        "cases:\n  - id: tools\n    input: tools\n    expect: {toolCalls: {allSucceeded: true}}\n"
+        "  - id: priced\n    input: p\n    repeat: 3\n    expect: {maxCostUsd: 0.5}\n"
+        f"  - id: long\n    input: p\n    expect: {{contains: [{'y' * 50_000}]}}\n"))
+    result = pytester.runpytest("--elizon-results=r.json", "-p", "no:cacheprovider")
+    assert result.parseoutcomes() == {"failed": 3}
+    path = pytester.path / "r.json"
+    # 30 names of 50 KB, a 300 KB model name in 3 runs and a 50 KB expected were 3 MB
+    assert path.stat().st_size < 200_000
+    data = json.loads(path.read_text())
+    validate_results(data)
+    cases = _cases(path)
+    found = cases["tools"]["assertions"][0]["found"]
+    name = "x" * 196 + "… (50,004 characters)'"  # each name says how long it was
+    listed = found[:found.index("; calls: ")]
+    shown = listed.count(name)
+    assert listed == "calls with an error: " + ", ".join(
+        f"'t{i:03d}{name}" for i in range(shown)) + f", and {30 - shown} more"
+    assert 0 < shown < 30
+    assert f"calls: t000{name[:-1]}({{}}) error: boom; t001" in found
+    for kept in (cases["priced"]["assertions"][0], *(
+            run["assertions"][0] for run in cases["priced"]["runs"])):
+        assert kept["found"] == ("cost unknown: no cost reported and no price for model 'm"
+                                 + "m" * 199 + "… (300,000 characters)'")
+    expected = cases["long"]["assertions"][0]["expected"]
+    assert len(expected) == ASSERTION_TEXT_KEPT
+    assert expected.startswith("every one of: 'yyy")
+    assert expected.endswith(f"y… ({len('every one of: ' + repr('y' * 50_000)):,} characters)")

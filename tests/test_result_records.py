@@ -20,6 +20,7 @@ from pytest_elizon_eval.decide.results_data import (
     SnapshotRecord,
     SuiteInfo,
     ToolCallRecord,
+    ToolCountRecord,
     TurnRecord,
     data_fields,
     from_data,
@@ -64,6 +65,7 @@ def full() -> CaseResult:
         label=LabelRecord("billing", "legal"), rag=RagRecord(0.5, 0.75, 1.0, 0.5, 3, 2),
         first_tool="search", controls=("CC6.1", "LLM01"),
         resumed=True, advisory="judge not aligned: κ 0.41 < 0.60", tool_calls_total=120,
+        tool_counts=(ToolCountRecord("search", 119, 3), ToolCountRecord(None, 1, 1)),
         teardown_error=ErrorInfo("RuntimeError", "cleanup failed", "Traceback ..."))
 
 
@@ -112,6 +114,7 @@ def test_every_record_field_is_in_the_results_schema() -> None:
         RepeatRecord: _props(defs["repeat"]),
         LabelRecord: _props(case["label"]),
         RagRecord: _props(case["rag"]),
+        ToolCountRecord: _props(case["tool_counts"]["items"]),
     }
     assert set(where) == set(records())
     for record, known in where.items():

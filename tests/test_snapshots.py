@@ -446,6 +446,18 @@ def test_each_suite_file_has_its_own_snapshot_file() -> None:
     assert not snapshots.is_snapshot_file(Path("eval/suite.snap.yaml"))
 
 
+def test_a_twin_is_only_a_suite_whose_snapshots_share_the_file() -> None:
+    twins = {name: snapshots.twin_of(Path("eval") / name) for name in
+             ("s.yml", "s.yml.yaml", "s.yaml", "s", "s.yaml.yaml", ".yaml")}
+    assert {k: v.as_posix() if v else None for k, v in twins.items()} == {
+        "s.yml": "eval/s.yml.yaml", "s.yml.yaml": "eval/s.yml", "s.yaml": "eval/s",
+        "s": "eval/s.yaml", ".yaml": None,
+        "s.yaml.yaml": None}  # s.yaml.snap.yaml, where s.yaml's are s.snap.yaml
+    for suite, twin in twins.items():
+        if twin is not None:
+            assert snapshots.snapshot_path(twin) == snapshots.snapshot_path(Path("eval") / suite)
+
+
 def test_the_written_text_reads_back_exactly(tmp_path: Path) -> None:
     tricky = ["no", "123", "  leading\ntrailing  \n", "tab\there", "ünïcode ✓\n\n\n",
               "", "line\r\nwindows\r\n", "null", "- item", "a: b\n# not a comment"]

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from .. import errors
 from ..errors import ElizonError
 from ..load.runtime import CommandEntry, JudgeEndpoint, UrlEntry, from_model
+from ..run.importing import IMPORT_LOCK
 
 if TYPE_CHECKING:  # types only: pydantic is imported where a mapping is validated, the
     # entries and judges where one is made (a session that only collects needs neither)
@@ -142,7 +143,7 @@ def parse_text(text: str, kind: Kind) -> object:
 
 # -- imports -------------------------------------------------------------------------------
 
-_import_lock = threading.Lock()
+_import_lock = IMPORT_LOCK  # shared with run/importing's imports on cases' threads
 _isolated: dict[tuple[Path, str], ModuleType] = {}
 
 

@@ -692,13 +692,16 @@ _OUTPUTS = (("junit", "--elizon-junit"), ("results", "--elizon-results"),
             ("record", "--elizon-record"), ("attestation", "--elizon-attestation"))
 
 
-def _distinct_outputs(settings: Settings) -> Settings:
-    """``settings`` when no two of its outputs are one file; else a usage error naming both
-    options, before any case runs: the second writer would silently replace the first."""
+def _distinct_outputs(settings: Settings, junitxml: Path | None = None) -> Settings:
+    """``settings`` when no two of its outputs (nor pytest's own ``junitxml`` report) are one
+    file; else a usage error naming both options, before any case runs: the second writer
+    would silently replace the first."""
     from ..trust.signing import signature_path  # light: the key classes load on first use
 
     named: list[tuple[str, Path]] = [(option, path) for field_name, option in _OUTPUTS
                                      if (path := getattr(settings, field_name)) is not None]
+    if junitxml is not None:
+        named.append(("--junitxml", junitxml))
     if settings.results is not None and settings.sign_key is not None:
         named.append(("the results' signature", signature_path(settings.results)))
     if settings.history is not None and "://" not in settings.history:
@@ -763,7 +766,16 @@ def resolve(config: pytest.Config) -> Settings:
         confidence=_level(config, "elizon_confidence", 0.95, "a confidence level"),
         alpha=_level(config, "elizon_alpha", 0.05, "a significance level"),
         fail_on_regression=_fail_on_regression(config, _path(config, "elizon_baseline")),
-    ))
+    ), _junitxml(config))
+
+
+def _junitxml(config: pytest.Config) -> Path | None:
+    """pytest's ``--junitxml`` file, as pytest resolves it: variables and ``~`` expanded,
+    relative to where pytest was started."""
+    value = getattr(config.option, "xmlpath", None)  # None without pytest's junitxml plugin
+    if not value:
+        return None
+    return Path(config.invocation_params.dir, os.path.expanduser(os.path.expandvars(value)))
 
 
 def _elizon_folder(config: pytest.Config, name: str) -> Path | None:

@@ -38,6 +38,7 @@ from .results_data import (
     SecurityRecord,
     SnapshotRecord,
     ToolCallRecord,
+    ToolCountRecord,
     TurnRecord,
     from_data,
 )
@@ -167,6 +168,23 @@ class _ToolBudget:
                 "tool_calls_total": len(calls) if len(calls) > TOOL_CALLS_KEPT else None}
 
 
+def _tool_counts(calls: Sequence[ToolCall]) -> dict[str, Any]:
+    """``tool_counts`` of an answer whose calls were not all kept: every call, counted per
+    tool (name as kept), the names past the first :data:`TOOL_CALLS_KEPT` together — so
+    the agent metrics count what happened, not what was kept (docs/contract.md#agent-metrics)."""
+    if len(calls) <= TOOL_CALLS_KEPT:
+        return {}
+    counts: dict[str | None, list[int]] = {}
+    for call in calls:
+        name: str | None = named(call.name)
+        if name not in counts and len(counts) >= TOOL_CALLS_KEPT:
+            name = None  # the rest: one entry, however many names an answer makes up
+        slot = counts.setdefault(name, [0, 0])
+        slot[0] += 1
+        slot[1] += call.error is not None
+    return {"tool_counts": tuple(ToolCountRecord(n, c, e) for n, (c, e) in counts.items())}
+
+
 def _size(part: Any) -> int:
     """The characters a kept part of a tool call takes (as JSON text, a structure)."""
     if part is None or isinstance(part, (bool, int, float)):
@@ -234,7 +252,8 @@ def _single(identity: CaseIdentity, plan: CasePlan, attempt: Attempt, outcome: s
         assertions = attempt.turns[failed - 1].assertions
     budget = _ToolBudget()  # one per case: its calls, then each turn's
     return CaseResult(
-        **budget.records(call.tool_calls), usage=_usage(call.usage),
+        **budget.records(call.tool_calls), **_tool_counts(call.tool_calls),
+        usage=_usage(call.usage),
         turns=tuple(_turn_record(n, t, expects_error, budget)
                     for n, t in enumerate(attempt.turns, 1)),
         failed_turn=failed,

@@ -53,6 +53,7 @@ __all__ = [
     "SnapshotRecord",
     "SuiteInfo",
     "ToolCallRecord",
+    "ToolCountRecord",
     "TurnRecord",
     "case_of_file",
     "data_fields",
@@ -258,6 +259,18 @@ class ToolCallRecord:
     def call(self) -> ToolCall:
         """The call as :func:`~.assertions.calls_text` shows it (the kept parts)."""
         return ToolCall(self.name, self.arguments, self.result, self.error)
+
+
+@dataclass(frozen=True)
+class ToolCountRecord:
+    """How many calls of one tool an answer made, and how many of them carried an error:
+    counted from every call, past those a case's budget keeps (docs/contract.md#agent-metrics).
+    ``name`` is None for the tools past the first :data:`~.outcomes.TOOL_CALLS_KEPT`
+    names, counted together."""
+
+    name: str | None
+    calls: int
+    errors: int = 0
 
 
 @dataclass(frozen=True)
@@ -533,6 +546,11 @@ class CaseResult:
     #: How many tools the answer called, when more than ``tool_calls`` keeps (a case's
     #: budget, docs/contract.md#results-json); None (and not in the data) otherwise.
     tool_calls_total: int | None = field(default=None, metadata={OMIT_NONE: True})
+    #: With ``tool_calls_total``: every call counted per tool (its calls and errors), as
+    #: the agent metrics count them (docs/contract.md#agent-metrics); None (and not in the
+    #: data) when ``tool_calls`` holds every call.
+    tool_counts: tuple[ToolCountRecord, ...] | None = field(default=None,
+                                                             metadata={OMIT_NONE: True})
     #: What a fixture's teardown raised after the case ran (pytest's ERROR at teardown):
     #: the outcome stays, but the run failed (docs/contract.md#reports); None otherwise.
     teardown_error: ErrorInfo | None = field(default=None, metadata={OMIT_NONE: True})
@@ -591,4 +609,4 @@ def records() -> tuple[type, ...]:
     """Every record a case result is made of (for the schema's own test)."""
     return (CaseResult, SuiteInfo, RunRecord, TurnRecord, ToolCallRecord, SecurityRecord,
             LeakRecord, ProbeRecord, AssertionResult, ErrorInfo, Usage, JudgeRecord,
-            RepeatRecord, LabelRecord, RagRecord)
+            RepeatRecord, LabelRecord, RagRecord, ToolCountRecord)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..decide.results_data import CaseResult
-from .agents import agent_metrics
+from .agents import agent_metrics, first_tool_hit, tally
 
 if TYPE_CHECKING:  # the classification report is built only for suites with labels
     from .classification import ClassificationReport
@@ -107,17 +107,15 @@ def _proportions(found: ClassificationReport | None, results: Sequence[CaseResul
                 counts[f"precision.{label}"] = (found.matrix[i][i], predicted)
             if sum(found.matrix[i]):
                 counts[f"recall.{label}"] = (found.matrix[i][i], sum(found.matrix[i]))
-    calls = [c for r in results for c in r.tool_calls]
-    if calls:
-        counts["tool_success_rate"] = (sum(1 for c in calls if c.error is None), len(calls))
-        for name in sorted({c.name for c in calls}):  # one order in every process
-            mine = [c for c in calls if c.name == name]
-            counts[f"tool_error_rate.{name}"] = (sum(1 for c in mine if c.error is not None),
-                                                 len(mine))
+    counted = tally(results)  # every call, not only those a case's budget kept
+    if counted.calls:
+        counts["tool_success_rate"] = (counted.calls - counted.errors, counted.calls)
+        for name in sorted(counted.per_tool):  # one order in every process
+            counts[f"tool_error_rate.{name}"] = (counted.errors_per_tool[name],
+                                                 counted.per_tool[name])
     ordered = [r for r in results if r.first_tool is not None]
     if ordered:
-        counts["first_tool_rate"] = (sum(1 for r in ordered if r.tool_calls
-                                         and r.tool_calls[0].name == r.first_tool),
+        counts["first_tool_rate"] = (sum(1 for r in ordered if first_tool_hit(r)),
                                      len(ordered))
     return counts
 

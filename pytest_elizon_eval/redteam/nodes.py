@@ -22,7 +22,7 @@ A client of the core: everything here reaches it through the plugin's hooks
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -153,6 +153,26 @@ def pytest_elizon_case_checks(item: CaseItem, run: CaseRun) -> CaseChecks | None
             "the recording holds a declared secret in plain text (recorded before secrets "
             "were kept out of cassettes): record this case again with --elizon-record"))
     return CaseChecks(leaks, security, tuple(watch.values))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
+                              ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A fixture's teardown error (and what it printed) masked as the case's result is, in
+    the process that ran it, before any report or xdist's controller sees it
+    (docs/contract.md#security)."""
+    report = yield
+    watch = item.stash.get(_WATCH, None)
+    if call.when != "teardown" or not report.failed or watch is None or not watch.values:
+        return report
+    hook = item.config.hook
+    data = hook.pytest_report_to_serializable(config=item.config, report=report)
+    if data is None:
+        return report
+    for name in ("longrepr", "sections"):  # xdist's own round trip, with the text masked
+        data[name] = redteam.masked_strings(data.get(name), watch.values)
+    masked = hook.pytest_report_from_serializable(config=item.config, data=data)
+    return masked if isinstance(masked, pytest.TestReport) else report
 
 
 def _watch(item: CaseItem) -> redteam.Watch:

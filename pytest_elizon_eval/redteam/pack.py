@@ -55,6 +55,7 @@ __all__ = [
     "leaking_turn",
     "load_probes",
     "mask",
+    "masked_strings",
     "new_canary",
     "pack_file",
     "redact",
@@ -348,12 +349,26 @@ def leak_checks(run: CaseRun, watch: Watch
     return tuple(added), security
 
 
-def _masked(value: Any, pattern: re.Pattern[str]) -> Any:
+#: Fields of a case's data that hold the case's or the answer's own data, whose mapping keys
+#: are data too (a tool's arguments may hold a secret as a key, {S: 1}); every other key
+#: is a record's field name and stays (docs/contract.md#security).
+_OWN_DATA = frozenset({"input", "value"})
+#: The same, in a tool call's record (under a ``tool_calls`` field).
+_TOOL_DATA = frozenset({"arguments", "result", "error"})
+
+
+def _masked(value: Any, pattern: re.Pattern[str], own: bool = False,
+            tool: bool = False) -> Any:
+    """``value`` with every match of ``pattern`` masked in its strings; mapping keys too
+    where ``value`` is own data (``own``), never a record's field names."""
     if isinstance(value, str):
         return pattern.sub(lambda m: mask(m.group()), value)
     if isinstance(value, dict):
-        # keys too: a tool call's arguments may hold a secret as a key ({S: 1}); two keys
-        # that differ only inside a secret mask alike, and both are kept (numbered)
+        if not own:  # a record: its field names stay, its own-data fields are data
+            return {key: _masked(item, pattern, key in _OWN_DATA or (tool and key in _TOOL_DATA),
+                                 key == "tool_calls")
+                    for key, item in value.items()}
+        # two keys that differ only inside a secret mask alike: both are kept (numbered)
         masked: dict[Any, Any] = {}
         for key, item in value.items():
             shown = _masked(key, pattern) if isinstance(key, str) else key
@@ -361,18 +376,36 @@ def _masked(value: Any, pattern: re.Pattern[str]) -> Any:
             while shown in masked:
                 number += 1
                 shown = f"{_masked(key, pattern)} #{number}"
-            masked[shown] = _masked(item, pattern)
+            masked[shown] = _masked(item, pattern, True)
         return masked
     if isinstance(value, list):
-        return [_masked(v, pattern) for v in value]
+        return [_masked(v, pattern, own, tool) for v in value]
+    if isinstance(value, tuple):  # a pytest report's data holds tuples too
+        return tuple(_masked(v, pattern, own, tool) for v in value)
     return value
+
+
+def _pattern(values: Iterable[str]) -> re.Pattern[str] | None:
+    """One pattern finding any of ``values``, ignoring case (the longest first)."""
+    ordered = sorted({v for v in values if v}, key=len, reverse=True)
+    if not ordered:
+        return None
+    return re.compile("|".join(re.escape(v) for v in ordered), re.IGNORECASE)
+
+
+def masked_strings(data: Any, values: Iterable[str]) -> Any:
+    """Plain ``data`` (a pytest report as data) with each of ``values`` masked in every
+    string; mapping keys stay as they are."""
+    pattern = _pattern(values)
+    return data if pattern is None else _masked(data, pattern)
 
 
 def redact(result: CaseResult, values: Iterable[str]) -> CaseResult:
     """``result`` with every occurrence of each value (ignoring case) masked, in every
-    string it holds: its input, output, assertions, tool calls, error, runs and turns."""
-    ordered = sorted({v for v in values if v}, key=len, reverse=True)
-    if not ordered:
+    string it holds: its input, output, assertions, tool calls, error, runs and turns; in
+    the keys of its own data (inputs, tool calls' arguments, results and errors), never in
+    its field names (docs/contract.md#security)."""
+    pattern = _pattern(values)
+    if pattern is None:
         return result
-    pattern = re.compile("|".join(re.escape(v) for v in ordered), re.IGNORECASE)
     return CaseResult.from_data(_masked(result.to_data(), pattern))

@@ -42,6 +42,7 @@ from ..decide.outcomes import (
     TIMEOUT,
     CaseResult,
     blocks,
+    outcome_name,
     reason,
 )
 from ..decide.results_data import RepeatRecord
@@ -373,9 +374,9 @@ def fragment(result: CaseResult) -> str:
     """One case's details as an HTML fragment of plain elements (for pytest-html's extras).
     It starts with the case's real outcome: pytest-html shows an advisory failure as a
     pass."""
-    outcome = result.outcome
-    if outcome != PASSED and not blocks(result):
-        outcome += " (advisory: does not fail the run)"
+    outcome = outcome_name(result)  # as every report names it (docs/contract.md#html)
+    if result.outcome != PASSED and not blocks(result):
+        outcome += " (does not fail the run)"
     body = f"<dt>outcome</dt><dd><b>{_esc(outcome)}</b></dd>" + "".join(
         f"<dt>{_esc(title)}</dt><dd>{value}</dd>" for title, value in _detail_items(result))
     return f'<div class="elizon"><dl>{body}</dl></div>'
@@ -390,7 +391,7 @@ def _summary_row(index: int, result: CaseResult, cat: str, flaky: bool = False) 
             'with the suite, entry point and case unchanged (elizon-eval history)">flaky '
             "across runs</span>") if flaky else ""
     return (f'<summary class="row"><span>{_esc(result.case_id)}{mark}</span>'
-            f'<span><span class="b {cat}">{cat}</span></span>'
+            f'<span><span class="b {cat}">{_esc(outcome_name(result))}</span></span>'
             f'<span class="n">{_ms(result.latency_ms)}</span>'
             f'<span class="n u">{glance.usage_cell(result)}</span><span>{why}</span>'
             f'<a class="cp" href="#c{index}" title="copy the node id (to paste after pytest)">'

@@ -26,6 +26,7 @@ from ..decide.outcomes import (
     CaseResult,
     blocks,
     inconclusive_passes,
+    outcome_name,
     reason,
 )
 from ..decide.results_data import ToolCallRecord, TurnRecord
@@ -107,7 +108,8 @@ def _items(results: Sequence[CaseResult], rows: Mapping[str, int], esc: Esc,
         why = reason(r)
         if r.outcome == PASSED and r.teardown_error is not None:  # it failed after it passed
             why = f"its teardown raised {r.teardown_error.text}"
-        items.append(f'<li><span class="b {cat}">{esc(r.outcome)}</span> '
+        # the name every report gives it: advisory_failed, not failed (docs/contract.md#html)
+        items.append(f'<li><span class="b {cat}">{esc(outcome_name(r))}</span> '
                      f'<a class="to" href="{anchor}">{esc(r.nodeid)}</a> — '
                      f'<span class="why">{esc(_cut(why))}</span></li>')
     more = len(results) - ATTENTION_SHOWN

@@ -31,9 +31,9 @@ from .calls import Answer, EntryCall, ErrorInfo, OutputError, Rates, ToolCall, U
 from .sdk_answers import REFUSAL_MARK, SdkAnswer, SdkShapeError, join_openai, read_sdk
 
 __all__ = ["MAX_CONTEXTS", "MAX_CONTEXT_CHARS", "MAX_COST_USD", "MAX_NESTING", "MAX_TOKENS",
-           "answer_of", "chat_request", "check_tree", "contexts_of", "conversation",
-           "from_reply", "from_return", "is_token_count", "parse_json", "price_for", "priced",
-           "with_tool_results"]
+           "answer_of", "chat_request", "check_tree", "checked_usage", "contexts_of",
+           "conversation", "from_reply", "from_return", "is_token_count", "parse_json",
+           "price_for", "priced", "with_tool_results"]
 
 #: Deepest nesting of lists and mappings kept from an entry point: every report must be able
 #: to write the answer again within Python's recursion limit (docs/contract.md#answers).
@@ -232,6 +232,13 @@ def _usage(usage: object) -> Usage | None:
     missing = None if usage.missing is None else str(usage.missing)
     return Usage(tokens_in, _count(usage.output_tokens, "output_tokens"), _cost(usage.cost_usd),
                  model, read, written, missing)
+
+
+def checked_usage(usage: object) -> Usage | None:
+    """``usage`` (a :class:`Usage` or its record) kept as an answer's is: every count, the
+    cache counts within ``input_tokens``, and the cost checked; OutputError names what is
+    wrong (docs/contract.md#answers)."""
+    return _usage(usage)
 
 
 #: Most passages one answer may carry, and most characters of one (docs/contract.md#rag).
@@ -461,6 +468,8 @@ def from_reply(text: str, mode: str, *, json_reply: bool = False) -> EntryCall:
     if mode == "answer":
         return _envelope(_parse(text, "the answer envelope"))
     if mode == "openai":
+        # a byte-order mark is no part of either form: a stream with one is still a stream
+        text = text.removeprefix("\ufeff")
         if _EVENT_START.match(text):
             return _chat_stream(text)
         return _chat_completion(_parse(text, "the chat completion"))

@@ -15,6 +15,7 @@ from dataclasses import field as dataclass_field
 from typing import TYPE_CHECKING, Any
 
 from ..reporting.usage_text import dollars
+from ..text import named
 from . import answer_parts
 from .answer_parts import PathMissing, json_from_text, select
 from .calls import EntryCall, ErrorInfo, ToolCall, Usage
@@ -22,19 +23,33 @@ from .calls import EntryCall, ErrorInfo, ToolCall, Usage
 if TYPE_CHECKING:  # types only: reports read assertions without loading the models
     from ..load.runtime import Expect, ToolCallsExpect
 
-__all__ = ["REGEX_TEXT_CAP", "REGEX_TIMEOUT_S", "AssertionResult", "calls_text", "check", "excerpt",
-           "first_mismatch"]
+__all__ = ["ASSERTION_TEXT_KEPT", "REGEX_TEXT_CAP", "REGEX_TIMEOUT_S", "AssertionResult",
+           "calls_text", "check", "excerpt", "first_mismatch"]
 
 _EXCERPT_CONTEXT = 40
 #: A regex sees at most this many characters of the output ...
 REGEX_TEXT_CAP = 1_000_000
 #: ... and gives up after this long, so a pathological pattern cannot hang a run.
 REGEX_TIMEOUT_S = 1.0
+#: Characters of an assertion's ``expected`` and of its ``found`` a record keeps, its
+#: length note included: a case's budget (docs/contract.md#results-json), as every run of a
+#: repeat and every turn copies its assertions.
+ASSERTION_TEXT_KEPT = 4000
+
+
+def _kept(text: str) -> str:
+    """``text`` within :data:`ASSERTION_TEXT_KEPT` characters, saying how long it was when
+    cut (a text already cut stays as it is: a record read back is the record written)."""
+    if not isinstance(text, str) or len(text) <= ASSERTION_TEXT_KEPT:
+        return text
+    note = f"… ({len(text):,} characters)"
+    return text[:ASSERTION_TEXT_KEPT - len(note)] + note
 
 
 @dataclass(frozen=True)
 class AssertionResult:
-    """One assertion of one case. ``passed`` is None when it could not be checked."""
+    """One assertion of one case. ``passed`` is None when it could not be checked.
+    ``expected`` and ``found`` are kept within :data:`ASSERTION_TEXT_KEPT` characters."""
 
     name: str
     passed: bool | None
@@ -44,6 +59,12 @@ class AssertionResult:
     #: #judge-alignment): shown failed, yet no outcome counts it — the case's result says
     #: why (``CaseResult.advisory``), so it is not kept in the data.
     advisory: bool = dataclass_field(default=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # every check, a plugin's and a judge's too, builds one: capped here, once
+        if len(self.expected) > ASSERTION_TEXT_KEPT or len(self.found) > ASSERTION_TEXT_KEPT:
+            object.__setattr__(self, "expected", _kept(self.expected))  # frozen: set once
+            object.__setattr__(self, "found", _kept(self.found))
 
     def to_data(self) -> dict[str, Any]:
         return {"name": self.name, "passed": self.passed, "expected": self.expected,
@@ -66,6 +87,25 @@ def excerpt(text: str, start: int, end: int, context: int = _EXCERPT_CONTEXT) ->
 
 def _quoted(values: list[str]) -> str:
     return ", ".join(repr(v) for v in values)
+
+
+#: Characters of a list of names an answer gave (the calls that failed…) a text shows.
+_NAMES_SHOWN = 1000
+
+
+def _quoted_names(values: Sequence[str]) -> str:
+    """Names an answer gave, quoted: each within :func:`~..text.named`'s length, as many as
+    fit in :data:`_NAMES_SHOWN` characters (one at least), then how many more there were."""
+    shown: list[str] = []
+    size = 0
+    for value in values:
+        part = repr(named(value))
+        if shown and size + len(part) > _NAMES_SHOWN:
+            break
+        shown.append(part)
+        size += len(part) + 2
+    more = len(values) - len(shown)
+    return ", ".join(shown) + (f", and {more:,} more" if more else "")
 
 
 def _find_casefold(text: str, needle: str) -> tuple[str, int, int] | None:
@@ -235,14 +275,22 @@ _CALLS_SHOWN = 1500
 
 def _call_text(call: ToolCall) -> str:
     arguments = _json(call.arguments, _ARGUMENTS_SHOWN)
-    return f"{call.name}({arguments})" + (f" error: {call.error[:200]}" if call.error else "")
+    return f"{named(call.name)}({arguments})" + (
+        f" error: {call.error[:200]}" if call.error else "")
 
 
 def calls_text(calls: Sequence[ToolCall]) -> str:
     """The calls that happened, in order, on one line (cut to a bounded length)."""
     if not calls:
         return "no tool was called"
-    text = "calls: " + "; ".join(_call_text(c) for c in calls)
+    parts: list[str] = []
+    size = len("calls: ")
+    for call in calls:  # only what can be shown is built: an answer may call 10,000 tools
+        parts.append(_call_text(call))
+        size += len(parts[-1]) + 2
+        if size > _CALLS_SHOWN:
+            break
+    text = "calls: " + "; ".join(parts)
     return text if len(text) <= _CALLS_SHOWN else text[:_CALLS_SHOWN - 1] + "…"
 
 
@@ -292,7 +340,7 @@ def _tool_calls(rules: ToolCallsExpect, calls: Sequence[ToolCall]) -> list[Asser
         passed = not failed if rules.all_succeeded else bool(failed)
         rule("allSucceeded", passed,
              "no call carries an error" if rules.all_succeeded else "some call fails",
-             f"calls with an error: {_quoted(failed)}" if failed else "no call failed")
+             f"calls with an error: {_quoted_names(failed)}" if failed else "no call failed")
     if rules.max_calls is not None:
         rule("maxCalls", len(calls) <= rules.max_calls, f"at most {rules.max_calls} calls",
              f"{len(calls)} calls")
@@ -315,7 +363,7 @@ def _max_cost(limit: float, usage: Usage | None) -> AssertionResult:
     if usage is None or usage.cost_usd is None:
         why = ("the entry point reported no usage" if usage is None else
                usage.missing if usage.missing else  # e.g. a stream not asked for its usage
-               f"no cost reported and no price for model {usage.model!r}" if usage.model
+               f"no cost reported and no price for model {named(usage.model)!r}" if usage.model
                else "no cost reported, and no model named to price the tokens")
         return AssertionResult("maxCostUsd", False, wanted, f"cost unknown: {why}")
     return AssertionResult("maxCostUsd", usage.cost_usd <= limit, wanted,

@@ -87,15 +87,21 @@ class Usage:
         return (self.input_tokens or 0) + (self.output_tokens or 0)
 
     def __add__(self, other: Usage) -> Usage:
+        # a total cost is known only when every part's cost is
+        cost = None if self.cost_usd is None or other.cost_usd is None \
+            else self.cost_usd + other.cost_usd
+        model = self.model if self.model == other.model else None
+        missing = self.missing or other.missing
+        if (missing or self.tokens is None or other.tokens is None) and (
+                self.tokens is not None or other.tokens is not None):
+            # the token counts too: a part's unknown count is no zero, and maxTokens never
+            # passes on the known part alone (docs/contract.md#cost)
+            return Usage(None, None, cost, model, missing=missing or (
+                "part of it reported no token counts (each answer needs its usage)"))
         return Usage(_sum(self.input_tokens, other.input_tokens),
-                     _sum(self.output_tokens, other.output_tokens),
-                     # a total cost is known only when every part's cost is
-                     None if self.cost_usd is None or other.cost_usd is None
-                     else self.cost_usd + other.cost_usd,
-                     self.model if self.model == other.model else None,
+                     _sum(self.output_tokens, other.output_tokens), cost, model,
                      _sum(self.cache_read_tokens, other.cache_read_tokens),
-                     _sum(self.cache_write_tokens, other.cache_write_tokens),
-                     self.missing or other.missing)
+                     _sum(self.cache_write_tokens, other.cache_write_tokens), missing)
 
     def to_data(self) -> dict[str, Any]:
         data: dict[str, Any] = {"input_tokens": self.input_tokens,

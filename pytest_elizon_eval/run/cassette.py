@@ -69,10 +69,23 @@ def _run_data(calls: Sequence[EntryCall], conversation: bool) -> dict[str, Any]:
 
 
 def _run_calls(data: Any, where: str) -> tuple[EntryCall, ...]:
-    if isinstance(data, Mapping) and isinstance(data.get("turns"), list):
+    if isinstance(data, Mapping) and "turns" in data:
+        turns = data["turns"]
+        if not isinstance(turns, list) or not turns:  # a run with no call replays nothing
+            shown = "an empty list" if isinstance(turns, list) else f"a {_kind(turns)}"
+            return (_broken(where, f"turns is {shown}; a recorded conversation is a list of "
+                                   "at least one call"),)
         return tuple(_replayed(turn, f"{where}, turn {number}")
-                     for number, turn in enumerate(data["turns"], 1))
+                     for number, turn in enumerate(turns, 1))
     return (_replayed(data, where),)
+
+
+def _broken(where: str, problem: str, latency: Any = None) -> EntryCall:
+    """The error call that stands for a recording that cannot be replayed: the case is an
+    error naming where in the cassette, as a live answer that cannot be kept is."""
+    return EntryCall(error=ErrorInfo("OutputError", f"{where} cannot be replayed: {problem}; "
+                                                    "record it again with --elizon-record"),
+                     latency_ms=latency if _duration(latency) else None, replayed=True)
 
 
 def _replayed(data: Any, where: str) -> EntryCall:
@@ -86,15 +99,16 @@ def _replayed(data: Any, where: str) -> EntryCall:
             return EntryCall.from_data(data)
         except (TypeError, ValueError, KeyError, AttributeError) as exc:
             problem = f"not a recorded call ({type(exc).__name__}: {exc})"
-    latency = data.get("latency_ms") if isinstance(data, Mapping) else None
-    return EntryCall(error=ErrorInfo("OutputError", f"{where} cannot be replayed: {problem}; "
-                                                    "record it again with --elizon-record"),
-                     latency_ms=latency if _duration(latency) else None, replayed=True)
+    return _broken(where, problem, data.get("latency_ms") if isinstance(data, Mapping) else None)
 
 
 def _duration(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) \
-        and math.isfinite(value) and value >= 0
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value) and value >= 0
+    except OverflowError:  # a whole number past any float: no duration either
+        return False
 
 
 def _kind(value: Any) -> str:
@@ -142,20 +156,14 @@ def _problem(data: Any) -> str | None:
 
 
 def _usage_problem(usage: Any, answers: Any) -> str | None:
+    """What is wrong with a recorded usage, as a live answer's would be checked: its token
+    and cache counts, the cache within input_tokens, its cost (OutputError), its model."""
     if not isinstance(usage, Mapping):
         return f"usage is a {_kind(usage)}, not an object"
-    for key in ("input_tokens", "output_tokens"):
-        count = usage.get(key)
-        if count is not None and not answers.is_token_count(count):
-            return (f"usage {key} is {count!r}; expected a whole number of tokens from 0 to "
-                    f"{answers.MAX_TOKENS:,} (64 bits)")
-    cost = usage.get("cost_usd")
-    if cost is not None and not (_duration(cost) and cost <= answers.MAX_COST_USD):
-        return (f"usage cost_usd is {cost!r}; expected a finite number of US dollars from 0 "
-                f"to {answers.MAX_COST_USD:,.0f}")
     model = usage.get("model")
     if model is not None and not isinstance(model, str):
         return f"usage model is a {_kind(model)}, not a string"
+    answers.checked_usage(usage)
     return None
 
 
@@ -217,9 +225,16 @@ class Cassette:
             raise CassetteMiss(errors.ELIZON_CASSETTE_MISSING, f"{name} has "
                                f"{len(entry['runs'])} recorded run(s); repeat asks for {runs}")
         limit = entry.get("timeout_s")
+        if limit is not None and not (_duration(limit) and limit > 0):
+            # a limit no recording has: each run is an error saying so, never a NaN limit
+            # in the reports (docs/contract.md#record-and-replay)
+            broken = _broken(f"the cassette's recording of {name}", (
+                f"timeout_s is {repr(limit)[:60]}; expected the time limit it was recorded "
+                "under, a finite number of seconds above 0"))
+            return tuple((broken,) for _ in entry["runs"][:runs]), None
         return (tuple(_run_calls(run, f"the cassette's recording of {name}, run {number}")
                       for number, run in enumerate(entry["runs"][:runs], 1)),
-                float(limit) if isinstance(limit, (int, float)) else None)
+                None if limit is None else float(limit))
 
     def update(self, recordings: Iterable[Mapping[str, Any]]) -> None:
         """Add or replace the recordings of the cases of this run."""

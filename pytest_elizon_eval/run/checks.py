@@ -5,7 +5,8 @@ as ``module.path:function`` (imported like an entry point, from the package's
 folder first) or by a name from the ``elizon_checks`` fixture's mapping. It asks
 by parameter name for what it needs — ``output``, ``value``, ``input``,
 ``answer``, ``case`` — and passes by returning True, or None as a pytest test does
-after its ``assert`` statements; it fails by returning False or ``(False, "reason")``
+after its ``assert`` statements (None from a check with no ``assert`` is a forgotten
+return: it fails); it fails by returning False or ``(False, "reason")``
 or by raising ``AssertionError``; a float is a score held against the spec's
 ``threshold``, and must lie from 0 to 1. A check runs on
 the deadline runner entry points use (:func:`~..bind.calling.run_blocking`), so a
@@ -24,10 +25,13 @@ No pytest import here.
 from __future__ import annotations
 
 import copy
+import dis
+import functools
 import inspect
 import threading
 import time
 import traceback
+import types
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -336,15 +340,57 @@ def _number(score: float) -> str:
         return "a whole number of more than 308 digits"
 
 
-def _judged(returned: object, threshold: float | None) -> tuple[bool, str, str]:
-    """(passed, expected, found) from what a check returned."""
+def _code_of(function: object) -> types.CodeType | None:
+    """The code object a call of ``function`` runs, or None when there is none to read:
+    through decorators' ``__wrapped__``, ``functools.partial``, bound methods and objects
+    with a ``__call__`` (a builtin has no code)."""
+    for _ in range(8):  # bounded: an object whose __call__ is an object again ends
+        try:
+            function = inspect.unwrap(function)  # type: ignore[arg-type]
+        except ValueError:  # a __wrapped__ cycle
+            return None
+        code = getattr(function, "__code__", None)
+        if isinstance(code, types.CodeType):
+            return code
+        if isinstance(function, functools.partial):
+            function = function.func
+        elif inspect.ismethod(function):
+            function = function.__func__
+        elif not inspect.isroutine(function) and callable(function):
+            function = type(function).__call__  # the class's, as a call of it runs
+        else:
+            return None
+    return None
+
+
+def _asserts(function: object) -> bool:
+    """Whether the check's own code has an ``assert`` (or raises AssertionError itself, as
+    pytest's rewritten asserts do), so returning None means its asserts held."""
+    try:
+        code = _code_of(function)
+    except Exception:  # a callable whose attributes raise: nothing to read
+        return False
+    if code is None:
+        return False  # nothing to read: None stays a failure, as before asserting checks
+    return any(i.opname == "LOAD_ASSERTION_ERROR"
+               or (i.opname in ("LOAD_GLOBAL", "LOAD_NAME") and i.argval == "AssertionError")
+               for i in dis.get_instructions(code))
+
+
+def _judged(returned: object, threshold: float | None,
+            function: object = None) -> tuple[bool, str, str]:
+    """(passed, expected, found) from what ``function``, the check, returned."""
     if returned is None:
         # a check written as a pytest test: its asserts passed, as a test returning None
-        # passes; a check that grades by score gave none (docs/contract.md#checks)
-        if threshold is None:
+        # passes; one with no assert forgot its return, never a silent pass, and a check
+        # that grades by score gave none (docs/contract.md#checks)
+        if threshold is not None:
+            return False, f"a score of at least {threshold:g}", (
+                "returned None, but a threshold is given: return a score from 0 to 1")
+        if _asserts(function):
             return True, "True", "returned None (no assert failed)"
-        return False, f"a score of at least {threshold:g}", (
-            "returned None, but a threshold is given: return a score from 0 to 1")
+        return False, "True", ("returned None without an assert (a forgotten return?): "
+                               "return True/False, or assert")
     reason = ""
     if isinstance(returned, tuple) and len(returned) == 2 and isinstance(returned[1], str):
         pair: tuple[object, str] = returned
@@ -398,7 +444,7 @@ def _graded(function: CheckFunction, wanted: _Makers, threshold: float | None
     except BaseException as exc:  # sys.exit() included: it is the check's failure
         return False, None, _raised(exc, function)
     try:
-        return _judged(result, threshold)
+        return _judged(result, threshold, function)
     except BaseException as exc:  # a returned value that breaks even being compared
         return False, None, (f"returned {_type_name(result)}, which cannot be read: "
                              f"{_type_name(exc)}: {_one_line(_text_of(exc), 300)}")

@@ -28,7 +28,6 @@ every value here is plain data.
 from __future__ import annotations
 
 import email.utils
-import importlib
 import math
 import random
 import re
@@ -115,13 +114,17 @@ class RetryClasses:
 
 def _import_classes(names: tuple[str, ...], source: str
                     ) -> tuple[tuple[type[BaseException], ...], str | None]:
-    """The exception classes of ``names``, and what is wrong with the others."""
+    """The exception classes of ``names``, and what is wrong with the others. Imported under
+    binding's lock: this runs on a case's thread, maybe while another package's import has
+    its folder first on ``sys.path`` (docs/contract.md#imports)."""
+    from .importing import import_module  # deferred: ``RateLimited`` users need no more
+
     found: list[type[BaseException]] = []
     problems: list[str] = []
     for name in names:
         module_name, _, attribute = name.rpartition(".")
         try:
-            module = importlib.import_module(module_name)
+            module = import_module(module_name)
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # an SDK that fails (or exits) at import: said, not raised

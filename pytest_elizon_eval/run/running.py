@@ -311,7 +311,9 @@ def _whole(calls: Sequence[EntryCall]) -> EntryCall:
     return replace(last, latency_ms=None if any(v is None for v in latencies)
                    else sum(v for v in latencies if v is not None),
                    tool_calls=tuple(t for c in calls for t in c.tool_calls),
-                   usage=_total([c.usage for c in calls]))
+                   # a turn without usage is an unknown part, never a zero (contract.md#cost)
+                   usage=_total([c.usage or Usage() for c in calls])
+                   if any(c.usage is not None for c in calls) else None)
 
 
 def unknown_tool_results(given: Mapping[str, Any] | None, calls: Sequence[ToolCall],

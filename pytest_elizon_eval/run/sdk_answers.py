@@ -347,6 +347,11 @@ class _Calls:
         if isinstance(ident, str) and ident:
             call[2] = ident
 
+    def unnamed(self) -> list[object]:
+        """The index of each call no piece named."""
+        return [index for index, (name, _, _) in self.by_index.items()
+                if not isinstance(name, str)]
+
     def done(self) -> tuple[tuple[str, Any, str | None], ...]:
         return tuple((name, _arguments(args), ident)
                      for name, args, ident in self.by_index.values() if isinstance(name, str))
@@ -355,7 +360,9 @@ class _Calls:
 def join_openai(chunks: Sequence[Mapping[str, Any]]) -> SdkAnswer:
     """OpenAI chat-completion chunks (an SDK's, or a server's events read as JSON) assembled
     into one answer; :class:`SdkShapeError` names the chunk whose shape is wrong."""
-    text, refusal, calls = [], [], _Calls()
+    text: list[str] = []
+    refusal: list[str] = []
+    calls = _Calls()
     usage: Mapping[str, Any] | None = None
     model = None
     for number, chunk in enumerate(chunks):
@@ -366,13 +373,18 @@ def join_openai(chunks: Sequence[Mapping[str, Any]]) -> SdkAnswer:
         if not isinstance(choices, (list, tuple)):
             raise SdkShapeError(f"chunk {number}: choices is {_a(choices)}, not a list")
         for choice in choices:
-            delta = choice.get("delta") if isinstance(choice, Mapping) else None
+            if not isinstance(choice, Mapping):
+                raise SdkShapeError(f"chunk {number}: a choice is {_a(choice)}, not a mapping")
+            delta = choice.get("delta")
             if not isinstance(delta, Mapping) or choice.get("index", 0) != 0:
                 continue
-            if isinstance(delta.get("content"), str):
-                text.append(delta["content"])
-            if isinstance(delta.get("refusal"), str):
-                refusal.append(delta["refusal"])
+            # as strict as a chat completion read whole (docs/contract.md#answers): a piece
+            # of the wrong shape is never passed over, as if the model had not sent it
+            for field, parts in (("content", text), ("refusal", refusal)):
+                if delta.get(field) is not None and not isinstance(delta[field], str):
+                    raise SdkShapeError(f"chunk {number}: delta.{field} is "
+                                        f"{_a(delta[field])}, not text")
+                parts.append(delta.get(field) or "")
             pieces = delta.get("tool_calls") or ()
             if not isinstance(pieces, (list, tuple)):
                 raise SdkShapeError(f"chunk {number}: delta.tool_calls is {_a(pieces)}, "
@@ -382,8 +394,14 @@ def join_openai(chunks: Sequence[Mapping[str, Any]]) -> SdkAnswer:
                 if not isinstance(function, Mapping):
                     raise SdkShapeError(f"chunk {number}: a tool call piece is not a mapping "
                                         "with a function")
-                calls.piece(call.get("index"), function.get("name"), call.get("id"),
-                            function.get("arguments"))
+                name = function.get("name")
+                if name is not None and not isinstance(name, str):
+                    raise SdkShapeError(f"chunk {number}: a tool call's function.name is "
+                                        f"{_a(name)}, not text")
+                calls.piece(call.get("index"), name, call.get("id"), function.get("arguments"))
+    unnamed = calls.unnamed()
+    if unnamed:  # a call dropped would let notCalled or maxCalls: 0 pass
+        raise SdkShapeError(f"the tool call at index {unnamed[0]!r} has no function.name")
     said = "".join(text)
     if "".join(refusal):
         said = _refused(said, "".join(refusal))

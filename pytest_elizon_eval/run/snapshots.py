@@ -68,7 +68,11 @@ def twin_of(suite: Path) -> Path | None:
     of one would remove the other's snapshots as unused."""
     other = suite.name.removesuffix(".yaml") if suite.name.endswith(".yaml") \
         else suite.name + ".yaml"
-    return suite.with_name(other) if other else None
+    if not other:
+        return None
+    twin = suite.with_name(other)
+    # ``s.yaml.yaml``'s other is ``s.yaml``, whose snapshots are ``s.snap.yaml``: no twin
+    return twin if snapshot_path(twin) == snapshot_path(suite) else None
 
 
 def is_snapshot_file(path: Path) -> bool:
