@@ -346,6 +346,10 @@ def test_an_application_broken_then_fixed_is_a_boundary_not_a_flaky_case(
     table = capsys.readouterr().out
     assert table.count("-- the application changed: ") == 2
     assert "no case flaky across the runs shown" in table
+    # the HTML report's trend strip marks both boundaries too
+    assert pytester.runpytest("--elizon-html=r.html").ret == pytest.ExitCode.OK
+    page = (pytester.path / "r.html").read_text(encoding="utf-8")
+    assert page.count('class="app-changed"') == 2  # broken, fixed; this run is as the last
 
 
 def test_the_fingerprint_reads_the_packages_python_and_version_only(tmp_path: Path) -> None:

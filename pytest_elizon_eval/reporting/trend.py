@@ -2,8 +2,10 @@
 
 One bar per run, its height the pass rate, a whisker for its 95 % Wilson interval, the
 current run outlined, green when every case passed and light red (half or more passed) or
-red otherwise; each bar's tooltip says the run, its rate, interval and cases
-(docs/contract.md#html-report). Pure: it is given what :mod:`..history.queries` found.
+red otherwise; each bar's tooltip says the run, its rate, interval and cases; a dashed
+blue line between two runs marks where the application changed (its code's fingerprint:
+docs/cli.md#history) (docs/contract.md#html-report). Pure: it is given what
+:mod:`..history.queries` found.
 """
 
 from __future__ import annotations
@@ -41,6 +43,10 @@ def strip(path: str, points: Sequence[Point], current: int | None) -> str:
     body = [f'<line x1="0" y1="{top + plot}" x2="{width}" y2="{top + plot}" stroke="#ddd"/>']
     for i, p in enumerate(shown):
         x = 8 + i * step
+        if i and p.application != shown[i - 1].application:  # a boundary, not a trend
+            body.append(f'<line class="app-changed" x1="{x - 5}" y1="{top - 4}" x2="{x - 5}" '
+                        f'y2="{top + plot}" stroke="#1565c0" stroke-dasharray="3,2">'
+                        f"<title>the application changed before run {p.run}</title></line>")
         h = max(1.0, plot * p.pass_rate)
         lo, hi = (top + plot * (1 - p.interval[1]), top + plot * (1 - p.interval[0]))
         title = (f"run {p.run}{' (this run)' if p.run == current else ''}: pass rate "
