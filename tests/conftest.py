@@ -161,6 +161,11 @@ def _quiet_inner_runs(request: pytest.FixtureRequest, monkeypatch: pytest.Monkey
         request.getfixturevalue("pytester")
         options = ["-W ignore::pytest.PytestAssertRewriteWarning", *_plugins(request)]
         monkeypatch.setenv("PYTEST_ADDOPTS", " ".join(options))
+        # Inner runs print what a user's terminal shows wherever these tests run: pytest
+        # prints short-summary lines in full, not cut to the width, where CI or
+        # BUILD_NUMBER is set (as in the project's CI), and tests match those lines.
+        for name in ("CI", "BUILD_NUMBER"):
+            monkeypatch.delenv(name, raising=False)
 
 
 _INNER_PLUGINS = ("pytest_elizon_eval.plugin", "xdist.plugin", "xdist.looponfail")
