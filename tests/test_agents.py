@@ -11,6 +11,7 @@ from __future__ import annotations
 import http.server
 import json
 import re
+import sys
 import threading
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
@@ -272,7 +273,9 @@ def test_a_python_agent_with_tool_calls_conversations_and_cost(
 
 def test_a_command_agent_reads_the_answer_envelope(packages: Packages,
                                                    pytester: pytest.Pytester) -> None:
-    agent_package(packages, "{command: [python, command.py], output: answer}")
+    # the interpreter running the tests: it imports the plugin, as the app does, whatever
+    # "python" on PATH is
+    agent_package(packages, f"{{command: [{sys.executable}, command.py], output: answer}}")
     result = pytester.runpytest("--elizon-results=results.json")
     result.assert_outcomes(passed=2)
     cases = {c["id"]: c for c in results_of(pytester)["suites"][0]["cases"]}

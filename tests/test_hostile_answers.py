@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -189,8 +190,8 @@ def sign_key(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return keys / "elizon-eval.key"
 
 
-@pytest.mark.parametrize("entry", ["{command: [python, command.py], output: answer}",
-                                   "app:answer"])
+@pytest.mark.parametrize("entry", [f"{{command: [{sys.executable}, command.py], output: answer}}",
+                                   "app:answer"], ids=["command", "callable"])
 def test_hostile_numbers_fail_their_case_and_the_run_is_signed(
         packages: Packages, pytester: pytest.Pytester, sign_key: Path, entry: str) -> None:
     """Before: NaN reached the results file and signing raised ValueError; a 401-digit token
