@@ -2,7 +2,8 @@
 
 The plugin itself is registered through the ``pytest11`` entry point
 (``pytest_elizon_eval.plugin``); this package exposes the plain-data types
-a conftest.py or a report consumer may want, and what an agent's entry point
+a conftest.py or a report consumer may want (``Variant``, ``PromptRecord``:
+docs/format.md#variants), and what an agent's entry point
 returns: ``Answer(text=…, value=…, tool_calls=[ToolCall(…)], usage=Usage(…))``,
 and what it raises to be retried later: ``RateLimited(retry_after=…)``; and what
 a hook implementer needs (docs/hooks.md): ``SuiteFile``, ``CaseItem``, ``CaseChecks``
@@ -23,14 +24,16 @@ if TYPE_CHECKING:
     from .collect.nodes import CaseItem, SuiteFile
     from .collect.session import ElizonSession
     from .decide.outcomes import CaseResult, SuiteInfo
+    from .decide.results_data import PromptRecord
+    from .load.packages import Variant
     from .run.assertions import AssertionResult
     from .run.calls import Answer, EntryCall, ErrorInfo, ToolCall, Usage
     from .run.planning import CaseChecks
     from .run.retrying import RateLimited
 
 __all__ = ["Answer", "AssertionResult", "CaseChecks", "CaseItem", "CaseResult", "ElizonSession",
-           "EntryCall", "ErrorInfo", "RateLimited", "SuiteFile", "SuiteInfo", "ToolCall", "Usage",
-           "__version__"]
+           "EntryCall", "ErrorInfo", "PromptRecord", "RateLimited", "SuiteFile", "SuiteInfo",
+           "ToolCall", "Usage", "Variant", "__version__"]
 
 #: The one place the version is written: pyproject.toml reads it from here (setuptools'
 #: ``attr:``), so no session pays for reading the installed package's metadata.
@@ -41,7 +44,8 @@ _HOME = {"Answer": "run.calls", "EntryCall": "run.calls", "ErrorInfo": "run.call
          "CaseChecks": "run.planning", "RateLimited": "run.retrying",
          "CaseResult": "decide.outcomes", "SuiteInfo": "decide.outcomes",
          "SuiteFile": "collect.nodes", "CaseItem": "collect.nodes",
-         "ElizonSession": "collect.session"}
+         "ElizonSession": "collect.session", "Variant": "load.packages",
+         "PromptRecord": "decide.results_data"}
 
 
 def __getattr__(name: str) -> Any:

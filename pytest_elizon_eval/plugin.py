@@ -29,7 +29,7 @@ from .collect import session as elizon_session
 from .decide import outcomes
 from .load import discovery
 from .load.discovery import PackageIndex
-from .load.packages import standalone
+from .load.packages import Variant, standalone
 from .load.suite_cache import for_pytest_cache
 from .measures import hooks as measures_hooks
 from .redteam import nodes as redteam_nodes
@@ -348,6 +348,16 @@ def elizon_checks() -> object:
     ``{"polite": polite}``. Only cases that name a check without ``:`` use it.
     """
     return {}
+
+
+@pytest.fixture
+def elizon_variant(request: pytest.FixtureRequest) -> Variant | None:
+    """The package variant the requesting case runs under (its ``name``, ``params``,
+    ``prompts``, ``reference``, ``advisory``), or None when its package has no variants
+    (docs/format.md#variants). A function-scoped ``elizon_entry`` fixture may ask for it
+    to choose the entry point per variant."""
+    found = getattr(request.node, "variant", None)
+    return found if isinstance(found, Variant) else None
 
 
 class SessionReporter:

@@ -67,6 +67,12 @@ ENVIRONMENT: tuple[Variable, ...] = (
     Variable("the one a judge's apiKeyEnv names", "pytest",
              "the judge endpoint's API key, read when the judge is called; unset is a judge "
              "error naming the variable, and the key is never written to a report"),
+    Variable("ELIZON_VARIANT", "a command entry's process",
+             "set by the plugin, not read: the name of the package variant the case runs "
+             "under, in a command entry's environment (unset without variants)"),
+    Variable("ELIZON_VARIANT_PARAMS", "a command entry's process",
+             "set by the plugin, not read: the variant's params as a JSON object, beside "
+             "ELIZON_VARIANT"),
     Variable("each ${NAME} in an entry's env or headers", "pytest",
              "replaced from the environment when the entry point is called; a NAME that is "
              "not set is an entry-point error naming it"),
@@ -76,6 +82,7 @@ FIXTURES: tuple[Fixture, ...] = (
     Fixture("elizon_entry", "plugin"),
     Fixture("elizon_judge", "plugin"),
     Fixture("elizon_checks", "plugin"),
+    Fixture("elizon_variant", "plugin"),
     Fixture("elizon_secrets", "redteam.nodes"),
     Fixture("elizon_canary", "redteam.nodes"),
     Fixture("elizon_mock_model", "mock.fixtures"),

@@ -13,6 +13,7 @@ from pytest_elizon_eval.decide.results_data import (
     LabelRecord,
     LeakRecord,
     ProbeRecord,
+    PromptRecord,
     RagRecord,
     RepeatRecord,
     RunRecord,
@@ -66,7 +67,8 @@ def full() -> CaseResult:
         first_tool="search", controls=("CC6.1", "LLM01"),
         resumed=True, advisory="judge not aligned: κ 0.41 < 0.60", tool_calls_total=120,
         tool_counts=(ToolCountRecord("search", 119, 3), ToolCountRecord(None, 1, 1)),
-        teardown_error=ErrorInfo("RuntimeError", "cleanup failed", "Traceback ..."))
+        teardown_error=ErrorInfo("RuntimeError", "cleanup failed", "Traceback ..."),
+        variant="small", prompts=(PromptRecord("support", "2", "ab" * 32),))
 
 
 def test_a_fully_populated_result_survives_data_and_json_unchanged() -> None:
@@ -115,6 +117,7 @@ def test_every_record_field_is_in_the_results_schema() -> None:
         LabelRecord: _props(case["label"]),
         RagRecord: _props(case["rag"]),
         ToolCountRecord: _props(case["tool_counts"]["items"]),
+        PromptRecord: _props(case["prompts"]["items"]),
     }
     assert set(where) == set(records())
     for record, known in where.items():

@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # types only: pydantic is imported where a mapping is validat
     # entries and judges where one is made (a session that only collects needs neither)
     from pydantic import TypeAdapter, ValidationError
 
+    from ..load.packages import Variant
     from .entries import Entry
     from .judging import Judge
 
@@ -370,6 +371,27 @@ class Binder:
         except ValueError as exc:  # an HTTP entry's request keys (a tools file, the output)
             raise ElizonError(kind.invalid, [f"{chosen.where}: {exc}"]) from None
 
+    def variant_entry(self, entry: Entry, variant: Variant) -> Entry:
+        """``entry`` as ``variant`` runs it (its params), made once per pair
+        (docs/format.md#variants)."""
+        from .entries import for_variant  # deferred: see the imports above
+
+        key = ("variant", id(entry), variant.name, repr(variant.params))
+        with self._lock:
+            made = self._made.get(key)
+        if made is None:
+            try:
+                made = for_variant(entry, variant.name, variant.params)
+            except ValueError as exc:
+                made = ElizonError(ENTRY.invalid, [f"{variant.where}: {exc}"])
+            with self._lock:
+                # the entry is kept with it, so its id is not reused for another one
+                self._made[key] = made
+                self._made[("variant-of", id(entry), variant.name)] = entry
+        if isinstance(made, ElizonError):
+            raise made
+        return made  # type: ignore[return-value]
+
     def close(self) -> None:
         """Release what every binding keeps (HTTP connections), and the modules imported
         from package folders: a later session in this process (an IDE's, ``pytest.main``
@@ -379,6 +401,9 @@ class Binder:
             self._made.clear()
         with _import_lock:
             _isolated.clear()
+        closed: set[int] = set()
         for bound in made:
-            if not isinstance(bound, ElizonError):
+            # a variant's entry may be the one it was made of: each is closed once
+            if not isinstance(bound, ElizonError) and id(bound) not in closed:
+                closed.add(id(bound))
                 bound.close()

@@ -35,6 +35,7 @@ source gave. No pytest import here.
 from __future__ import annotations
 
 import contextlib
+import copy
 import inspect
 import json
 import os
@@ -144,14 +145,34 @@ class CallableEntry:
         self.sync = not is_async(fn)
         #: How an input's keys are passed, by its keys (binding them is the same each time).
         self._passing: _Choices = {}
+        #: A variant's params it is given as keyword arguments (:meth:`with_params`).
+        self.params: dict[str, Any] = {}
 
     def __repr__(self) -> str:
         return self.description
+
+    def with_params(self, params: Mapping[str, Any], variant: str) -> CallableEntry:
+        """This entry point, given a variant's ``params`` as keyword arguments: those its
+        signature takes (by name, or ``**kwargs``); it reads the rest, if it wants them,
+        from the ``elizon_variant`` fixture (docs/format.md#variants)."""
+        made = CallableEntry(self.fn, f"{self.description} (variant {variant})")
+        made.limit_key = self.limit_key  # one application: one concurrency limit
+        signature = self._signature
+        if signature is not None:
+            anything = any(p.kind is inspect.Parameter.VAR_KEYWORD
+                           for p in signature.parameters.values())
+            taken = {name for name, p in signature.parameters.items()
+                     if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                   inspect.Parameter.KEYWORD_ONLY)}
+            made.params = {k: v for k, v in params.items() if anything or k in taken}
+        return made
 
     def run(self, case_input: object, *, deadline: float,
             messages: list[dict[str, Any]] | None = None) -> EntryCall:
         extra = {"messages": messages} if messages is not None and self._takes_messages \
             else {}
+        if self.params:
+            extra = {**self.params, **extra}
         args, kwargs = _arguments(self._signature, case_input, extra, self._passing)
         tally = Tally()
         call = attempts(lambda: call_with_deadline(self.fn, args, kwargs, deadline,
@@ -371,6 +392,9 @@ class ProcessEntry:
         self.description = self.describe(spec)
         #: Adaptive concurrency adapts per entry point.
         self.limit_key = self.description
+        #: A variant's name and params, as ``ELIZON_VARIANT`` and ``ELIZON_VARIANT_PARAMS``
+        #: (JSON) in the command's environment (docs/format.md#variants).
+        self.variant_env: dict[str, str] = {}
 
     def __repr__(self) -> str:
         return self.description
@@ -378,11 +402,19 @@ class ProcessEntry:
     def close(self) -> None:
         pass
 
+    def with_variant(self, variant: str, params: Mapping[str, Any]) -> ProcessEntry:
+        made = copy.copy(self)
+        made.description = f"{self.description} (variant {variant})"
+        made.variant_env = {"ELIZON_VARIANT": variant,
+                            "ELIZON_VARIANT_PARAMS": json.dumps(dict(params), allow_nan=False)}
+        return made
+
     def run(self, case_input: object, *, deadline: float,
             messages: list[dict[str, Any]] | None = None) -> EntryCall:
         try:
             environ = {k: v for k, v in os.environ.items() if k not in WITHHELD_VARIABLES}
             environ.update({k: expand(v, os.environ, f"env.{k}") for k, v in self.env.items()})
+            environ.update(self.variant_env)
         except EntryConfigError as exc:
             return EntryCall(error=ErrorInfo("EntryConfigError", str(exc)))
         started = time.perf_counter()
@@ -583,6 +615,21 @@ class HttpEntry:
             return EntryCall(value=value, text=json.dumps(value, ensure_ascii=False),
                              latency_ms=reply.latency_ms)
         return EntryCall(value=text, text=text, latency_ms=reply.latency_ms)
+
+
+def for_variant(entry: Entry, variant: str, params: Mapping[str, Any]) -> Entry:
+    """``entry`` as a variant runs it, with its ``params`` (docs/format.md#variants);
+    ValueError when the entry cannot take them."""
+    if isinstance(entry, CallableEntry):
+        return entry.with_params(params, variant)
+    if isinstance(entry, ProcessEntry):
+        return entry.with_variant(variant, params)
+    if params:
+        raise ValueError(
+            f"variant {variant} gives params, which are keyword arguments of a Python entry "
+            f"point (or ELIZON_VARIANT_PARAMS of a command); {entry.description} is an HTTP "
+            "service: give the variant model and body (an output: openai request's) instead")
+    return entry
 
 
 def entry_from(value: object, description: str, folder: Path, output: str = "text") -> Entry:

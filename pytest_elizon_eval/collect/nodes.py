@@ -35,7 +35,8 @@ from . import session
 
 if TYPE_CHECKING:
     from ..decide.outcomes import CaseResult, SuiteInfo
-    from ..load.packages import Package, SuiteSpec
+    from ..decide.results_data import PromptRecord
+    from ..load.packages import Package, SuiteSpec, Variant
     from ..load.runtime import Case
     from ..run.running import CasePlan
     from ..run.slots import SlotCall
@@ -162,10 +163,29 @@ class SuiteFile(_ShowsElizonErrors, pytest.File):
             marker = f"{tag}: Elizon case tag"
             if marker not in registered:  # registered, so --strict-markers accepts tags
                 self.config.addinivalue_line("markers", marker)
+        settings = session.of(self.config).settings
+        variants = planning.variants_of(self.package, settings)
+        if variants:  # its items: each case per variant; the reference named first
+            ordered = sorted(variants, key=lambda v: not v.reference)
+            info = dataclasses.replace(
+                info, case_count=None if info.case_count is None
+                else info.case_count * len(variants),
+                variants=tuple(v.name for v in ordered),
+                advisory_variants=tuple(v.name for v in ordered if v.advisory))
         for case, line, text in zip(loaded.cases, loaded.lines, loaded.case_texts,
                                     strict=True):
-            yield CaseItem.from_parent(self, name=case.id, case=case, line=line, suite_info=info,
-                                       case_text=text)
+            if not variants:
+                yield CaseItem.from_parent(self, name=case.id, case=case, line=line,
+                                           suite_info=info, case_text=text)
+            # once per variant, named as pytest's parametrization names a test's ids
+            # (docs/format.md#variants): -k, --lf, -n and JUnit see ordinary items
+            for variant in variants:
+                # the node id given whole, as text: pytest 9 parses it, so its bracket is
+                # the id's parameter part as a parametrized test's (what --lf reads back)
+                name = f"{case.id}[{variant.name}]"
+                yield CaseItem.from_parent(self, name=name, nodeid=f"{self.nodeid}::{name}",
+                                           case=case, line=line, suite_info=info,
+                                           case_text=text, variant=variant)
 
     def prepare(self, info: SuiteInfo, refs: tuple[Any, ...] = ()) -> None:
         """What the cases' plans share: a check that cannot be imported is a collection
@@ -200,13 +220,19 @@ class CaseItem(compat.FixtureItem):
     judge_required = True
 
     def __init__(self, *, case: Case, line: int, suite_info: SuiteInfo,
-                 case_text: bytes | None = None, **kwargs: Any) -> None:
+                 case_text: bytes | None = None, variant: Variant | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.case = case
         self.line = line
         #: Its content as its suite file's validation wrote it (resume's hash of it).
         self.case_text = case_text
-        self.identity = outcomes.CaseIdentity(self.nodeid, case.id, line, suite_info)
+        #: The package variant it runs under (docs/format.md#variants); None without.
+        self.variant = variant
+        #: The registry prompts its run rendered (the ``elizon_prompt`` fixture adds them).
+        self.rendered_prompts: list[PromptRecord] = []
+        self.identity = outcomes.CaseIdentity(self.nodeid, case.id, line, suite_info,
+                                              variant.name if variant is not None else None)
         for tag in case.tags or ():
             self.add_marker(tag)
         self.judged = case.judged
@@ -280,7 +306,7 @@ class CaseItem(compat.FixtureItem):
         plan = planning.plan_case(
             self.case, self.parent.context, running.settings, running.binder, values,
             self.fixture_location, judged=self.judged,
-            judge_optional=not self.judge_required)
+            judge_optional=not self.judge_required, variant=self.variant)
         if self.judged and plan.judge is None:
             self.judged = False  # no judge is bound and none is required: rubrics go ungraded
         return plan
@@ -364,11 +390,24 @@ class CaseItem(compat.FixtureItem):
         added = [found for found in self.ihook.pytest_elizon_case_checks(item=self, run=run)
                  if found is not None]
         result = planning.decided(self.identity, plan, run, added)
+        result = self._variant_record(result)
         self.result = result
         if running.settings.record is not None:
             self.recording = planning.recording_of(self.identity, self.case, plan, run,
                                                    self.secrets)
         return result
+
+    def _variant_record(self, result: CaseResult) -> CaseResult:
+        """``result`` with the prompts its run rendered, and, under an advisory variant,
+        a failure that does not fail the run (docs/format.md#variants)."""
+        changes: dict[str, Any] = {}
+        if self.rendered_prompts:
+            changes["prompts"] = tuple(self.rendered_prompts)
+        variant = self.variant
+        if variant is not None and variant.advisory and result.outcome != outcomes.PASSED \
+                and result.outcome != outcomes.ERROR and result.advisory is None:
+            changes["advisory"] = f"variant {variant.name} is advisory"
+        return dataclasses.replace(result, **changes) if changes else result
 
     def history_key(self) -> tuple[str, str]:
         """(the case content's SHA-256, the entry point's identity: its name and the

@@ -26,6 +26,7 @@ import pytest
 
 from ..bind.binding import ENTRY, JUDGE, Kind, Source, parse_text
 from ..history.store import DEFAULT_PATH, describe, is_url, unknown_scheme
+from ..load.limits import VARIANT_NAME
 from ..load.runtime import MAX_PRICE
 from ..run.calls import Rates
 from ..run.cassette import Cassette
@@ -204,6 +205,10 @@ OPTIONS: tuple[Option, ...] = (
            help="Significance level: a change or a difference from the author's baseline "
                 "with a p-value below it is 'significant', else 'within noise' (default "
                 "0.05)."),
+    Option(cli="--elizon-variant", action="append", default=None, metavar="NAME[=SPEC]",
+           help="Run only the package variants NAME (repeatable; default: every variant its "
+                "elizon.yaml declares); NAME=module:function adds a variant with that entry "
+                "point."),
     Option(cli="--elizon-fail-on-regression", ini="elizon_fail_on_regression",
            action="store_true", default=False, ini_type="bool", ini_default=False,
            unset="false",
@@ -278,6 +283,11 @@ class Settings:
     #: ``--elizon-fail-on-regression`` / ini: significant regressions of must-pass suites
     #: fail the run (docs/contract.md#significant-regressions).
     fail_on_regression: bool = False
+    #: ``--elizon-variant NAME``: the variants selected (empty: all), and
+    #: ``--elizon-variant NAME=SPEC``: those added, as (name, entry spec)
+    #: (docs/format.md#variants).
+    variants_selected: tuple[str, ...] = ()
+    variants_added: tuple[tuple[str, str], ...] = ()
 
 
 
@@ -766,7 +776,32 @@ def resolve(config: pytest.Config) -> Settings:
         confidence=_level(config, "elizon_confidence", 0.95, "a confidence level"),
         alpha=_level(config, "elizon_alpha", 0.05, "a significance level"),
         fail_on_regression=_fail_on_regression(config, _path(config, "elizon_baseline")),
+        **_variants(config),
     ), _junitxml(config))
+
+
+def _variants(config: pytest.Config) -> dict[str, Any]:
+    """``--elizon-variant``: names selected and variants added (docs/format.md#variants)."""
+    selected: list[str] = []
+    added: dict[str, str] = {}
+    for given in config.getoption("elizon_variant") or ():
+        name, sep, spec = given.partition("=")
+        name, spec = name.strip(), spec.strip()
+        if not VARIANT_NAME.fullmatch(name):
+            raise pytest.UsageError(
+                f"--elizon-variant {given!r}: {name!r} is not a variant name (1-64 letters, "
+                "digits, '_', '.' or '-', starting with a letter or digit)")
+        if sep and ":" not in spec:
+            raise pytest.UsageError(
+                f"--elizon-variant {given!r}: give NAME=module:function, the entry point of "
+                "the variant it adds")
+        if sep:
+            if name in added:
+                raise pytest.UsageError(f"--elizon-variant adds {name!r} twice")
+            added[name] = spec
+        elif name not in selected:
+            selected.append(name)
+    return {"variants_selected": tuple(selected), "variants_added": tuple(added.items())}
 
 
 def _junitxml(config: pytest.Config) -> Path | None:

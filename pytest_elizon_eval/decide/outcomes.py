@@ -223,7 +223,7 @@ def _turn_record(number: int, turn: TurnResult, expects_error: bool, budget: _To
 
 def _identity_fields(identity: CaseIdentity, plan: CasePlan) -> dict[str, Any]:
     return {"nodeid": identity.nodeid, "case_id": identity.case_id, "line": identity.line,
-            "suite": identity.suite, "timeout_s": plan.timeout_s,
+            "suite": identity.suite, "variant": identity.variant, "timeout_s": plan.timeout_s,
             "timeout_source": plan.timeout_source, "entry": plan.entry_description,
             "input": plan.case.input,
             "turn_count": len(plan.case.inputs) if plan.case.conversation else 0}
@@ -365,8 +365,8 @@ def setup_error(identity: CaseIdentity, plan_limits: tuple[float, str], error: E
     """A case that could not start (its entry point could not be bound, …)."""
     timeout_s, source = plan_limits
     return CaseResult(nodeid=identity.nodeid, case_id=identity.case_id, line=identity.line,
-                      suite=identity.suite, outcome=ERROR, error=error, timeout_s=timeout_s,
-                      timeout_source=source)
+                      suite=identity.suite, variant=identity.variant, outcome=ERROR,
+                      error=error, timeout_s=timeout_s, timeout_source=source)
 
 
 def escaped(identity: CaseIdentity, plan_limits: tuple[float, str], exc: BaseException
@@ -380,8 +380,8 @@ def escaped(identity: CaseIdentity, plan_limits: tuple[float, str], exc: BaseExc
         trace = ""
     timeout_s, source = plan_limits
     return CaseResult(nodeid=identity.nodeid, case_id=identity.case_id, line=identity.line,
-                      suite=identity.suite, outcome=ERROR, timeout_s=timeout_s,
-                      timeout_source=source,
+                      suite=identity.suite, variant=identity.variant, outcome=ERROR,
+                      timeout_s=timeout_s, timeout_source=source,
                       error=ErrorInfo(type(exc).__name__,
                                       "the case's run raised an exception the plugin did not "
                                       f"handle: {described(exc)}", trace[-8000:]))
@@ -390,7 +390,7 @@ def escaped(identity: CaseIdentity, plan_limits: tuple[float, str], exc: BaseExc
 def crashed(identity: CaseIdentity, message: str) -> CaseResult:
     """A case whose xdist worker died while running it: an error, never silently missing."""
     return CaseResult(nodeid=identity.nodeid, case_id=identity.case_id, line=identity.line,
-                      suite=identity.suite, outcome=ERROR,
+                      suite=identity.suite, variant=identity.variant, outcome=ERROR,
                       error=ErrorInfo(WORKER_CRASH, message))
 
 

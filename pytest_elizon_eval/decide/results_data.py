@@ -46,6 +46,7 @@ __all__ = [
     "LabelRecord",
     "LeakRecord",
     "ProbeRecord",
+    "PromptRecord",
     "RagRecord",
     "RepeatRecord",
     "RunRecord",
@@ -456,6 +457,11 @@ class SuiteInfo:
     #: ``authorBaseline.datasetHash``: the content hash of the cases the author's baseline
     #: was measured on; None when the manifest does not say.
     baseline_dataset_hash: str | None = field(default=None, metadata={OMIT_NONE: True})
+    #: The variants its cases ran under, in order, the reference first, and those that are
+    #: advisory (docs/format.md#variants); None (and not in the data) without variants.
+    variants: tuple[str, ...] | None = field(default=None, metadata={OMIT_NONE: True})
+    advisory_variants: tuple[str, ...] | None = field(default=None,
+                                                      metadata={OMIT_NONE: True})
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> SuiteInfo:
@@ -471,6 +477,19 @@ class CaseIdentity:
     #: 1-based line of the case's ``- id:`` in the suite file.
     line: int
     suite: SuiteInfo
+    #: The package variant it runs under (docs/format.md#variants); None without variants.
+    variant: str | None = None
+
+
+@dataclass(frozen=True)
+class PromptRecord:
+    """A registry prompt the case rendered (docs/format.md#prompts): which, and exactly
+    what text, so a results file says which prompt scored what."""
+
+    name: str
+    version: str
+    #: SHA-256 of the version's template text (UTF-8), hex.
+    sha256: str
 
 
 @dataclass(frozen=True)
@@ -554,6 +573,12 @@ class CaseResult:
     #: What a fixture's teardown raised after the case ran (pytest's ERROR at teardown):
     #: the outcome stays, but the run failed (docs/contract.md#reports); None otherwise.
     teardown_error: ErrorInfo | None = field(default=None, metadata={OMIT_NONE: True})
+    #: The package variant it ran under (docs/format.md#variants); None (and not in the
+    #: data) for a package without variants.
+    variant: str | None = field(default=None, metadata={OMIT_NONE: True})
+    #: The registry prompts it rendered, in order, each once (docs/format.md#prompts);
+    #: None (and not in the data) when it rendered none.
+    prompts: tuple[PromptRecord, ...] | None = field(default=None, metadata={OMIT_NONE: True})
 
     @property
     def crashed(self) -> bool:
@@ -609,4 +634,4 @@ def records() -> tuple[type, ...]:
     """Every record a case result is made of (for the schema's own test)."""
     return (CaseResult, SuiteInfo, RunRecord, TurnRecord, ToolCallRecord, SecurityRecord,
             LeakRecord, ProbeRecord, AssertionResult, ErrorInfo, Usage, JudgeRecord,
-            RepeatRecord, LabelRecord, RagRecord, ToolCountRecord)
+            RepeatRecord, LabelRecord, RagRecord, ToolCountRecord, PromptRecord)

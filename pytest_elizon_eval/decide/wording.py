@@ -40,6 +40,12 @@ INPUT_SHOWN = 300
 ADVISORY_PREFIX = "advisory_"
 
 
+def case_name(result: CaseResult) -> str:
+    """The case as reports name it: its id, and the variant it ran under as its node id
+    writes it, ``id[variant]`` (docs/format.md#variants)."""
+    return result.case_id if result.variant is None else f"{result.case_id}[{result.variant}]"
+
+
 def outcome_name(result: CaseResult) -> str:
     """The case's outcome as every report names it, as pytest counts it
     (docs/contract.md#outcomes): a failed, timed-out or inconclusive case of an advisory
@@ -208,6 +214,8 @@ def failure_message(result: CaseResult) -> str:
     visible and defused, so it is safe on any terminal and in any CI log."""
     where = f"{result.suite.gate} suite {result.suite.path}:{result.line}"
     name = visible(result.case_id, keep_newlines=False)
+    if result.variant is not None:  # which of its runs: docs/format.md#variants
+        name = f"{name}[{result.variant}]"
     turn = (f" at turn {result.failed_turn} of {_turns_of(result)}"
             if result.failed_turn is not None else "")
     if result.outcome == TIMEOUT and not result.runs and not result.turns:

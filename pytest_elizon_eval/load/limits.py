@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 __all__ = ["CASE_ID_PATTERN", "DATASET_HASH_PATTERN", "MAX_LABEL", "MAX_PRICE", "MAX_REPEAT",
-           "RESERVED_TAGS", "TAG_PATTERN"]
+           "RESERVED_TAGS", "TAG_PATTERN", "VARIANT_NAME"]
 
 #: Longest label ``expect.label`` / ``expect.route`` may name (every report's tables show it).
 MAX_LABEL = 200
@@ -26,3 +26,6 @@ RESERVED_TAGS = frozenset({"skip", "skipif", "xfail", "parametrize", "usefixture
 #: ``datasetHash`` names it (docs/format.md#dataset-hash): lowercase, so one dataset has one
 #: spelling and two hashes compare as text.
 DATASET_HASH_PATTERN = re.compile(r"^sha256:[0-9a-f]{64}$")
+#: A variant's name: what pytest writes between the brackets of ``case[variant]``, and
+#: what ``-k`` and file names take as it is (docs/format.md#variants).
+VARIANT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")

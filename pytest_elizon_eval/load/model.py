@@ -21,6 +21,7 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
+    StringConstraints,
     Tag,
     ValidationError,
     field_validator,
@@ -40,6 +41,7 @@ from .limits import (
     MAX_REPEAT,
     RESERVED_TAGS,
     TAG_PATTERN,
+    VARIANT_NAME,
 )
 
 __all__ = [
@@ -549,6 +551,13 @@ _UNION_TAGS.update(("repeat-count", "repeat-until"))
 OutputMode = Literal["text", "json", "openai", "answer"]
 
 
+def _checked_body(value: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A chat-completions request body template (docs/format.md#request-body), checked."""
+    if value is not None:
+        check_body(value)
+    return value
+
+
 class CommandEntry(_Strict):
     """``entry: {command: [argv…], cwd?, env?}``: the application as a process."""
 
@@ -580,12 +589,7 @@ class UrlEntry(_Strict):
     #: With ``output: openai``: other request fields, a template (docs/format.md#entry-url).
     body: dict[str, Any] | None = None
 
-    @field_validator("body")
-    @classmethod
-    def _body_template(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
-        if value is not None:
-            check_body(value)
-        return value
+    _body_template = field_validator("body")(_checked_body)
 
     @field_validator("tools")
     @classmethod
@@ -635,6 +639,44 @@ class Price(_Strict):
     cache_write: float | None = Field(None, alias="cacheWrite", ge=0, le=MAX_PRICE)
 
 
+def check_variant_name(value: str) -> str:
+    if not VARIANT_NAME.fullmatch(value):
+        raise ValueError(
+            f"variant name {value!r} must be 1-64 letters, digits, '_', '.' or '-', starting "
+            "with a letter or digit: it is the pytest id in case[name]")
+    return value
+
+
+class VariantSpec(_Strict):
+    """One of ``variants:`` (docs/format.md#variants): a name and what differs in its runs."""
+
+    name: Annotated[str, AfterValidator(check_variant_name)]
+    #: The variant the others are compared with (at most one; default: the first).
+    reference: bool = False
+    #: ``advisory``: its failures never fail the run.
+    gate: Gate | None = None
+    #: Another entry point for its runs (any entry form).
+    entry: EntrySpec | None = None
+    #: Keyword arguments of a Python entry point (and of the ``elizon_variant`` fixture).
+    params: dict[str, Any] | None = None
+    #: Registry prompt versions it pins, by prompt name (docs/format.md#prompts).
+    prompts: dict[str, Annotated[str, StringConstraints(min_length=1)]] | None = None
+    #: With an ``output: openai`` URL entry: the request's model, and body keys added.
+    model: str | None = Field(None, min_length=1)
+    body: dict[str, Any] | None = None
+
+    @field_validator("params")
+    @classmethod
+    def _param_names(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        for key in value or {}:
+            if not isinstance(key, str) or not key.isidentifier():
+                raise ValueError(f"params key {key!r} is not a Python identifier; an entry "
+                                 "point receives each as a keyword argument")
+        return value
+
+    _body_template = field_validator("body")(_checked_body)
+
+
 class Manifest(_Strict):
     """``elizon.yaml``: the keys this plugin reads, and the informational ones."""
 
@@ -656,6 +698,8 @@ class Manifest(_Strict):
         None, min_length=1)
     #: Human-labelled examples the judge is measured against (docs/format.md#judge-alignment).
     alignment: AlignmentSpec | None = None
+    #: The variants each case runs under (docs/format.md#variants).
+    variants: list[VariantSpec] | None = Field(None, min_length=1)
 
 
 # -- turning pydantic errors into Problems ---------------------------------------------
@@ -668,7 +712,7 @@ _KEYS_UNDER: dict[type[BaseModel], dict[str, type[BaseModel]]] = {
             "rag": RagExpect},
     Manifest: {"evaluation": Evaluation, "suites": SuiteRef, "judge": JudgeEndpoint,
                "prices": Price, "alignment": AlignmentSpec,
-               "entry": CommandEntry, "repeat": RepeatUntil},
+               "entry": CommandEntry, "repeat": RepeatUntil, "variants": VariantSpec},
 }
 #: The keys whose value maps names the user chooses (a model's) to one of the models above:
 #: the keys under such a name are the model's, whatever the name.

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,7 +43,8 @@ if TYPE_CHECKING:
     from ..agreement import LabelRow
     from .suite_cache import SuiteCache
 
-__all__ = ["LoadedSuite", "Package", "SuiteSpec", "load_manifest", "load_suite", "standalone"]
+__all__ = ["DEFAULT_VARIANT", "LoadedSuite", "Package", "SuiteSpec", "Variant", "load_manifest",
+           "load_suite", "run_variants", "standalone"]
 
 MANIFEST_NAME = "elizon.yaml"
 
@@ -67,6 +68,28 @@ class SuiteSpec:
     #: ``authorBaseline.datasetHash``: the content hash of the cases the author's baseline
     #: was measured on (docs/format.md#dataset-hash), None when not given.
     baseline_dataset: str | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Variant:
+    """A package variant (docs/format.md#variants), as its runs and the ``elizon_variant``
+    fixture see it: its name, the keyword arguments its entry point gets (``params``) and
+    the registry prompt versions it pins (``prompts``)."""
+
+    name: str
+    params: dict[str, Any] = field(default_factory=dict)
+    prompts: dict[str, str] = field(default_factory=dict)
+    #: The variant the others are compared with.
+    reference: bool = False
+    #: Its failures never fail the run (``gate: advisory``).
+    advisory: bool = False
+    #: Its own entry point (None: the package's), and with an ``output: openai`` service
+    #: the request's model and added body keys.
+    entry: str | CommandEntry | UrlEntry | None = None
+    model: str | None = None
+    body: dict[str, Any] | None = None
+    #: Where it is declared: the manifest line of its ``name``, or the option that added it.
+    where: str = ""
 
 
 @dataclass(frozen=True)
@@ -107,6 +130,8 @@ class Package:
     version: str | None = None
     #: ``alignment:``: human labels for the package's judge (None: not given).
     alignment: AlignmentLabels | None = None
+    #: ``variants:``, the reference first-marked (empty: the package has none).
+    variants: tuple[Variant, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -162,9 +187,16 @@ class _ManifestLines:
 
     keys: dict[str, int]
     suites: tuple[int, ...]
+    #: The line of each variant's ``name`` (docs/format.md#variants).
+    variants: tuple[int, ...] = ()
 
     @classmethod
     def of(cls, data: Any, manifest: Manifest) -> _ManifestLines:
+        variants: tuple[int, ...] = ()
+        if manifest.variants is not None and isinstance(data.get("variants"), YamlSequence):
+            variants = tuple(item.key_lines.get("name", item.line)
+                             if isinstance(item, YamlMapping) else 0
+                             for item in data["variants"])
         suites: tuple[int, ...] = ()
         if manifest.evaluation is not None:
             evaluation = data["evaluation"]
@@ -174,7 +206,8 @@ class _ManifestLines:
                                for item in evaluation["suites"])
             else:
                 suites = (evaluation.key_lines["suite"],)
-        return cls(dict(data.key_lines) if isinstance(data, YamlMapping) else {}, suites)
+        return cls(dict(data.key_lines) if isinstance(data, YamlMapping) else {}, suites,
+                   variants)
 
 
 def _validated_manifest(path: Path, display: str, cache: SuiteCache | None
@@ -234,6 +267,7 @@ def load_manifest(path: Path, display: str, cache: SuiteCache | None = None) -> 
                                     baseline_dataset=_baseline_dataset(ref)))
         if problems:
             raise ElizonError.from_problems(code, display, problems)
+    variants = _variants(manifest, lines.variants, display)
     key_lines = lines.keys
     labels = None
     if manifest.alignment is not None:
@@ -255,7 +289,68 @@ def load_manifest(path: Path, display: str, cache: SuiteCache | None = None) -> 
         secrets_line=key_lines.get("secrets"),
         alignment=labels,
         version=manifest.version,
+        variants=variants,
     )
+
+
+#: The variant a package without ``variants:`` runs its own entry point as, when
+#: ``--elizon-variant NAME=SPEC`` adds one to compare with it.
+DEFAULT_VARIANT = "default"
+
+
+def run_variants(package: Package, selected: tuple[str, ...],
+                 added: tuple[tuple[str, str], ...]) -> tuple[Variant, ...]:
+    """The variants ``package``'s cases run under this session, the reference marked (one,
+    the first when none is): its own, as ``--elizon-variant`` selects (a name it does not
+    declare is an error) and adds; none when it declares none and none is added."""
+    found = list(package.variants)
+    if added and not found:  # its own entry point is what the added ones are compared with
+        found = [Variant(DEFAULT_VARIANT, where="the package's own entry point")]
+    if selected and package.variants:
+        known = {v.name for v in found} | {name for name, _ in added}
+        unknown = [name for name in selected if name not in known]
+        if unknown:
+            raise ElizonError(errors.ELIZON_MANIFEST_INVALID, [
+                f"--elizon-variant {unknown[0]}: package {package.name} declares no variant "
+                f"{unknown[0]!r}; its variants: {', '.join(v.name for v in found)}"])
+        found = [v for v in found if v.name in selected]
+    for name, spec in added:
+        if any(v.name == name for v in found):
+            raise ElizonError(errors.ELIZON_MANIFEST_INVALID, [
+                f"--elizon-variant {name}={spec}: {package.name} already has a variant "
+                f"{name!r}; give the added one another name"])
+        found.append(Variant(name, entry=spec, where=f"--elizon-variant {name}={spec}"))
+    if not found:
+        return ()
+    reference = next((v for v in found if v.reference), found[0])
+    return tuple(replace(v, reference=v is reference) for v in found)
+
+
+def _variants(manifest: Manifest, lines: tuple[int, ...], display: str
+              ) -> tuple[Variant, ...]:
+    """The manifest's variants; two with one name, or two references, are its errors."""
+    problems: list[Problem] = []
+    seen: dict[str, int] = {}
+    references: list[int] = []
+    made: list[Variant] = []
+    for spec, line in zip(manifest.variants or (), lines or [0] * len(manifest.variants or ()),
+                          strict=True):
+        if spec.name in seen:
+            problems.append(Problem(line, f"variant {spec.name!r} is declared twice (first at "
+                                          f"line {seen[spec.name]}); give each its own name"))
+            continue
+        seen[spec.name] = line
+        if spec.reference:
+            references.append(line)
+        made.append(Variant(spec.name, dict(spec.params or {}), dict(spec.prompts or {}),
+                            spec.reference, spec.gate == "advisory", spec.entry, spec.model,
+                            spec.body, f"{display}:{line}" if line else display))
+    if len(references) > 1:
+        problems.append(Problem(references[1], "a second variant is marked reference: true "
+                                               f"(the first at line {references[0]}); mark one"))
+    if problems:
+        raise ElizonError.from_problems(errors.ELIZON_MANIFEST_INVALID, display, problems)
+    return tuple(made)
 
 
 def _metrics(ref: SuiteRef) -> dict[str, float]:

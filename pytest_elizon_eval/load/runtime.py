@@ -48,6 +48,7 @@ __all__ = [
     "ToolCallsExpect",
     "Turn",
     "UrlEntry",
+    "VariantSpec",
     "from_model",
 ]
 
@@ -480,6 +481,19 @@ class Price(_Plain):
     cache_write: float | None = None
 
 
+class VariantSpec(_Plain):
+    """One of ``variants:`` (docs/format.md#variants): what differs in its runs."""
+
+    name: str
+    reference: bool = False
+    gate: Gate | None = None
+    entry: EntrySpec | None = None
+    params: dict[str, Any] | None = None
+    prompts: dict[str, str] | None = None
+    model: str | None = None
+    body: dict[str, Any] | None = None
+
+
 class Manifest(_Plain):
     """``elizon.yaml``."""
 
@@ -493,6 +507,7 @@ class Manifest(_Plain):
     prices: dict[str, Price] | None = None
     secrets: list[str] | None = None
     alignment: AlignmentSpec | None = None
+    variants: list[VariantSpec] | None = None
 
 
 #: The runtime class of each model, by the model's class name.
@@ -500,7 +515,7 @@ _CLASSES: dict[str, type[_Plain]] = {
     cls.__name__: cls for cls in (
         JudgeExpect, AlignmentSpec, ToolCallPattern, ToolCallsExpect, CheckSpec, RepeatUntil,
         StableExpect, RagExpect, Expect, Turn, Case, Suite, AuthorBaseline, SuiteRef, Evaluation,
-        CommandEntry, UrlEntry, JudgeEndpoint, Price, Manifest)}
+        CommandEntry, UrlEntry, JudgeEndpoint, Price, VariantSpec, Manifest)}
 
 
 def from_model(value: Any) -> Any:

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..decide.comparison import Comparison, compare
 from ..decide.outcomes import (
     ERROR,
     FAILED,
@@ -322,6 +323,25 @@ class Aggregate:
             by_path.setdefault(info.path, SuiteSummary(info, confidence=self.confidence,
                                                        alpha=self.alpha)).results.append(result)
         return [by_path[p] for p in sorted(by_path)]
+
+    def variant_comparisons(self) -> list[Comparison]:
+        """One comparison per package whose cases ran under variants, its reference first
+        (docs/contract.md#variant-comparison)."""
+        by_package: dict[str, list[SuiteSummary]] = {}
+        for summary in self.suites():
+            if summary.info.variants:
+                by_package.setdefault(summary.info.package, []).append(summary)
+        found: list[Comparison] = []
+        for package, summaries in sorted(by_package.items()):
+            names: list[str] = []
+            advisory: set[str] = set()
+            for summary in summaries:
+                names += [n for n in summary.info.variants or () if n not in names]
+                advisory.update(summary.info.advisory_variants or ())
+            found.append(compare([r for s in summaries for r in s.results], names, names[0],
+                                 advisory, confidence=self.confidence, alpha=self.alpha,
+                                 package=package))
+        return found
 
     @property
     def passed(self) -> bool:

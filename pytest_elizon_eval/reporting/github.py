@@ -30,6 +30,7 @@ from ..decide.outcomes import (
     inconclusive_passes,
     outcome_name,
 )
+from ..decide.wording import case_name
 from .aggregate import Aggregate
 
 __all__ = ["MAX_PER_TYPE", "MESSAGE_LIMIT", "Guard", "annotation_lines", "escape_data",
@@ -86,10 +87,10 @@ def _line(kind: str, result: CaseResult) -> str:
     if inconclusive_passes(result) and not result.suite.advisory:  # a must-pass case
         why = " (passes by elizon_inconclusive = pass)"
     # the outcome as every report names it (advisory_failed…: docs/contract.md#outcomes)
-    title = f"{result.case_id}: {outcome_name(result)}{why}"
+    title = f"{case_name(result)}: {outcome_name(result)}{why}"
     if result.security and result.security.probe:  # at the manifest line with the pack
         probe = result.security.probe
-        title = f"{result.case_id}: compromised ({probe.category}, {probe.severity})"
+        title = f"{case_name(result)}: compromised ({probe.category}, {probe.severity})"
     properties = ",".join([
         f"file={escape_property(result.suite.path.partition('::')[0])}",
         f"line={result.line}",

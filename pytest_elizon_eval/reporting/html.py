@@ -46,12 +46,13 @@ from ..decide.outcomes import (
     reason,
 )
 from ..decide.results_data import RepeatRecord
+from ..decide.wording import case_name
 from ..decide.wording_noise import repeat_text, tags
 from ..measures.rendering import html_section as measures_html
 from ..run.assertions import AssertionResult
 from ..text import cap, visible
 from . import html_glance as glance
-from . import judges, snapshot_reports, trend
+from . import judges, snapshot_reports, trend, variants
 from .aggregate import Aggregate, BaselineRow, SuiteSummary, format_delta, format_metric
 from .compliance import html_part as compliance_part
 from .intervals import comparison_text, interval_cell, summary_sentences
@@ -172,7 +173,7 @@ code{overflow-wrap:anywhere;font:12px ui-monospace,monospace}
 ul.as{list-style:none;padding:0;margin:0}ul.as li{overflow-wrap:anywhere;padding:1px 0}
 .ok{color:var(--ok)}.ko{color:var(--ko)}.nc{color:var(--mu)}
 .note{color:var(--mu);font-style:italic}
-"""
+""" + variants.CSS
 
 # Filters rows by outcome and text, and copies a node id. Written for old and new
 # browsers alike; it reads the page's text through the DOM and never builds HTML.
@@ -390,7 +391,7 @@ def _summary_row(index: int, result: CaseResult, cat: str, flaky: bool = False) 
     mark = (' <span class="b flaky" title="its outcome changed back and forth across runs '
             'with the suite, entry point and case unchanged (elizon-eval history)">flaky '
             "across runs</span>") if flaky else ""
-    return (f'<summary class="row"><span>{_esc(result.case_id)}{mark}</span>'
+    return (f'<summary class="row"><span>{_esc(case_name(result))}{mark}</span>'
             f'<span><span class="b {cat}">{_esc(outcome_name(result))}</span></span>'
             f'<span class="n">{_ms(result.latency_ms)}</span>'
             f'<span class="n u">{glance.usage_cell(result)}</span><span>{why}</span>'
@@ -402,7 +403,7 @@ def _case(index: int, result: CaseResult, detail: str | None, flaky: bool = Fals
     cat = category(result)
     # The node id is the suite's path and the case id unless pytest was started elsewhere.
     own = (f' data-nodeid="{_esc(result.nodeid)}"'
-           if result.nodeid != f"{result.suite.path}::{result.case_id}" else "")
+           if result.nodeid != f"{result.suite.path}::{case_name(result)}" else "")
     if detail is None:
         detail = _LEFT_OUT
     return (f'<details class="case" id="c{index}" data-outcome="{cat}" '
@@ -699,7 +700,7 @@ def _compact_table(results: Sequence[CaseResult]) -> Iterator[str]:
            '<table class="compact"><tr><th>case<th class=n>latency (ms)'
            + ("<th class=n>tokens · cost" if usage else ""))
     for r in results:
-        yield (f"<tr><td>{_esc(r.case_id)}<td class=n>"
+        yield (f"<tr><td>{_esc(case_name(r))}<td class=n>"
                + ("—" if r.latency_ms is None else f"{r.latency_ms:.1f}")
                + (f"<td class=n>{glance.usage_cell(r)}" if usage else ""))
     yield "</table></details>"
@@ -761,6 +762,9 @@ def chunks(aggregate: Aggregate, regression: Regression | None = None,
 
     # Every case's row is on the page; its details while they fit, failures' first.
     changes += compliance_part(aggregate, _esc)
+    for compared in aggregate.variant_comparisons():  # docs/contract.md#variant-comparison
+        changes += variants.html(compared, [r for s in suites if s.info.package ==
+                                            compared.package for r in s.results])
     judged = judges.html_section(aggregate)
     fixed = [head, cards, chart_html, changes, judged, filters]
     used = sum(len(p.encode("utf-8")) for p in fixed) + len(_CSS) + len(_JS) + 4096

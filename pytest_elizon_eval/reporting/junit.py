@@ -38,6 +38,7 @@ from ..decide.outcomes import (
     outcome_name,
     reason,
 )
+from ..decide.wording import case_name
 from ..decide.wording_noise import repeat_text
 from ..text import cap, visible
 from . import judges, repeats, snapshot_reports
@@ -86,7 +87,7 @@ def _case(summary: SuiteSummary, result: CaseResult) -> TestCase:
     if not detail and result.repeat is not None:  # a passing repeated case: its rate too
         detail = "pass rate: " + repeat_text(result.repeat)
     case = TestCase(
-        name=result.case_id,
+        name=case_name(result),
         classname=f"{info.package or 'elizon'}.{info.path.rsplit('/', 1)[-1].split('.')[0]}",
         elapsed_sec=(result.latency_ms or 0.0) / 1000,
         stdout=_safe(f"{detail}\n\noutput:\n{output}" if detail else output, OUTPUT_CAP),
@@ -132,7 +133,7 @@ def _suite(summary: SuiteSummary, regression: Regression | None = None) -> TestS
     properties.update({f"metric.{k}": _number(v) for k, v in summary.metrics().items()})
     properties.update(repeats.junit_properties(summary))
     # each case's compliance controls (docs/contract.md#compliance), as a repeated case's rate
-    properties.update({f"case.{r.case_id}.controls": ",".join(r.controls)
+    properties.update({f"case.{case_name(r)}.controls": ",".join(r.controls)
                        for r in summary.results if r.controls})
     # docs/contract.md#intervals: each interval, the baseline test, the detectable drop
     for name, interval in summary.intervals().items():

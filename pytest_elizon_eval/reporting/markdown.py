@@ -18,9 +18,10 @@ import html
 import re
 
 from ..decide.outcomes import PASSED, CaseResult, conversation_text, outcome_name, reason
+from ..decide.wording import case_name
 from ..measures.rendering import markdown_lines as measures_markdown
 from ..text import cap, visible
-from . import compliance, judges, repeats, security, snapshot_reports
+from . import compliance, judges, repeats, security, snapshot_reports, variants
 from .aggregate import Aggregate, SuiteSummary, format_delta, format_metric
 from .intervals import comparison_text, interval_cell, summary_sentences
 from .regression import Regression, dataset_note, shown_verdict
@@ -76,11 +77,11 @@ def _usage(result: CaseResult) -> str:
 def _details(result: CaseResult) -> str:
     if result.turns:  # a conversation: each turn's input, answer, tool calls and checks
         said, _ = cap(conversation_text(result), OUTPUT_SHOWN)
-        title = html.escape(f"{result.case_id}: {len(result.turns)} turns")
+        title = html.escape(f"{case_name(result)}: {len(result.turns)} turns")
         return f"<details><summary>{title}</summary>\n\n{_fence(said)}\n\n</details>\n"
     shown, cut = cap(result.output or "", OUTPUT_SHOWN)
     note = f", first {len(shown):,} shown" if cut or result.output_length > len(shown) else ""
-    summary = html.escape(f"{result.case_id} output ({result.output_length:,} chars{note})")
+    summary = html.escape(f"{case_name(result)} output ({result.output_length:,} chars{note})")
     return f"<details><summary>{summary}</summary>\n\n{_fence(visible(shown))}\n\n</details>\n"
 
 
@@ -116,6 +117,8 @@ def render(aggregate: Aggregate, regression: Regression | None = None,
     if resumed:  # docs/contract.md#resume
         doc.add(f"⏯️ {resumed} case{'s' if resumed != 1 else ''} resumed from the history "
                 "store's unfinished run (not run again).\n")
+    for compared in aggregate.variant_comparisons():  # docs/contract.md#variant-comparison
+        doc.add(variants.markdown(compared))
     for summary in aggregate.suites():
         info = summary.info
         gate = info.gate + (" (does not fail the run)" if summary.verdict == "advisory" else "")
@@ -148,7 +151,7 @@ def render(aggregate: Aggregate, regression: Regression | None = None,
                 "|---|---|---|---|---|"]
         doc.add("### Cases that did not pass\n\n" + "\n".join(rows))
         for r in failing:
-            doc.add(f"| `{cell(r.case_id)}` | {outcome_name(r)} | {cell(reason(r))} | "
+            doc.add(f"| `{cell(case_name(r))}` | {outcome_name(r)} | {cell(reason(r))} | "
                     f"{_latency(r)} | {_usage(r)} |", optional=True)
         doc.add("")
         for r in failing:

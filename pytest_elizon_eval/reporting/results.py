@@ -89,6 +89,9 @@ def stream(aggregate: Aggregate, regression: Regression | None = None, *,
             # docs/format.md#dataset-hash: the cases run, and those the baseline was taken on
             "case_count": info.case_count, "content_hash": info.content_hash,
             "baseline_dataset_hash": info.baseline_dataset_hash,
+            **({"variants": list(info.variants),
+                "advisory_variants": list(info.advisory_variants or ())}
+               if info.variants else {}),
             "comparison": [{"metric": r.metric, "baseline": r.baseline, "run": r.run,
                             "delta": r.delta, "comparison": r.comparison,
                             "interval": r.interval.to_data() if r.interval else None,
@@ -118,6 +121,9 @@ def stream(aggregate: Aggregate, regression: Regression | None = None, *,
         data["regression"] = regression.to_data()
     if provenance is not None:
         data["provenance"] = dict(provenance)
+    compared = aggregate.variant_comparisons()
+    if compared:  # docs/contract.md#variant-comparison
+        data["variants"] = [c.to_data() for c in compared]
     return data
 
 

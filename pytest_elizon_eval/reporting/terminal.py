@@ -34,7 +34,7 @@ from ..decide.outcomes import (
 )
 from ..measures.rendering import terminal_lines as measures_lines
 from ..text import defuse, visible
-from . import compliance, judges, repeats, security
+from . import compliance, judges, repeats, security, variants
 from .aggregate import Aggregate, SuiteSummary, format_delta, format_metric
 from .intervals import CLUSTERED_RATE, comparison_text, interval_cell, summary_sentences
 
@@ -369,6 +369,8 @@ def render(aggregate: Aggregate, regression: Regression | None = None, *,
     suites = aggregate.suites()
     for summary in suites:
         lines.extend(_suite_block(summary, detail, how))
+    for compared in aggregate.variant_comparisons():  # docs/contract.md#variant-comparison
+        lines.extend((text, {}) for text in variants.terminal_lines(compared, verbose=full))
     cost = aggregate.cost_note()
     if cost and run is None:  # docs/contract.md#terminal: what the whole run cost
         lines.append((cost, {}))

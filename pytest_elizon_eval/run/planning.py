@@ -21,8 +21,8 @@ from ..decide.results_data import JudgeRecord
 from ..errors import EVALUATION_SUITE_INVALID, ElizonError
 from ..history.resume import case_sha256 as case_sha256
 from ..history.resume import stored_result as stored_result
-from ..load.packages import LoadedSuite, Package, SuiteSpec
-from ..load.runtime import Case, RepeatUntil
+from ..load.packages import LoadedSuite, Package, SuiteSpec, Variant, run_variants
+from ..load.runtime import Case, RepeatUntil, UrlEntry
 from ..redteam import pack as redteam
 from ..sequential import DEFAULT_INDIFFERENCE, Sprt
 from . import alignment, cassette_secrets, checks
@@ -63,7 +63,7 @@ class SuiteContext:
     #: The entry point last bound for its cases, with the ``elizon_entry`` fixture value,
     #: settings and binder it was bound from: the next case with the very same ones takes
     #: it. One, not one per value: a function-scoped fixture's values are never kept.
-    last_entry: list[tuple[object, Settings, Binder, Entry]] = field(
+    last_entry: list[tuple[object, Settings, Binder, Entry, Variant | None]] = field(
         default_factory=list, compare=False, repr=False)
 
 
@@ -92,8 +92,10 @@ class CaseChecks:
 
 
 def sources(kind: Kind, context: SuiteContext, settings: Settings, fixture_value: object,
-            fixture_location: Callable[[str], str]) -> list[Source]:
-    """Where ``kind`` may come from for a case, in binding's order of precedence."""
+            fixture_location: Callable[[str], str], variant: Variant | None = None
+            ) -> list[Source]:
+    """Where ``kind`` may come from for a case, in binding's order of precedence; a
+    variant's own ``entry`` takes the manifest's place (docs/format.md#variants)."""
     package = context.package
     fixture_where = f"the {kind.fixture} fixture"
     if fixture_value is not None:
@@ -101,14 +103,44 @@ def sources(kind: Kind, context: SuiteContext, settings: Settings, fixture_value
     manifest_value, manifest_line = ((package.entry, package.entry_line) if kind is ENTRY
                                      else (package.judge, package.judge_line))
     where = context.manifest_display
-    if where is None:
-        manifest_where = f"{kind.key}: in a manifest (this suite has none)"
+    if kind is ENTRY and variant is not None and variant.entry is not None:
+        manifest = Source(variant.entry, f"variant {variant.name}'s entry ({variant.where})")
+    elif where is None:
+        manifest = Source(manifest_value, f"{kind.key}: in a manifest (this suite has none)")
     else:
-        manifest_where = (f"{kind.key}: in {where}:{manifest_line}" if manifest_line
-                          else f"{kind.key}: in {where} (not set)")
-    return precedence(cli=settings.cli[kind.key], fixture=Source(fixture_value, fixture_where),
-                      manifest=Source(manifest_value, manifest_where),
-                      ini=settings.ini[kind.key])
+        manifest = Source(manifest_value, f"{kind.key}: in {where}:{manifest_line}"
+                          if manifest_line else f"{kind.key}: in {where} (not set)")
+    found = precedence(cli=settings.cli[kind.key],
+                       fixture=Source(fixture_value, fixture_where), manifest=manifest,
+                       ini=settings.ini[kind.key])
+    if kind is ENTRY and variant is not None and (variant.model or variant.body):
+        found = [variant_request(source, variant, package.output) for source in found]
+    return found
+
+
+def variants_of(package: Package, settings: Settings) -> tuple[Variant, ...]:
+    """The variants ``package``'s cases run under this session (docs/format.md#variants)."""
+    return run_variants(package, settings.variants_selected, settings.variants_added)
+
+
+def variant_request(source: Source, variant: Variant, output: str) -> Source:
+    """``source`` with a variant's ``model`` and ``body`` in its chat-completions request:
+    they apply to an ``output: openai`` URL entry only (docs/format.md#variants)."""
+    value = source.value
+    if value is None:
+        return source
+    if not isinstance(value, UrlEntry) or (value.output or output) != "openai":
+        raise ElizonError(ENTRY.invalid, [
+            f"variant {variant.name} ({variant.where}) gives model/body, which set the "
+            f"request of an output: openai URL entry, but {source.where} binds "
+            f"{value!r}; give the variant params instead (keyword arguments of a Python "
+            "entry point)"])
+    body = {**(value.body or {}), **(variant.body or {})}
+    if variant.model is not None:
+        body.pop("model", None)
+    fields = {name: getattr(value, name) for name in value._FIELDS}
+    fields.update(model=variant.model or value.model, body=body or None)
+    return Source(UrlEntry(**fields), f"{source.where}, with variant {variant.name}'s request")
 
 
 def uses_checks_fixture(case: Case) -> bool:
@@ -123,7 +155,8 @@ def recorded_input(case: Case) -> object:
 
 def plan_case(case: Case, context: SuiteContext, settings: Settings, binder: Binder,
               values: Mapping[str, object], fixture_location: Callable[[str], str], *,
-              judged: bool, judge_optional: bool = False) -> CasePlan:
+              judged: bool, judge_optional: bool = False, variant: Variant | None = None
+              ) -> CasePlan:
     """The plan of ``case`` from the fixture values (by fixture name; ``fixture_location``
     says where a fixture is defined, for messages); ElizonError when it cannot be made.
     With ``judge_optional`` a judge that is not bound is none: its rubrics go ungraded."""
@@ -142,7 +175,8 @@ def plan_case(case: Case, context: SuiteContext, settings: Settings, binder: Bin
     if settings.replay is not None:  # answered from the cassette: no entry point is called
         try:
             replay, recorded_limit = settings.replay.answers(
-                context.key, case.id, recorded_input(case), runs, at_most=rule is not None)
+                context.key, cassette_case(case.id, variant.name if variant else None),
+                recorded_input(case), runs, at_most=rule is not None)
         except CassetteMiss as exc:
             raise ElizonError(exc.code, [str(exc)]) from None
         if recorded_limit is not None:
@@ -150,12 +184,15 @@ def plan_case(case: Case, context: SuiteContext, settings: Settings, binder: Bin
     else:
         given = values[ENTRY.fixture]
         last = context.last_entry
-        if last and last[0][0] is given and last[0][1] is settings and last[0][2] is binder:
+        if last and last[0][0] is given and last[0][1] is settings and last[0][2] is binder \
+                and last[0][4] is variant:
             entry = last[0][3]  # the suite's cases before it bound it from the same sources
         else:
-            entry = binder.entry(sources(ENTRY, context, settings, given, fixture_location),
-                                 package.folder, package.output)
-            last[:] = [(given, settings, binder, entry)]
+            entry = binder.entry(sources(ENTRY, context, settings, given, fixture_location,
+                                         variant), package.folder, package.output)
+            if variant is not None:
+                entry = binder.variant_entry(entry, variant)
+            last[:] = [(given, settings, binder, entry, variant)]
     judge = None
     if judged:
         try:
@@ -269,11 +306,17 @@ def setup_failed(identity: CaseIdentity, settings: Settings, exc: BaseException
     return outcomes.setup_error(identity, (settings.timeout_s, settings.timeout_source), error)
 
 
+def cassette_case(case_id: str, variant: str | None) -> str:
+    """A case's name in the cassette: a variant's runs are its own recordings
+    (docs/format.md#variants), named as its node id names it."""
+    return case_id if variant is None else f"{case_id}[{variant}]"
+
+
 def recording_of(identity: CaseIdentity, case: Case, plan: CasePlan, run: CaseRun,
                  secrets: Sequence[str] = ()) -> dict[str, Any]:
     """The case's cassette entry (``--elizon-record``), every declared secret in it a
     placeholder, so the cassette can be committed (docs/contract.md#record-and-replay)."""
     return cassette_secrets.scrub(recording(
-        identity.suite.key, case.id, recorded_input(case),
+        identity.suite.key, cassette_case(case.id, identity.variant), recorded_input(case),
         [list(a.entry_calls) for a in run.attempts], plan.timeout_s,
         conversation=case.conversation), secrets)

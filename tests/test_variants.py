@@ -1,0 +1,269 @@
+"""Package variants (docs/format.md#variants): each case once per variant, as pytest items
+``case[variant]`` that -k, --lf, -n and the reports see; what differs reaches the entry
+point; bad declarations are errors at their line."""
+
+from __future__ import annotations
+
+import json
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import Packages, validate_results
+
+SUITE = """
+cases:
+  - id: greets
+    input: hello
+    expect: {contains: [hello]}
+  - id: knows-size
+    input: size
+    expect: {contains: [large]}
+"""
+
+APP = """
+def answer(text, model="none"):
+    return f"{text} from {model}"
+
+def other(text):
+    return "other answers " + text
+
+def crashes(text):
+    raise RuntimeError("this variant always breaks")
+"""
+
+
+def variant_package(packages: Packages, variants: str, *, entry: str = "app:answer",
+                    app: str = APP) -> Path:
+    packages.write("pkg/elizon.yaml", f"name: pkg\nentry: {entry}\nvariants:\n{variants}"
+                   "evaluation:\n  suite: ./eval/suite.yaml\n")
+    packages.write("pkg/eval/suite.yaml", SUITE)
+    packages.write("pkg/app.py", app)
+    return packages.root / "pkg"
+
+
+TWO = """\
+  - name: large
+    params: {model: large}
+  - name: small
+    params: {model: small}
+"""
+
+
+def results_cases(pytester: pytest.Pytester, name: str = "results.json") -> list[dict[str, Any]]:
+    data = json.loads((pytester.path / name).read_text("utf-8"))
+    validate_results(data)
+    return [case for suite in data["suites"] for case in suite["cases"]]
+
+
+def test_each_case_runs_once_per_variant_with_its_params(
+        packages: Packages, pytester: pytest.Pytester) -> None:
+    variant_package(packages, TWO)
+    result = pytester.runpytest("pkg", "-v", "--elizon-results=results.json",
+                                "--elizon-junit=junit.xml")
+    result.stdout.fnmatch_lines([
+        "pkg/eval/suite.yaml::greets[[]large[]] PASSED*",
+        "pkg/eval/suite.yaml::greets[[]small[]] PASSED*",
+        "pkg/eval/suite.yaml::knows-size[[]large[]] PASSED*",
+        "pkg/eval/suite.yaml::knows-size[[]small[]] FAILED*"])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # a must-pass suite gates every variant
+    cases = {(c["id"], c["variant"]): c for c in results_cases(pytester)}
+    assert cases[("knows-size", "small")]["output"] == "size from small"
+    assert cases[("knows-size", "large")]["output"] == "size from large"
+    assert cases[("greets", "large")]["outcome"] == "passed"
+    names = {case.get("name") for case in ET.parse(pytester.path / "junit.xml").iter("testcase")}
+    assert {"greets[large]", "knows-size[small]"} <= names
+
+
+def test_k_lf_and_xdist_see_ordinary_items(packages: Packages,
+                                           pytester: pytest.Pytester) -> None:
+    variant_package(packages, TWO)
+    assert pytester.runpytest("pkg", "-k", "small").parseoutcomes() == {
+        "passed": 1, "failed": 1, "deselected": 2}
+    assert pytester.runpytest("pkg", "-k", "knows-size and large").parseoutcomes() == {
+        "passed": 1, "deselected": 3}
+    ran = pytester.runpytest("pkg", "--lf", "-v")
+    ran.stdout.fnmatch_lines(["*knows-size[[]small[]] FAILED*"])
+    assert ran.parseoutcomes() == {"failed": 1}
+    ran.stdout.fnmatch_lines(["*1 of 4 cases selected (--lf)*"])
+    spread = pytester.runpytest("pkg", "-n", "2")
+    assert spread.parseoutcomes() == {"passed": 3, "failed": 1}
+
+
+def test_the_command_line_selects_and_adds_variants(packages: Packages,
+                                                    pytester: pytest.Pytester) -> None:
+    variant_package(packages, TWO)
+    only = pytester.runpytest("pkg", "-v", "--elizon-variant", "large")
+    assert only.parseoutcomes() == {"passed": 2}
+    only.stdout.no_fnmatch_line("*small*PASSED*")
+    added = pytester.runpytest("pkg", "-v", "--elizon-variant", "large",
+                               "--elizon-variant", "alt=app:other")
+    added.stdout.fnmatch_lines(["*greets[[]alt[]] PASSED*", "*knows-size[[]alt[]] FAILED*"])
+    assert added.parseoutcomes() == {"passed": 3, "failed": 1}
+    unknown = pytester.runpytest("pkg", "--elizon-variant", "medium")
+    assert unknown.ret == pytest.ExitCode.INTERRUPTED
+    unknown.stdout.fnmatch_lines([
+        "*--elizon-variant medium: package pkg declares no variant 'medium'; its variants: "
+        "large, small*"])
+    bad = pytester.runpytest("pkg", "--elizon-variant", "no good")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*--elizon-variant 'no good': 'no good' is not a variant name*"])
+
+
+def test_a_package_without_variants_compares_its_entry_with_an_added_one(
+        packages: Packages, pytester: pytest.Pytester) -> None:
+    packages.package(suite=SUITE, app=APP)
+    plain = pytester.runpytest("pkg", "-v")
+    plain.stdout.fnmatch_lines(["pkg/eval/suite.yaml::greets PASSED*"])
+    added = pytester.runpytest("pkg", "-v", "--elizon-variant", "alt=app:other")
+    added.stdout.fnmatch_lines(["*greets[[]default[]] PASSED*", "*greets[[]alt[]] PASSED*"])
+
+
+def test_an_advisory_variant_never_fails_the_run(packages: Packages,
+                                                 pytester: pytest.Pytester) -> None:
+    variant_package(packages, "  - name: large\n    params: {model: large}\n"
+                              "  - name: small\n    params: {model: small}\n"
+                              "    gate: advisory\n")
+    result = pytester.runpytest("pkg", "--elizon-results=results.json")
+    assert result.ret == pytest.ExitCode.OK
+    assert result.parseoutcomes() == {"passed": 3, "advisory_failed": 1}
+    cases = {(c["id"], c["variant"]): c for c in results_cases(pytester)}
+    assert cases[("knows-size", "small")]["outcome"] == "advisory_failed"
+
+
+def test_a_variant_that_crashes_on_every_case_leaves_every_case_in_every_report(
+        packages: Packages, pytester: pytest.Pytester) -> None:
+    variant_package(packages, "  - name: large\n    params: {model: large}\n"
+                              "  - name: broken\n    entry: app:crashes\n")
+    result = pytester.runpytest("pkg", "--elizon-results=results.json",
+                                "--elizon-junit=junit.xml", "--elizon-markdown=summary.md")
+    assert result.parseoutcomes() == {"passed": 2, "failed": 2}
+    cases = {(c["id"], c["variant"]): c["outcome"] for c in results_cases(pytester)}
+    assert cases == {("greets", "large"): "passed", ("knows-size", "large"): "passed",
+                     ("greets", "broken"): "failed", ("knows-size", "broken"): "failed"}
+    junit = {c.get("name") for c in ET.parse(pytester.path / "junit.xml").iter("testcase")}
+    assert junit == {"greets[large]", "greets[broken]", "knows-size[large]",
+                     "knows-size[broken]"}
+    assert "knows-size[broken]" in (pytester.path / "summary.md").read_text("utf-8")
+
+
+def test_the_elizon_variant_fixture_chooses_the_entry(packages: Packages,
+                                                      pytester: pytest.Pytester) -> None:
+    variant_package(packages, "  - name: large\n    params: {model: large, tone: calm}\n"
+                              "  - name: small\n    params: {model: small}\n",
+                    entry="app:nothing")
+    packages.write("conftest.py", """
+        import pytest
+
+        @pytest.fixture
+        def elizon_entry(elizon_variant):
+            v = elizon_variant
+            return lambda text: f"{text} {v.name} {sorted(v.params.items())} {v.reference}"
+    """)
+    result = pytester.runpytest("pkg", "--elizon-results=results.json")
+    assert result.parseoutcomes() == {"passed": 3, "failed": 1}
+    cases = {(c["id"], c["variant"]): c["output"] for c in results_cases(pytester)}
+    assert cases[("knows-size", "large")] == \
+        "size large [('model', 'large'), ('tone', 'calm')] True"
+    assert cases[("greets", "small")] == "hello small [('model', 'small')] False"
+
+
+def test_params_a_callable_does_not_take_are_left_to_the_fixture(
+        packages: Packages, pytester: pytest.Pytester) -> None:
+    app = APP + "\ndef strict(text, *, model):\n    return f'{text} {model}'\n"
+    variant_package(packages, "  - name: a\n    params: {model: large, seed: 3}\n",
+                    entry="app:strict", app=app)
+    result = pytester.runpytest("pkg", "--elizon-results=results.json")
+    assert result.parseoutcomes() == {"passed": 2}
+
+
+def test_a_command_entry_gets_the_variant_in_its_environment(
+        packages: Packages, pytester: pytest.Pytester) -> None:
+    packages.write("pkg/cmd.py", """
+        import json, os, sys
+        text = sys.stdin.read()
+        params = json.loads(os.environ["ELIZON_VARIANT_PARAMS"])
+        print(text, os.environ["ELIZON_VARIANT"], params["model"])
+    """)
+    variant_package(packages, TWO, entry=f"{{command: [{sys.executable}, cmd.py]}}")
+    result = pytester.runpytest("pkg", "--elizon-results=results.json")
+    assert result.parseoutcomes() == {"passed": 3, "failed": 1}
+    cases = {(c["id"], c["variant"]): c["output"] for c in results_cases(pytester)}
+    assert cases[("knows-size", "small")].split() == ["size", "small", "small"]
+
+
+@pytest.mark.parametrize(("variants", "message"), [
+    ("  - name: a\n  - name: a\n",
+     "*elizon.yaml:5: variant 'a' is declared twice (first at line 4); give each its own name*"),
+    ("  - name: a\n    reference: true\n  - name: b\n    reference: true\n",
+     "*elizon.yaml:6: a second variant is marked reference: true (the first at line 4); "
+     "mark one"),
+    ("  - name: 'two words'\n",
+     "*elizon.yaml:4: variants[[]0[]].name: variant name 'two words' must be 1-64 letters, "
+     "digits, '_', '.' or '-'*"),
+    ("  - name: a\n    params: {1x: 2}\n",
+     "*variants[[]0[]].params: params key '1x' is not a Python identifier*"),
+    ("  - name: a\n    colour: red\n", "*variants[[]0[]]: unknown key 'colour'*"),
+    ("  - name: a\n    prompts: {support: 2}\n",
+     "*variants[[]0[]].prompts.support: expected a string, found the number 2*"),
+], ids=["duplicate", "two-references", "bad-name", "param-key", "unknown-key", "version"])
+def test_bad_variants_are_errors_at_their_line(packages: Packages, pytester: pytest.Pytester,
+                                                variants: str, message: str) -> None:
+    variant_package(packages, variants)
+    result = pytester.runpytest("pkg")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines([message])
+    assert "ELIZON_MANIFEST_INVALID" in result.stdout.str()
+
+
+def test_model_and_body_need_an_openai_service(packages: Packages,
+                                               pytester: pytest.Pytester) -> None:
+    variant_package(packages, "  - name: a\n    model: gpt-4o-mini\n")
+    result = pytester.runpytest("pkg")
+    assert result.parseoutcomes() == {"errors": 2}
+    result.stdout.fnmatch_lines([
+        "*variant a (*elizon.yaml:4) gives model/body, which set the request of an output: "
+        "openai URL entry*give the variant params instead*"])
+
+
+def test_record_and_replay_keep_each_variant_apart(packages: Packages,
+                                                   pytester: pytest.Pytester) -> None:
+    variant_package(packages, TWO)
+    pytester.runpytest("pkg", "--elizon-record=cassette.json")
+    recorded = json.loads((pytester.path / "cassette.json").read_text("utf-8"))
+    assert sorted(recorded["cases"]) == [
+        "pkg:eval/suite.yaml::greets[large]", "pkg:eval/suite.yaml::greets[small]",
+        "pkg:eval/suite.yaml::knows-size[large]", "pkg:eval/suite.yaml::knows-size[small]"]
+    (pytester.path / "pkg" / "app.py").write_text("def answer(text, model=''):\n"
+                                                 "    raise SystemExit('not called')\n")
+    replayed = pytester.runpytest("pkg", "--elizon-replay=cassette.json",
+                                  "--elizon-results=results.json")
+    assert replayed.parseoutcomes() == {"passed": 3, "failed": 1}
+    outputs = {(c["id"], c["variant"]): c["output"] for c in results_cases(pytester)}
+    assert outputs[("knows-size", "small")] == "size from small"
+    assert outputs[("knows-size", "large")] == "size from large"
+
+
+def test_the_comparison_reaches_the_terminal_markdown_html_and_results(
+        packages: Packages, pytester: pytest.Pytester) -> None:
+    variant_package(packages, TWO)
+    result = pytester.runpytest("pkg", "--elizon-results=results.json",
+                                "--elizon-markdown=summary.md", "--elizon-html=report.html")
+    result.stdout.fnmatch_lines([
+        "variant large (reference): 2/2 passed, pass rate 1.000 [[]0.342, 1.000[]]*frontier",
+        "variant small: 1/2 passed, pass rate 0.500 [[]0.095, 0.905[]], too few cases to tell "
+        "against large*"])
+    data = json.loads((pytester.path / "results.json").read_text("utf-8"))
+    validate_results(data)
+    (compared,) = data["variants"]
+    assert compared["reference"] == "large"
+    assert [v["name"] for v in compared["variants"]] == ["large", "small"]
+    assert data["suites"][0]["variants"] == ["large", "small"]
+    summary = (pytester.path / "summary.md").read_text("utf-8")
+    assert "## Variants of package pkg" in summary
+    assert "| pkg/eval/suite.yaml | knows-size | passed | failed |" in summary
+    page = (pytester.path / "report.html").read_text("utf-8")
+    assert 'class="variants-matrix"' in page
