@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO, TypeAlias
 
-from . import __version__, dataset_cli
+from . import __version__, dataset_cli, prompts_cli
 from .decide.outcomes import (
     ERROR,
     FAILED,
@@ -724,6 +724,13 @@ def _dataset_hash(args: argparse.Namespace, out: Out) -> int:
         raise Trouble(str(exc)) from None
 
 
+def _prompts(args: argparse.Namespace, out: Out) -> int:
+    try:
+        return prompts_cli.run(args, out)
+    except prompts_cli.PromptsTrouble as exc:
+        raise Trouble(str(exc)) from None
+
+
 # -- the parser ------------------------------------------------------------------------------
 
 class _Parser(argparse.ArgumentParser):
@@ -969,6 +976,10 @@ def _add_dataset(verbs: _Verbs) -> None:
     dataset_cli.add_parser(verbs, _dataset_hash)
 
 
+def _add_prompts(verbs: _Verbs) -> None:
+    prompts_cli.add_parser(verbs, _prompts)
+
+
 def _add_history(verbs: _Verbs) -> None:
     p = verbs.add_parser("history", help="ask the history store: trends, failing and flaky "
                                          "cases; history diff RUN_A RUN_B",
@@ -1032,6 +1043,7 @@ VERBS: tuple[Callable[[_Verbs], None], ...] = (
     _add_annotations,
     _add_align,
     _add_dataset,
+    _add_prompts,
     _add_history,
     _add_power,
 )

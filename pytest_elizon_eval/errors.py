@@ -26,6 +26,7 @@ __all__ = [
     "ELIZON_JUDGE_UNBOUND",
     "ELIZON_MANIFEST_INVALID",
     "ELIZON_PROBES_INVALID",
+    "ELIZON_PROMPT_INVALID",
     "ELIZON_RESULTS_INVALID",
     "ELIZON_RESULTS_SIGNATURE_INVALID",
     "ELIZON_SECRETS_INVALID",
@@ -59,6 +60,7 @@ EVALUATION_GATE_FAILED = "EVALUATION_GATE_FAILED"
 ELIZON_SNAPSHOT_INVALID = "ELIZON_SNAPSHOT_INVALID"
 EVALUATION_OVERRIDE_INVALID = "EVALUATION_OVERRIDE_INVALID"
 ELIZON_ATTESTATION_INVALID = "ELIZON_ATTESTATION_INVALID"
+ELIZON_PROMPT_INVALID = "ELIZON_PROMPT_INVALID"
 
 
 class Code(NamedTuple):
@@ -134,6 +136,13 @@ CODES: tuple[Code, ...] = (
          "removed or from another run; truncated; a header that does not verify with the "
          "secret) or cannot be used, or RESULTS does not hold exactly the attested suites "
          "and cases, as attested, with the attested provenance"),
+    Code(ELIZON_PROMPT_INVALID, "case",
+         "the elizon_prompt fixture (or elizon-eval prompts) cannot use the package's "
+         "prompts: a prompts/NAME.yaml that is not valid (at its line: a template using an "
+         "undeclared variable or other {{ syntax, a repeated version, an empty versions "
+         "map) or that resolves outside the package, an unknown prompt or version, or a "
+         "render missing a variable the template uses or given one the prompt does not "
+         "declare"),
 )
 
 

@@ -87,6 +87,8 @@ def pytest_configure(config: pytest.Config) -> None:
     # the task measures: each case's label, passages and RAG scores (docs/contract.md#task-metrics)
     config.pluginmanager.register(measures_hooks, "elizon-measures")
     config.pluginmanager.import_plugin("pytest_elizon_eval.mock.fixtures")  # docs/mock.md
+    # the elizon_prompt fixture (docs/format.md#prompts)
+    config.pluginmanager.import_plugin("pytest_elizon_eval.collect.prompt_fixture")
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(SessionReporter(config, settings), _REPORTER)
         if settings.history is not None and not config.option.collectonly:

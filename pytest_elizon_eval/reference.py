@@ -83,6 +83,7 @@ FIXTURES: tuple[Fixture, ...] = (
     Fixture("elizon_judge", "plugin"),
     Fixture("elizon_checks", "plugin"),
     Fixture("elizon_variant", "plugin"),
+    Fixture("elizon_prompt", "collect.prompt_fixture"),
     Fixture("elizon_secrets", "redteam.nodes"),
     Fixture("elizon_canary", "redteam.nodes"),
     Fixture("elizon_mock_model", "mock.fixtures"),

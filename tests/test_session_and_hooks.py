@@ -69,7 +69,8 @@ def test_session_state_is_one_stash_key_and_no_module_globals() -> None:
     assert keys["collect/nodes.py"] == 0
     assert keys["redteam/nodes.py"] == 2  # the probe pack: its state, and a case's watch
     assert keys["collect/snapshotting.py"] == 1  # a case's snapshot check
-    assert sum(keys.values()) == 4, {k: n for k, n in keys.items() if n}
+    assert keys["collect/prompt_fixture.py"] == 1  # the prompt registries it has read
+    assert sum(keys.values()) == 5, {k: n for k, n in keys.items() if n}
     for name in ("run/retrying.py", "run/concurrency.py"):
         assert "global " not in (PACKAGE_DIR / name).read_text(encoding="utf-8")
 
