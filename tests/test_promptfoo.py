@@ -347,8 +347,10 @@ def test_options_are_converted_or_named_with_the_tests_they_affect(tmp_path: Pat
         "listed: options.transform 'JSON.parse(output).answer' (from the test): not "
         "converted: the assertions see the output untransformed; transform it in the entry "
         "point (or read a JSON field with expect.path)",
+        # prompts are converted now (issue 40): what is lost is the prefix on them
         "listed: options.prefix 'Q: ' (from the test): not converted: promptfoo adds it to "
-        "the prompt, and prompts are not converted; add it in the entry point"]
+        "the prompt, and the prompt versions are written without it; add it in the entry "
+        "point"]
     assert conversion.mapped == {"llm-rubric": 1, "options.disableVarExpansion": 1,
                                  "options.provider": 1}
     assert yaml.safe_load(conversion.manifest)["judge"] == {

@@ -10,8 +10,10 @@ that name a file, ``promptfoo_checks.py`` (adapters that call them as
 ``expect.checks`` with the context promptfoo gives). Everything that is not
 converted is listed in the :class:`Conversion`'s report and kept as a YAML comment
 on its case: nothing is dropped silently. What is written is first validated as the
-plugin will load it. Providers and prompts are not converted: the manifest says
-where to bind the entry point (docs/contract.md#importing-from-promptfoo). Configs
+plugin will load it. Providers × prompts become the manifest's ``variants:`` (params such
+as the model for the entry point) and the prompts versions of one registry prompt,
+``prompts/prompt.yaml``; the manifest says where to bind the entry point
+(docs/contract.md#importing-from-promptfoo, docs/cli.md#coming-from-promptfoo). Configs
 are untrusted input: the plugin's safe YAML loader guards the reading (then values
 are read as promptfoo's YAML 1.2 reads them), ``file://`` paths must stay inside
 the config's folder. No pytest import here.
@@ -26,17 +28,20 @@ import json
 import math
 import os
 import re
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit
 
 import yaml
 
+from ..errors import ElizonError
 from ..load.documents import MAX_ALIAS_EXPANSION, MAX_FILE_BYTES, LoadFailed, Problem
 from ..load.loading import load_yaml
 from ..load.model import Manifest, Suite, manifest_shape, suite_checks, validate
+from ..load.prompts import load_registry
 from ..trust.evidence import replace_file
 
 __all__ = ["Conversion", "ImportFailed", "convert", "write"]
@@ -81,10 +86,31 @@ class Conversion:
     mapped: dict[str, int]
     #: ``<case id>: <what was not converted>`` lines.
     unconverted: list[str]
+    #: ``prompts/prompt.yaml``: the config's prompts as versions, when any converted.
+    prompt_registry: str | None = None
+    #: The providers and prompts read (a prompt file with several: each), the prompt
+    #: versions written, and the variants (0: the manifest has none).
+    providers: int = 0
+    prompts: int = 0
+    versions: int = 0
+    variants: int = 0
+    #: The reference variant's name.
+    reference: str | None = None
+    #: What of the providers and prompts was not converted, one line each.
+    setup_unconverted: list[str] = field(default_factory=list)
+
+    def files(self) -> dict[str, str]:
+        """What :func:`write` writes: path in the package folder → text."""
+        files = {"elizon.yaml": self.manifest, SUITE_NAME: self.suite}
+        if self.checks:
+            files[f"{CHECKS_MODULE}.py"] = self.checks
+        if self.prompt_registry:
+            files[PROMPTS_FILE] = self.prompt_registry
+        return files
 
     def report(self, config: str, out_dir: str) -> list[str]:
         """The lines printed at the end of an import."""
-        files = ["elizon.yaml", SUITE_NAME] + ([f"{CHECKS_MODULE}.py"] if self.checks else [])
+        files = list(self.files())
         lines = [f"imported {self.cases} cases from {config} into {out_dir} "
                  f"({', '.join(files)})"]
         if self.mapped:
@@ -95,8 +121,26 @@ class Conversion:
             lines += [f"  {line}" for line in self.unconverted]
         else:
             lines.append("not converted: nothing")
-        lines.append("providers are not converted: bind the entry point as elizon.yaml says")
+        lines.append(self._matrix_line())
+        if self.setup_unconverted:
+            lines.append(f"providers and prompts not converted ({len(self.setup_unconverted)}; "
+                         "kept as comments in elizon.yaml):")
+            lines += [f"  {line}" for line in self.setup_unconverted]
+        lines.append("bind the entry point as elizon.yaml says")
         return lines
+
+    def _matrix_line(self) -> str:
+        counts = (f"{_count(self.providers, 'provider')} × {_count(self.prompts, 'prompt')}")
+        written = (f"; {_count(self.versions, 'prompt version')} in {PROMPTS_FILE}"
+                   if self.versions else "")
+        if self.variants:
+            return (f"providers × prompts: {counts} → {self.variants} variants in elizon.yaml "
+                    f"(reference: {self.reference}){written}")
+        return f"providers × prompts: {counts} → no variants{written}"
+
+
+def _count(number: int, what: str) -> str:
+    return f"{number} {what}{'' if number == 1 else 's'}"
 
 
 # -- reading ---------------------------------------------------------------------------------
@@ -291,8 +335,9 @@ class _Reader:
                                "copy the file next to the config")
         return resolved
 
-    def tests(self, ref: str, where: str) -> Iterator[tuple[dict[str, Any], str]]:
-        """Each test of a ``file://`` test file (globs allowed), with where it came from."""
+    def paths(self, ref: str, where: str) -> list[Path]:
+        """The files a ``file://`` reference names: a glob's matches, sorted, or the one
+        path (which may not exist)."""
         written = ref[len("file://"):]
         if any(c in written for c in "*?["):
             matched = sorted(p for p in self.root.glob(written) if p.is_file())
@@ -301,9 +346,13 @@ class _Reader:
             for path in matched:
                 if not path.resolve().is_relative_to(self.root):
                     raise ImportFailed(f"{where}: {path} is outside the config's folder")
-                yield from self._file(path)
-            return
-        yield from self._file(self.path(ref, where))
+            return matched
+        return [self.path(ref, where)]
+
+    def tests(self, ref: str, where: str) -> Iterator[tuple[dict[str, Any], str]]:
+        """Each test of a ``file://`` test file (globs allowed), with where it came from."""
+        for path in self.paths(ref, where):
+            yield from self._file(path)
 
     def _file(self, path: Path) -> Iterator[tuple[dict[str, Any], str]]:
         suffix = path.suffix.lower()
@@ -699,6 +748,544 @@ def _checks_module(python: list[tuple[str, str, str, str]]) -> str:
     return "".join(parts)
 
 
+# -- providers × prompts: variants and the prompt registry -------------------------------------
+# promptfoo runs every test once per (provider, prompt) pair; Elizon runs every case once per
+# variant (docs/format.md#variants). Each pair becomes a variant, each prompt a version of
+# one registry prompt (docs/format.md#prompts): promptfoo's prompts are alternatives for the
+# same slot, which is what versions of one prompt are
+# (docs/cli.md#providers-and-prompts-as-variants).
+
+#: The registry prompt the config's prompts become versions of, and its file.
+PROMPT_NAME = "prompt"
+PROMPTS_FILE = f"prompts/{PROMPT_NAME}.yaml"
+
+_NAME_JUNK = re.compile(r"[^A-Za-z0-9_.-]+")
+#: ``{{ name }}`` (spaces or tabs inside): the one template form the prompt registry has.
+_PROMPT_VARIABLE = re.compile(r"\{\{[ \t]*([A-Za-z_][A-Za-z0-9_]{0,63})[ \t]*\}\}")
+#: The word between a provider and its model in ids such as ``openai:chat:gpt-4o``.
+_PROVIDER_KINDS = {"chat", "completion", "completions", "messages", "responses", "assistant",
+                   "embedding", "embeddings", "realtime"}
+#: Provider ids that name code, a command or a URL rather than a model.
+_CUSTOM_PROVIDERS = ("file://", "exec:", "python:", "golang:", "http://", "https://", "ws://",
+                     "wss://")
+_PROMPT_CODE = {".py", ".js", ".cjs", ".mjs", ".ts", ".cts", ".mts"}
+_PROMPT_CHAT = {".json", ".jsonl", ".yaml", ".yml"}
+#: The keys of promptfoo's provider options (one of them alone is no {id: options} pair).
+_PROVIDER_KEYS = {"id", "label", "config", "prompts", "transform", "delay", "env"}
+#: Provider keys besides id, label, config and prompts, and what not converting them means.
+_PROVIDER_LOST = {
+    "transform": "the assertions see the output untransformed; transform it in the entry point",
+    "delay": "no Elizon equivalent (--elizon-concurrency limits the calls in flight)",
+    "env": "the entry point reads its own environment (values not shown)",
+}
+
+
+@dataclass
+class _Prompt:
+    #: ``prompts[1]``, with the file (and the piece of it) when it came from one.
+    where: str
+    #: As written: the text, or the file reference.
+    raw: str
+    #: The label (or id) the config gives it.
+    label: str | None
+    #: What names it in variant names: the label, the file's stem, else ``prompt-N``.
+    short: str | None
+    config: dict[str, Any] | None = None
+    #: The template, when converted; its ``{{ name }}`` variables; its registry version.
+    text: str | None = None
+    variables: list[str] = field(default_factory=list)
+    version: str = ""
+    #: Why it is not converted.
+    why: str | None = None
+    #: Written in the config (not read from a file): promptfoo labels it by its text.
+    inline: bool = False
+
+
+@dataclass
+class _Provider:
+    where: str
+    ident: str
+    label: str | None
+    params: dict[str, Any]
+    #: promptfoo's ``prompts:`` on a provider: the labels of the prompts it runs.
+    prompts: list[str] | None
+    #: Where each ``prompts:`` entry is, for errors.
+    prompts_where: str = ""
+
+    @property
+    def shown(self) -> str:
+        return self.label or _redacted(self.ident)
+
+
+@dataclass
+class _Matrix:
+    """What the config's providers and prompts became."""
+
+    key: str
+    providers: list[_Provider]
+    prompts: list[_Prompt]
+    #: The ``variants:`` entries, and each one's provider and prompt, for the manifest.
+    variants: list[dict[str, Any]]
+    origins: list[str]
+    #: What was not converted, one line each (the report and the manifest say them).
+    notes: list[str]
+
+    @property
+    def versions(self) -> list[_Prompt]:
+        return [p for p in self.prompts if p.text is not None]
+
+
+def _redacted(ident: str) -> str:
+    """A provider id as it may be shown: a URL without its user, password and query."""
+    if ident.startswith(("http://", "https://", "ws://", "wss://")):
+        parts = urlsplit(ident)
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port else ""
+        return f"{parts.scheme}://{host}{port}{parts.path}"
+    return ident
+
+
+def _model(ident: str) -> str | None:
+    """The model a provider id names (``openai:gpt-4o-mini`` → ``gpt-4o-mini``,
+    ``bedrock:us.meta.llama3:0`` → ``us.meta.llama3:0``); None for custom providers."""
+    if ident.startswith(_CUSTOM_PROVIDERS):
+        return None
+    parts = ident.split(":")
+    rest = parts[1:]
+    if len(rest) > 1 and rest[0] in _PROVIDER_KINDS:
+        rest = rest[1:]
+    return ":".join(rest) or None
+
+
+def _sensitive(key: object) -> bool:
+    """A config key that holds a credential (never written: docs/contract.md's no-secret
+    rule); ``max_tokens`` is not one, ``accessToken`` is."""
+    name = re.sub(r"[^a-z]", "", str(key).lower())
+    return (any(word in name for word in ("apikey", "secret", "password", "authorization",
+                                          "credential", "bearer", "privatekey"))
+            or name.endswith("token"))
+
+
+def _scrubbed(value: Any, where: str, notes: list[str]) -> Any:
+    """``value`` without the credentials in it, each noted (by key, never its value)."""
+    if isinstance(value, dict):
+        kept = {}
+        for key, item in value.items():
+            if _sensitive(key):
+                notes.append(f"{where}.{key}: a credential, not written; the entry point "
+                             "reads it from its environment")
+            else:
+                kept[key] = _scrubbed(item, f"{where}.{key}", notes)
+        return kept
+    if isinstance(value, list):
+        return [_scrubbed(item, f"{where}[{i}]", notes) for i, item in enumerate(value)]
+    return value
+
+
+def _params(config: dict[str, Any], where: str, notes: list[str]) -> dict[str, Any]:
+    """A provider's (or prompt's) ``config`` as variant ``params``: keyword arguments."""
+    params: dict[str, Any] = {}
+    for key, value in _scrubbed(config, where, notes).items():
+        if not (isinstance(key, str) and key.isidentifier()):
+            notes.append(f"{where}.{key}: not a Python identifier, so no keyword argument "
+                         "can carry it")
+        else:
+            params[key] = value
+    return params
+
+
+def _mapping(value: Any, where: str, what: str) -> dict[str, Any] | None:
+    if value is not None and not isinstance(value, dict):
+        raise ImportFailed(f"{where}: expected {what}, found {type(value).__name__}")
+    return value
+
+
+def _label(value: Any, where: str) -> str | None:
+    if value is not None and not (isinstance(value, str) and value.strip()):
+        raise ImportFailed(f"{where}: expected a label (text), found {_shown(value, 40)}")
+    return value
+
+
+# -- providers
+
+def _provider_items(config: dict[str, Any], key: str, reader: _Reader
+                    ) -> Iterator[tuple[str, Any]]:
+    value = config.get(key)
+    if value is None:
+        return
+    if isinstance(value, dict) and "id" not in value:  # {id: options, …}
+        for ident, options in value.items():
+            yield f"{key}.{ident}", {ident: options}
+        return
+    if isinstance(value, (str, dict)):
+        yield from _provider_entries(key, value, reader)
+        return
+    if not isinstance(value, list):
+        raise ImportFailed(f"{key}: expected a provider id, a list of providers or a mapping "
+                           f"(id, label, config); found {type(value).__name__}")
+    for index, item in enumerate(value):
+        yield from _provider_entries(f"{key}[{index}]", item, reader)
+
+
+def _provider_entries(where: str, item: Any, reader: _Reader) -> Iterator[tuple[str, Any]]:
+    """An entry, or the providers a ``file://`` YAML or JSON file of providers holds."""
+    if isinstance(item, str) and item.startswith("file://") and \
+            Path(item).suffix.lower() in (".yaml", ".yml", ".json"):
+        path = reader.path(item, where)
+        if not path.is_file():
+            raise ImportFailed(f"{where}: {item!r} names no file ({path})")
+        data = _yaml(path, "providers file")
+        shown = os.path.relpath(path, reader.root)
+        for index, one in enumerate(data if isinstance(data, list) else [data]):
+            yield f"{where} ({shown}[{index}])", one
+        return
+    yield where, item
+
+
+def _provider(where: str, item: Any, notes: list[str]) -> _Provider:
+    if isinstance(item, str):
+        if not item.strip():
+            raise ImportFailed(f"{where}: an empty provider id")
+        options: dict[str, Any] = {"id": item}
+    elif isinstance(item, dict) and "id" in item:
+        options = item
+    elif isinstance(item, dict) and len(item) == 1 and not set(item) & _PROVIDER_KEYS:
+        # promptfoo's {openai:gpt-4o: {config: …}}
+        ((ident, value),) = item.items()
+        value = _mapping(value, f"{where}.{ident}", "the provider's options (label, config)")
+        options = {**(value or {}), "id": (value or {}).get("id") or ident}
+    elif isinstance(item, dict):
+        raise ImportFailed(f"{where}: a provider mapping needs an 'id' (such as "
+                           "openai:gpt-4o-mini), or is one 'id: options' pair")
+    else:
+        raise ImportFailed(f"{where}: expected a provider id or a mapping (id, label, config); "
+                           f"found {type(item).__name__}")
+    ident = options["id"]
+    if not (isinstance(ident, str) and ident.strip()):
+        raise ImportFailed(f"{where}.id: expected a provider id (text), found "
+                           f"{_shown(ident, 40)}")
+    label = _label(options.get("label"), f"{where}.label")
+    config = _mapping(options.get("config"), f"{where}.config", "a mapping") or {}
+    allowed = options.get("prompts")
+    if isinstance(allowed, str):
+        allowed = [allowed]
+    if allowed is not None and not (isinstance(allowed, list)
+                                    and all(isinstance(a, str) for a in allowed)):
+        raise ImportFailed(f"{where}.prompts: expected a list of prompt labels")
+    params: dict[str, Any] = {}
+    model = _model(ident)
+    if model is not None:
+        params["model"] = model
+    else:
+        notes.append(f"{where} {_redacted(ident)!r}: names no model (promptfoo calls it as "
+                     "code, a command, a URL or a built-in); bind the entry point (or the "
+                     "variant's entry:) to what it does")
+    params.update(_params(config, f"{where}.config", notes))
+    others = {k: v for k, v in options.items() if k not in ("id", "label", "config", "prompts")}
+    for key, value in sorted(_scrubbed(others, where, notes).items(), key=lambda kv: str(kv[0])):
+        shown = "" if key == "env" else f" {_shown(value, 60)}"
+        notes.append(f"{where}.{key}{shown}: "
+                     f"{_PROVIDER_LOST.get(str(key), 'no Elizon equivalent')}")
+    return _Provider(where, ident, label, params, allowed, f"{where}.prompts")
+
+
+def _providers(config: dict[str, Any], reader: _Reader, notes: list[str]
+               ) -> tuple[str, list[_Provider]]:
+    key = "providers" if "providers" in config or "targets" not in config else "targets"
+    found = [_provider(where, item, notes) for where, item in
+             _provider_items(config, key, reader)]
+    labels: dict[str, str] = {}
+    for provider in found:
+        if provider.label is None:
+            continue
+        if provider.label in labels:
+            raise ImportFailed(f"{provider.where}.label {provider.label!r} is also "
+                               f"{labels[provider.label]}'s: each provider needs its own label "
+                               "(it names its variant)")
+        labels[provider.label] = provider.where
+    return key, found
+
+
+# -- prompts
+
+def _prompt_items(config: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Each prompt as written: where, and its raw text (or file reference), label, id and
+    config, in promptfoo's forms (docs/cli.md#providers-and-prompts-as-variants)."""
+    value = config.get("prompts")
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [("prompts", {"raw": value})]
+    if isinstance(value, dict):  # promptfoo's older form: {file or text: label}
+        items: list[tuple[str, dict[str, Any]]] = []
+        for raw, label in value.items():
+            where = f"prompts[{raw!r}]"
+            if not isinstance(raw, str):
+                raise ImportFailed(f"{where}: expected a prompt text or file:// reference")
+            items.append((where, {"raw": raw, "label": _label(label, where)}))
+        return items
+    if not isinstance(value, list):
+        raise ImportFailed("prompts: expected a prompt text, a list of prompts or a mapping of "
+                           f"prompts to labels; found {type(value).__name__}")
+    items = []
+    for index, item in enumerate(value):
+        where = f"prompts[{index}]"
+        if isinstance(item, str):
+            items.append((where, {"raw": item}))
+        elif isinstance(item, dict):
+            raw = item.get("raw", item.get("id"))
+            if not (isinstance(raw, str) and raw):
+                raise ImportFailed(f"{where}: a prompt mapping needs 'raw': the prompt text "
+                                   "or a file:// reference")
+            ident = item.get("id") if "raw" in item else None
+            items.append((where, {
+                "raw": raw, "label": _label(item.get("label"), f"{where}.label"),
+                "id": ident if isinstance(ident, str) else None,
+                "config": _mapping(item.get("config"), f"{where}.config", "a mapping"),
+                "other": sorted(set(item) - {"raw", "id", "label", "config"}, key=str)}))
+        else:
+            raise ImportFailed(f"{where}: expected a prompt text, a file:// reference or a "
+                               f"mapping (raw, label); found {type(item).__name__}")
+    return items
+
+
+#: A prompt promptfoo reads as a file though it has no ``file://``: one line ending in the
+#: name of a prompt file (and a function's, for code).
+_FILE_PROMPT = re.compile(r"\.(?:txt|md|j2|csv|json|jsonl|ya?ml|py|[cm]?[jt]s)"
+                          r"(?::[A-Za-z_]\w*)?$", re.IGNORECASE)
+
+
+def _prompt_file(raw: str) -> str | None:
+    """The ``file://`` reference a prompt is, or None for a prompt text."""
+    if raw.startswith("file://"):
+        return raw
+    if "\n" not in raw and _FILE_PROMPT.search(raw):
+        return "file://" + raw  # promptfoo reads it (and fails on a missing one, as here)
+    return None
+
+
+def _read_prompts(config: dict[str, Any], reader: _Reader, notes: list[str]) -> list[_Prompt]:
+    prompts: list[_Prompt] = []
+    labels: dict[str, str] = {}
+    for where, item in _prompt_items(config):
+        label = item.get("label")
+        name = label or item.get("id")
+        if label is not None:
+            if label in labels:
+                raise ImportFailed(f"{where}.label {label!r} is also {labels[label]}'s: "
+                                   "promptfoo refuses two prompts with one label, and it names "
+                                   "the variants")
+            labels[label] = where
+        for key in item.get("other", []):
+            notes.append(f"{where}.{key}: no Elizon equivalent")
+        found = _prompt_versions(where, item["raw"], label, name, reader)
+        for prompt in found:
+            prompt.config = item.get("config")
+        prompts += found
+    return prompts
+
+
+def _prompt_versions(where: str, raw: str, label: str | None, name: str | None,
+                     reader: _Reader) -> list[_Prompt]:
+    if raw.startswith("exec:"):
+        return [_Prompt(where, raw, label, name, why="a command builds this prompt; run it "
+                        "from the entry point")]
+    ref = _prompt_file(raw)
+    if ref is None:
+        return [_Prompt(where, raw, label, name, text=raw, inline=True)]
+    written, _, function = ref[len("file://"):].partition(":")
+    if Path(written).suffix.lower() not in _PROMPT_CODE:
+        written, function = ref[len("file://"):], ""
+    found: list[_Prompt] = []
+    paths = reader.paths("file://" + written, where)
+    for path in paths:
+        shown = os.path.relpath(path, reader.root)
+        at = f"{where} ({shown})" if len(paths) > 1 or raw.startswith("file://") else where
+        if not path.is_file():
+            raise ImportFailed(f"{where}: {ref!r} names no file ({path})")
+        suffix = path.suffix.lower()
+        stem = name if name and len(paths) == 1 else path.stem
+        if suffix in _PROMPT_CODE:
+            found.append(_Prompt(at, raw, label, stem, why=f"a prompt function ({shown}"
+                                 f"{':' + function if function else ''}) builds the prompt "
+                                 "in code; call it from the entry point"))
+        elif suffix in _PROMPT_CHAT:
+            found.append(_Prompt(at, raw, label, stem, why="a chat-format prompt (messages); a "
+                                 "registry prompt is one text template: build the messages in "
+                                 "the entry point"))
+        elif suffix in (".txt", ".md", ".j2"):
+            text = _text(_read_bytes(path, "prompt file"), path, "prompt file")
+            pieces = [text] if suffix != ".txt" else [
+                piece.strip() for piece in re.split(r"(?m)^[ \t]*---[ \t]*\r?$", text)]
+            pieces = [p for p in pieces if p.strip()]
+            if not pieces:
+                raise ImportFailed(f"{at}: {shown} holds no prompt")
+            for number, piece in enumerate(pieces, 1):
+                several = len(pieces) > 1
+                found.append(_Prompt(f"{at}, prompt {number}" if several else at, raw, label,
+                                     f"{stem}-{number}" if several else stem, text=piece))
+        else:
+            found.append(_Prompt(at, raw, label, stem, why=f"a {suffix or 'suffix-less'} "
+                                 "prompt file (the importer reads .txt, .md and .j2 prompts)"))
+    return found
+
+
+def _template_variables(text: str) -> list[str]:
+    """The ``{{ name }}`` variables of a prompt template, in order; :class:`_Unrendered` for
+    anything else: a ``{{`` that is no such variable is an error in the registry
+    (docs/format.md#prompts), and ``{% %}`` / ``{# #}`` are nunjucks there is no text for."""
+    if not text.strip():
+        raise _Unrendered("the prompt is empty; a registry version is non-empty text")
+    names: list[str] = []
+    at = 0
+    while (found := _NUNJUCKS.search(text, at)) is not None:
+        match = _PROMPT_VARIABLE.match(text, found.start())
+        if match is None:
+            end = text.find(_CLOSING[found.group()], found.end())
+            end = end + 2 if end >= 0 else len(text)
+            while text[end:end + 1] == "}":  # {{{name}}}: shown whole
+                end += 1
+            snippet = text[found.start():end]
+            raise _Unrendered(f"its template {_shown(snippet, 60)} is nunjucks the prompt "
+                              "registry does not have (a filter, tag, comment, expression or "
+                              "var.field; it has {{ name }} variables only); render it in the "
+                              "entry point")
+        if match.group(1) not in names:
+            names.append(match.group(1))
+        at = match.end()
+    return names
+
+
+def _allows(provider: _Provider, prompt: _Prompt, entry: str) -> bool:
+    """promptfoo's test of a provider's ``prompts:`` entry: a prompt's label, or the start
+    of one (``group`` allows ``group: …``); a prompt without one is labelled by its text."""
+    label = prompt.label or (prompt.raw if prompt.inline else None)
+    return label is not None and (entry == label or label.startswith(f"{entry}:"))
+
+
+def _variant_name(text: str, taken: set[str]) -> str:
+    """A valid variant name from ``text`` (docs/format.md#variants), unique in ``taken``."""
+    base = _NAME_JUNK.sub("-", text)
+    base = re.sub(r"^[^A-Za-z0-9]+", "", base)[:64].rstrip("-") or "variant"
+    chosen, number = base, 2
+    while chosen in taken:
+        suffix = f"-{number}"
+        chosen = base[:64 - len(suffix)].rstrip("-") + suffix
+        number += 1
+    taken.add(chosen)
+    return chosen
+
+
+def _matrix(config: dict[str, Any], reader: _Reader) -> _Matrix:
+    notes: list[str] = []
+    key, providers = _providers(config, reader, notes)
+    prompts = _read_prompts(config, reader, notes)
+    for prompt in prompts:
+        if prompt.text is not None:
+            try:
+                prompt.variables = _template_variables(prompt.text)
+            except _Unrendered as exc:
+                prompt.text, prompt.why = None, str(exc)
+    versions = [p for p in prompts if p.text is not None]
+    for number, prompt in enumerate(versions, 1):
+        prompt.version = str(number)
+        prompt.short = prompt.short or f"prompt-{number}"
+    for prompt in prompts:
+        if prompt.why is not None:
+            notes.append(f"{prompt.where} {_shown(prompt.raw, 60)}: {prompt.why}")
+    pairs: list[tuple[_Provider | None, _Prompt | None]] = []
+    every: list[_Provider | None] = [*providers] or [None]
+    for provider in every:
+        chosen: list[_Prompt | None] = list(versions) or [None]
+        if provider is not None and provider.prompts is not None:
+            for index, entry in enumerate(provider.prompts):
+                if not any(_allows(provider, p, entry) for p in prompts):
+                    raise ImportFailed(f"{provider.prompts_where}[{index}]: {entry!r} is no "
+                                       "prompt's label")
+            chosen = [p for p in versions if any(_allows(provider, p, e)
+                                                 for e in provider.prompts)]
+            if not chosen:
+                notes.append(f"{provider.where} {provider.shown!r}: its prompts were not "
+                             "converted, so it has no variant")
+        pairs += [(provider, prompt) for prompt in chosen]
+    variants: list[dict[str, Any]] = []
+    origins: list[str] = []
+    if len(pairs) > 1:
+        taken: set[str] = set()
+        for provider, version in pairs:
+            parts = ([provider.shown] if provider is not None and len(providers) > 1 else []) \
+                + ([version.short or ""] if version is not None and len(versions) > 1 else [])
+            variant: dict[str, Any] = {"name": _variant_name("_".join(parts), taken)}
+            if not variants:
+                variant["reference"] = True
+            params = dict(provider.params) if provider is not None else {}
+            if version is not None and version.config:  # promptfoo: over the provider's
+                params.update(_params(version.config, f"{version.where}.config", []))
+            if params:
+                variant["params"] = params
+            if version is not None:
+                variant["prompts"] = {PROMPT_NAME: version.version}
+            variants.append(variant)
+            origins.append(" × ".join(
+                ([f"{provider.where} {_comment(provider.shown)!r}"] if provider else [])
+                + ([f"{version.where} (version {version.version})"] if version else [])))
+        for prompt in versions:  # credentials in a prompt's config, noted once
+            if prompt.config:
+                _params(prompt.config, f"{prompt.where}.config", notes)
+    else:
+        for provider in providers:
+            extra = {k: v for k, v in provider.params.items() if k != "model"}
+            if extra:
+                notes.append(f"{provider.where}.config {_shown(extra, 80)}: one provider "
+                             "and one prompt make no variants; pass it to the model in the "
+                             "entry point")
+        for prompt in versions:
+            if prompt.config:
+                shown = _params(prompt.config, f"{prompt.where}.config", notes)
+                notes.append(f"{prompt.where}.config {_shown(shown, 80)}: one provider and "
+                             "one prompt make no variants; pass it to the model in the entry "
+                             "point")
+    return _Matrix(key, providers, prompts, variants, origins, notes)
+
+
+def _registry(matrix: _Matrix, config_path: Path, cases: list[_Case]) -> str | None:
+    """``prompts/prompt.yaml``: each converted prompt a version, in the config's order; its
+    variables every template's and every test var's (so the entry may pass all the vars)."""
+    versions = matrix.versions
+    if not versions:
+        return None
+    names = {v for p in versions for v in p.variables}
+    names |= {k for c in cases if isinstance(c.input, dict) for k in c.input
+              if isinstance(k, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,63}", k)}
+    out = [f"# Imported from {_comment(config_path.name)} by `elizon-eval import promptfoo`: "
+           "promptfoo's prompts,",
+           "# one version each, in the config's order (docs/format.md#prompts).",
+           _dump({"variables": sorted(names)}).rstrip("\n"), "versions:"]
+    for prompt in versions:
+        label = f", label {_comment(prompt.label)!r}" if prompt.label else ""
+        out.append(f"  # {_comment(prompt.where)}{label}")
+        out += ["  " + line for line in yaml.dump(
+            {prompt.version: prompt.text}, Dumper=_BlockDumper, sort_keys=False,
+            allow_unicode=True, width=100).splitlines()]
+    return "\n".join(out) + "\n"
+
+
+def _missing_vars(case: _Case, versions: list[_Prompt]) -> None:
+    """Note each var a prompt version uses that the case does not give: the registry refuses
+    to render without it, where promptfoo renders it empty."""
+    if not isinstance(case.input, dict):
+        return
+    missing: dict[str, list[str]] = {}
+    for prompt in versions:
+        for name in prompt.variables:
+            if name not in case.input:
+                missing.setdefault(name, []).append(prompt.version)
+    for name, used in missing.items():
+        case.notes.append(f"var {name} (in prompt version{'s' if len(used) > 1 else ''} "
+                          f"{', '.join(used)}) is not among this test's vars: elizon_prompt "
+                          "refuses to render without it, where promptfoo renders it empty")
+
+
 # -- the whole config --------------------------------------------------------------------------
 
 def _tests(config: dict[str, Any], reader: _Reader) -> Iterator[tuple[dict[str, Any], str]]:
@@ -746,8 +1333,8 @@ _KNOWN_TEST_KEYS = {"vars", "assert", "description", "threshold", "options", "_n
 
 _TRANSFORM_LOST = ("the assertions see the output untransformed; transform it in the entry "
                    "point (or read a JSON field with expect.path)")
-_PROMPT_LOST = ("promptfoo adds it to the prompt, and prompts are not converted; add it in "
-                "the entry point")
+_PROMPT_LOST = ("promptfoo adds it to the prompt, and the prompt versions are written without "
+                "it; add it in the entry point")
 #: Test options with no Elizon equivalent, and what that means for the converted case.
 _OPTION_LOST = {
     "transform": _TRANSFORM_LOST,
@@ -844,6 +1431,7 @@ def convert(config_path: Path, out_dir: Path) -> Conversion:
     default_asserts = _asserts(default, "defaultTest")
     default_options = _options(default, "defaultTest")
     prompt = _one_prompt(data)
+    matrix = _matrix(data, reader)
     mapper = _Mapper(reader, out_dir)
     cases: list[_Case] = []
     taken: set[str] = set()
@@ -888,15 +1476,26 @@ def convert(config_path: Path, out_dir: Path) -> Conversion:
     if not cases:
         raise ImportFailed(f"config {config_path}: no tests to import (tests: is missing or "
                            "empty)")
+    for case in cases:
+        _missing_vars(case, matrix.versions)
     judge = _judge(cases, mapper.mapped)
-    manifest = _manifest(data, config_path, any("judge" in c.expect for c in cases), judge)
+    manifest = _manifest(data, config_path, any("judge" in c.expect for c in cases), judge,
+                         matrix)
     suite, starts = _suite(cases, config_path)
     _check_loads(manifest, suite, cases, starts)
+    registry = _registry(matrix, config_path, cases)
+    if registry is not None:
+        _check_registry(registry)
     unconverted = [f"{c.id}: {note}" for c in cases for note in c.notes]
     return Conversion(
         manifest=manifest, suite=suite,
         checks=_checks_module(mapper.python) if mapper.python else None,
-        cases=len(cases), mapped=mapper.mapped, unconverted=unconverted)
+        cases=len(cases), mapped=mapper.mapped, unconverted=unconverted,
+        prompt_registry=registry,
+        providers=len(matrix.providers), prompts=len(matrix.prompts),
+        versions=len(matrix.versions), variants=len(matrix.variants),
+        reference=matrix.variants[0]["name"] if matrix.variants else None,
+        setup_unconverted=matrix.notes)
 
 
 def _comment(text: str) -> str:
@@ -904,22 +1503,43 @@ def _comment(text: str) -> str:
 
 
 def _manifest(config: dict[str, Any], config_path: Path, judged: bool,
-              judge: dict[str, str] | None) -> str:
+              judge: dict[str, str] | None, matrix: _Matrix) -> str:
     description = config.get("description")
     name = _SLUG.sub("-", (description if isinstance(description, str) else
                            config_path.parent.name).lower()).strip("-")[:60] or "imported"
-    providers = config.get("providers", config.get("targets"))
-    shown = _comment(_shown(providers, 200)) if providers is not None else "none"
+    # Provider ids only: their options may hold credentials (docs/contract.md, no secret
+    # reaches any file).
+    shown = ", ".join(_comment(p.shown) for p in matrix.providers) or "none"
     lines = [
         f"# Imported from {_comment(config_path.name)} by `elizon-eval import promptfoo`.",
-        "# Providers are not converted. Bind the entry point that answers each case's",
-        "# input (a mapping of the promptfoo vars, passed as keyword arguments):",
+        "# Bind the entry point that answers each case's input (a mapping of the promptfoo",
+        "# vars, passed as keyword arguments):",
         "#   entry: app:answer             # a module of this folder, here; or",
         "#   an `elizon_entry` fixture in conftest.py, or --elizon-entry on the command line.",
-        f"# promptfoo providers were: {shown}",
+        f"# promptfoo {matrix.key}: {shown}",
     ]
-    if config.get("prompts") is not None:
-        lines.append(f"# promptfoo prompts were: {_comment(_shown(config['prompts'], 200))}")
+    if matrix.variants:
+        lines += [
+            "# Each provider × prompt is one of the variants below: every case runs once per",
+            "# variant (suite.yaml::case[variant]; the first is the reference). A Python entry",
+            "# receives a variant's params as keyword arguments beside the vars",
+            "# (docs/format.md#variants).",
+        ]
+    if matrix.versions:
+        pinned = "the version a variant pins" if matrix.variants else "it"
+        lines += [
+            f"# The prompt{'s are versions' if len(matrix.versions) > 1 else ' is a version'} "
+            f"of `{PROMPT_NAME}` in {PROMPTS_FILE}: the elizon_prompt fixture",
+            f"# renders {pinned} with the case's vars (docs/format.md#prompts),",
+            "# e.g. in conftest.py:",
+            *_entry_example(matrix),
+        ]
+    if matrix.variants:
+        width = max(len(v["name"]) for v in matrix.variants)
+        lines.append("# The variants, from promptfoo's providers × prompts:")
+        lines += [f"#   {v['name']:<{width}} = {origin}"
+                  for v, origin in zip(matrix.variants, matrix.origins, strict=True)]
+    lines += [f"# promptfoo, not converted: {_comment(note)}" for note in matrix.notes]
     if judge is not None:
         lines.append("# judge: promptfoo's grading provider (options.provider); the API key is "
                      f"read from ${judge['apiKeyEnv']}.")
@@ -932,7 +1552,26 @@ def _manifest(config: dict[str, Any], config_path: Path, judged: bool,
     if judge is not None:
         body["judge"] = judge
     body["evaluation"] = {"suite": f"./{SUITE_NAME}", "gate": "must-pass"}
+    if matrix.variants:
+        body["variants"] = matrix.variants
     return "\n".join(lines) + "\n" + _dump(body)
+
+
+def _entry_example(matrix: _Matrix) -> list[str]:
+    """An ``elizon_entry`` fixture, as comment lines, that takes the variants' params by
+    name (so they do not reach the prompt as vars) and renders the prompt."""
+    params: list[str] = []
+    for variant in matrix.variants:
+        params += [k for k in variant.get("params", {}) if k not in params]
+    signature = "".join(f"{k}=None, " for k in params)
+    model = "model, " if "model" in params else ""
+    return [
+        "#   @pytest.fixture",
+        "#   def elizon_entry(elizon_prompt):",
+        f"#       def answer({signature}**vars):",
+        f'#           return call_your_model({model}elizon_prompt("{PROMPT_NAME}", **vars))',
+        "#       return answer",
+    ]
 
 
 class _Dumper(yaml.SafeDumper):
@@ -943,6 +1582,19 @@ class _Dumper(yaml.SafeDumper):
 def _dump(value: Any) -> str:
     return yaml.dump(value, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100,
                      default_flow_style=False)
+
+
+class _BlockDumper(_Dumper):
+    """Multi-line templates as ``|`` blocks, as a person writes them (PyYAML picks a quoted
+    style itself where a block cannot hold the text, e.g. trailing spaces)."""
+
+
+def _block_text(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
+    return dumper.represent_scalar("tag:yaml.org,2002:str", text,
+                                   style="|" if "\n" in text else None)
+
+
+_BlockDumper.add_representer(str, _block_text)
 
 
 def _suite(cases: list[_Case], config_path: Path) -> tuple[str, list[int]]:
@@ -990,13 +1642,30 @@ def _check_loads(manifest: str, suite: str, cases: list[_Case], starts: list[int
                            "that assertion out) and import again")
 
 
+def _check_registry(text: str) -> None:
+    """The prompt registry loads as the ``elizon_prompt`` fixture will read it (its own
+    reader, on a copy in a temporary folder); ImportFailed, before anything is written,
+    naming each problem."""
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        (root / PROMPTS_FILE).parent.mkdir()
+        (root / PROMPTS_FILE).write_text(text, encoding="utf-8")
+        try:
+            load_registry(root, lambda path: path.relative_to(root).as_posix())
+        except ElizonError as exc:
+            raise ImportFailed("the converted package would not load, so nothing was written: "
+                               + "; ".join(exc.messages)) from None
+
+
 def write(conversion: Conversion, out_dir: Path, *, force: bool = False) -> list[Path]:
     """Write the package; an existing file (a link too, dangling or not) is kept unless
     ``force``, which replaces it: a link is replaced, never written through."""
-    files = {"elizon.yaml": conversion.manifest, SUITE_NAME: conversion.suite}
-    if conversion.checks:
-        files[f"{CHECKS_MODULE}.py"] = conversion.checks
+    files = conversion.files()
     targets = [out_dir / name for name in files]
+    folder = out_dir / Path(PROMPTS_FILE).parent
+    if conversion.prompt_registry and folder.is_symlink():  # a file in it would be written through
+        raise ImportFailed(f"{folder} is a symbolic link; the prompt registry is written into a "
+                           "folder of its own: remove the link")
     existing = [p for p in targets if os.path.lexists(p)]
     if existing and not force:
         link = " (a symbolic link)" if existing[0].is_symlink() else ""
@@ -1004,6 +1673,7 @@ def write(conversion: Conversion, out_dir: Path, *, force: bool = False) -> list
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         for path, text in zip(targets, files.values(), strict=True):
+            path.parent.mkdir(exist_ok=True)
             replace_file(path, text)
     except OSError as exc:
         raise ImportFailed(f"cannot write into {out_dir}: {exc.strerror}") from None
