@@ -374,6 +374,8 @@ class SessionReporter:
         self.written: list[tuple[str, Path]] = []
         #: Set when the terminal summary starts: the -v words then lose their usage.
         self.summarizing = False
+        #: Why --elizon-fail-on-regression could not gate this run (it had nothing to compare).
+        self.ungated: str | None = None
         self.unwritten: list[str] = []
         self.recordings: list[dict[str, Any]] = []
         #: By suite path, the cases of each suite file some of whose cases were deselected
@@ -462,6 +464,19 @@ class SessionReporter:
                 self.recordings.append(data["recording"])
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.aggregate.gate_variants = self.settings.fail_on_regression
+        if self.aggregate.variant_note() and session.exitstatus == pytest.ExitCode.OK:
+            # a variant significantly worse than its reference (the summary says which)
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if self.config.getoption("elizon_fail_on_regression") and len(self.aggregate) \
+                and self.settings.baseline is None \
+                and not self.aggregate.variant_comparisons():
+            # the gate asked for had nothing to compare: never a silent pass
+            self.ungated = ("--elizon-fail-on-regression had nothing to compare: it compares "
+                            "this run with an earlier one (give --elizon-baseline=PATH, an "
+                            "earlier --elizon-results file) and variants with their "
+                            "reference (docs/format.md#variants); this run has neither")
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
         if self.previous is not None and self.settings.baseline is not None:
             from .reporting.regression import compare  # deferred: only with a baseline
 
@@ -505,6 +520,8 @@ class SessionReporter:
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         self.summarizing = True
+        if self.ungated:
+            terminalreporter.write_line(f"ERROR: {self.ungated}", red=True, bold=True)
         lines: list[tuple[str, dict[str, bool]]] = []
         detail = options.report_detail(self.config)
         # nothing to say without results, a baseline or a framework (--collect-only: what

@@ -259,10 +259,14 @@ def test_bad_levels_and_a_flag_without_a_baseline_are_usage_errors(
         result.stderr.fnmatch_lines([f"ERROR: ini option {said}"])
     pytester.makeini("[pytest]\nelizon_confidence = 90%\n")
     assert pytester.runpytest().ret == pytest.ExitCode.OK
-    result = pytester.runpytest("--elizon-fail-on-regression")
+    # the gate asked for, with nothing to compare (no baseline, no variants): never a
+    # silent pass; the run's own reports are made all the same
+    result = pytester.runpytest("--elizon-fail-on-regression", "--elizon-results=r.json")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: --elizon-fail-on-regression compares this run with an "
-                                 "earlier one: give --elizon-baseline=PATH*"])
+    result.stdout.fnmatch_lines(["ERROR: --elizon-fail-on-regression had nothing to compare: "
+                                 "it compares this run with an earlier one (give "
+                                 "--elizon-baseline=PATH*"])
+    assert (pytester.path / "r.json").is_file()
 
 
 # -- pairing, directly ---------------------------------------------------------------------

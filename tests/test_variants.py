@@ -267,3 +267,49 @@ def test_the_comparison_reaches_the_terminal_markdown_html_and_results(
     assert "| pkg/eval/suite.yaml | knows-size | passed | failed |" in summary
     page = (pytester.path / "report.html").read_text("utf-8")
     assert 'class="variants-matrix"' in page
+
+
+GATED_SUITE = "cases:\n" + "".join(
+    f"  - id: q{i}\n    input: q{i}\n    expect: {{contains: [right]}}\n" for i in range(12))
+GATED_APP = """
+def answer(text, wrong=0):
+    return "wrong" if int(text[1:]) < wrong else "right"
+"""
+
+
+def gated_package(packages: Packages, variants: str) -> None:
+    packages.write("pkg/elizon.yaml", "name: pkg\nentry: app:answer\nvariants:\n"
+                   f"{variants}evaluation:\n  suite: ./eval/suite.yaml\n")
+    packages.write("pkg/eval/suite.yaml", GATED_SUITE)
+    packages.write("pkg/app.py", GATED_APP)
+
+
+def test_fail_on_regression_gates_variants_by_a_significant_drop_only(
+        packages: Packages, pytester: pytest.Pytester) -> None:
+    close = "  - name: large\n  - name: close\n    params: {wrong: 1}\n"
+    gated_package(packages, close)
+    # by default a must-pass suite gates every variant, case by case
+    assert pytester.runpytest("pkg").ret == pytest.ExitCode.TESTS_FAILED
+    # against the reference, one case of twelve is within noise: the run passes
+    within = pytester.runpytest("pkg", "--elizon-fail-on-regression",
+                                "--elizon-results=results.json")
+    assert within.ret == pytest.ExitCode.OK, within.stdout.str()
+    assert within.parseoutcomes() == {"passed": 23, "advisory_failed": 1}
+    within.stdout.fnmatch_lines(["variant close: 11/12 passed*within noise of large*"])
+    # ten of twelve is a significant drop (exact McNemar, p = 2 * 0.5**10): the run fails
+    gated_package(packages, close + "  - name: small\n    params: {wrong: 10}\n")
+    worse = pytester.runpytest("pkg", "--elizon-fail-on-regression",
+                               "--elizon-results=results.json")
+    assert worse.ret == pytest.ExitCode.TESTS_FAILED
+    assert worse.parseoutcomes() == {"passed": 25, "advisory_failed": 11}
+    worse.stdout.fnmatch_lines(["*--elizon-fail-on-regression fails the run: 1 significant "
+                                "drop of a variant against its reference: small pass_rate "
+                                "-0.833 against large*"])
+    data = json.loads((pytester.path / "results.json").read_text("utf-8"))
+    assert data["verdict"]["pass"] is False
+    differences = {d["variant"]: d["verdict"] for d in data["variants"][0]["differences"]}
+    assert differences == {"close": "within noise", "small": "worse"}
+    # an advisory variant never fails the run, however much worse
+    gated_package(packages, close + "  - name: small\n    params: {wrong: 10}\n"
+                                    "    gate: advisory\n")
+    assert pytester.runpytest("pkg", "--elizon-fail-on-regression").ret == pytest.ExitCode.OK

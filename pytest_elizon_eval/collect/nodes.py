@@ -404,9 +404,15 @@ class CaseItem(compat.FixtureItem):
         if self.rendered_prompts:
             changes["prompts"] = tuple(self.rendered_prompts)
         variant = self.variant
-        if variant is not None and variant.advisory and result.outcome != outcomes.PASSED \
-                and result.outcome != outcomes.ERROR and result.advisory is None:
-            changes["advisory"] = f"variant {variant.name} is advisory"
+        if variant is not None and result.outcome not in (outcomes.PASSED, outcomes.ERROR) \
+                and result.advisory is None:
+            if variant.advisory:
+                changes["advisory"] = f"variant {variant.name} is advisory"
+            elif not variant.reference and session.of(self.config).settings.fail_on_regression:
+                # gated by its comparison with the reference instead, case by case
+                # advisory (docs/contract.md#variant-comparison)
+                changes["advisory"] = (f"variant {variant.name} is gated by a significant "
+                                       "drop against its reference (--elizon-fail-on-regression)")
         return dataclasses.replace(result, **changes) if changes else result
 
     def history_key(self) -> tuple[str, str]:

@@ -213,7 +213,9 @@ OPTIONS: tuple[Option, ...] = (
            action="store_true", default=False, ini_type="bool", ini_default=False,
            unset="false",
            help="With --elizon-baseline: fail the run when a must-pass suite regressed "
-                "significantly (at elizon_alpha, Holm-corrected across its metrics)."),
+                "significantly (at elizon_alpha, Holm-corrected across its metrics); with "
+                "variants: fail it when a variant is significantly worse than its reference, "
+                "and only then (the other variants' failed cases are advisory)."),
 )
 
 
@@ -680,11 +682,7 @@ def _level(config: pytest.Config, name: str, default: float, what: str) -> float
 
 def _fail_on_regression(config: pytest.Config, baseline: Path | None) -> bool:
     flag = bool(config.getoption("elizon_fail_on_regression"))
-    if flag and baseline is None:
-        raise pytest.UsageError("--elizon-fail-on-regression compares this run with an earlier "
-                                "one: give --elizon-baseline=PATH (an earlier --elizon-results "
-                                "file) too")
-    if flag:
+    if flag:  # with --elizon-baseline, and for variants against their reference
         return True
     try:
         on = bool(config.getini("elizon_fail_on_regression"))
@@ -692,8 +690,8 @@ def _fail_on_regression(config: pytest.Config, baseline: Path | None) -> bool:
         reason = str(exc).rsplit(": ", 1)[-1]
         raise pytest.UsageError(f"{_ini_source(config, 'elizon_fail_on_regression')}: "
                                 f"{reason}; expected true or false") from None
-    # the ini key serves every run; only one with a baseline has regressions to fail on
-    return on and baseline is not None
+    # the ini key serves every run: one with a baseline, or with variants
+    return on
 
 
 #: The files a run writes, by the option that names each (docs/contract.md#reports).

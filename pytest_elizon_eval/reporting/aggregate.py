@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..decide.comparison import Comparison, compare
+from ..decide.comparison import Comparison, Difference, compare
 from ..decide.outcomes import (
     ERROR,
     FAILED,
@@ -261,6 +261,9 @@ class Aggregate:
         self.framework: str | None = None
         #: ``failed, overridden by NAME: REASON`` when a view shows an override of the gate.
         self.override_note: str | None = None
+        #: ``--elizon-fail-on-regression``: a variant significantly worse than its
+        #: reference fails the run (docs/contract.md#variant-comparison).
+        self.gate_variants = False
 
     def add(self, data: Mapping[str, Any]) -> None:
         """Add a case's result from its report's data (an xdist worker's)."""
@@ -343,10 +346,34 @@ class Aggregate:
                                  package=package))
         return found
 
+    def variant_regressions(self) -> list[tuple[Comparison, Difference]]:
+        """The variants significantly worse than their reference, not advisory, of a
+        package with a must-pass suite: what ``--elizon-fail-on-regression`` fails the run
+        on (docs/contract.md#variant-comparison)."""
+        gated = {s.info.package for s in self.suites() if s.info.variants and not s.info.advisory}
+        return [(c, d) for c in self.variant_comparisons() if c.package in gated
+                for d in c.differences if d.verdict == "worse"
+                and not next(v.advisory for v in c.variants if v.name == d.variant)]
+
+    def variant_note(self) -> str:
+        """The sentence that says the run failed on its worse variants; else empty."""
+        if not self.gate_variants:
+            return ""
+        found = self.variant_regressions()
+        if not found:
+            return ""
+        named = ", ".join(f"{d.variant} {d.metric} {d.change:+.3g} against {c.reference} "
+                          f"(Holm p={d.adjusted_p:.3g})" for c, d in found)
+        return (f"--elizon-fail-on-regression fails the run: {len(found)} significant "
+                f"drop{'s' if len(found) != 1 else ''} of a variant against its reference: "
+                f"{named}.")
+
     @property
     def passed(self) -> bool:
-        """Whether the run passes its gates: no must-pass suite has a case that did not pass."""
-        return all(s.verdict != "fail" for s in self.suites())
+        """Whether the run passes its gates: no must-pass suite has a case that did not pass,
+        and, under ``--elizon-fail-on-regression``, no variant is significantly worse than
+        its reference."""
+        return all(s.verdict != "fail" for s in self.suites()) and not self.variant_note()
 
     def rate_limit_note(self) -> str:
         """One sentence when the run was rate limited or retried calls; else empty."""
@@ -405,4 +432,5 @@ class Aggregate:
                     "pass": ", which passes by elizon_inconclusive = pass"}.get(s.verdict, "")
             parts.append(f"{s.info.path} ({gate}) passed {s.count(PASSED)} of {n} "
                          f"({detail}){tail}.")
-        return " ".join([head, *parts])
+        note = self.variant_note()
+        return " ".join([head, *parts, *([note] if note else [])])

@@ -371,6 +371,8 @@ def render(aggregate: Aggregate, regression: Regression | None = None, *,
         lines.extend(_suite_block(summary, detail, how))
     for compared in aggregate.variant_comparisons():  # docs/contract.md#variant-comparison
         lines.extend((text, {}) for text in variants.terminal_lines(compared, verbose=full))
+    if note := aggregate.variant_note():
+        lines.append((note, {"red": True, "bold": True}))
     cost = aggregate.cost_note()
     if cost and run is None:  # docs/contract.md#terminal: what the whole run cost
         lines.append((cost, {}))
