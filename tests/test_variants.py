@@ -313,3 +313,53 @@ def test_fail_on_regression_gates_variants_by_a_significant_drop_only(
     gated_package(packages, close + "  - name: small\n    params: {wrong: 10}\n"
                                     "    gate: advisory\n")
     assert pytester.runpytest("pkg", "--elizon-fail-on-regression").ret == pytest.ExitCode.OK
+
+
+def test_an_openai_service_gets_each_variants_model_and_body(
+        packages: Packages, pytester: pytest.Pytester) -> None:
+    from .chat_server import ChatServer
+
+    with ChatServer().running() as server:
+        packages.write("pkg/elizon.yaml", f"""
+            name: pkg
+            entry: {{url: "{server.url}/chat/completions", output: openai, model: good,
+                     body: {{temperature: 0}}}}
+            variants:
+              - name: good
+              - name: low
+                model: low
+                body: {{temperature: 0.7, seed: 3}}
+            evaluation:
+              suite: ./eval/suite.yaml
+        """)
+        packages.write("pkg/eval/suite.yaml", """
+            cases:
+              - id: grade
+                input: how polite is this
+                expect: {contains: ["0.9"]}
+        """)
+        result = pytester.runpytest("pkg", "-v")
+        sent = sorted((r["model"], r.get("temperature"), r.get("seed")) for r in server.requests)
+    result.stdout.fnmatch_lines(["*grade[[]good[]] PASSED*", "*grade[[]low[]] FAILED*"])
+    assert sent == [("good", 0, None), ("low", 0.7, 3)]
+
+
+def test_an_http_entry_takes_no_params(packages: Packages, pytester: pytest.Pytester) -> None:
+    variant_package(packages, "  - name: a\n    params: {model: x}\n",
+                    entry="{url: 'http://127.0.0.1:9/answer'}")
+    result = pytester.runpytest("pkg")
+    assert result.parseoutcomes() == {"errors": 2}
+    result.stdout.fnmatch_lines([
+        "*variant a gives params, which are keyword arguments of a Python entry point*"
+        "is an HTTP service: give the variant model and body*"])
+
+
+def test_variants_under_xdist_are_compared_by_the_controller(
+        packages: Packages, pytester: pytest.Pytester) -> None:
+    gated_package(packages, "  - name: large\n  - name: small\n    params: {wrong: 10}\n")
+    result = pytester.runpytest("pkg", "-n", "2", "--elizon-results=results.json")
+    result.stdout.fnmatch_lines(["variant small: 2/12 passed*worse than large*"])
+    data = json.loads((pytester.path / "results.json").read_text("utf-8"))
+    validate_results(data)
+    assert {d["variant"]: d["verdict"] for d in data["variants"][0]["differences"]} == {
+        "small": "worse"}
