@@ -363,3 +363,30 @@ def test_variants_under_xdist_are_compared_by_the_controller(
     validate_results(data)
     assert {d["variant"]: d["verdict"] for d in data["variants"][0]["differences"]} == {
         "small": "worse"}
+
+
+def test_resume_takes_a_variants_case_only_while_the_variant_is_unchanged(
+        packages: Packages, pytester: pytest.Pytester, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = tmp_path / "calls.log"
+    monkeypatch.setenv("CALLS_LOG", str(calls))
+    logging_app = ("import os\n\ndef answer(text, model='none'):\n"
+                   "    with open(os.environ['CALLS_LOG'], 'a') as log:\n"
+                   "        log.write(f'{text}:{model}\\n')\n"
+                   "    return f'{text} from {model}'\n")
+    variants = "  - name: large\n    params: {model: large}\n  - name: small\n    params: {model: %s}\n"
+    variant_package(packages, variants % "small", app=logging_app)
+    # stopped at its first failure (knows-size[small], the last): three cases are stored
+    pytester.runpytest("pkg", "-x", "--elizon-history=h.sqlite").assert_outcomes(
+        passed=3, failed=1)
+    calls.unlink()
+    variant_package(packages, variants % "small-2", app=logging_app)  # small's model changed
+    resumed = pytester.runpytest("pkg", "--elizon-resume", "--elizon-history=h.sqlite",
+                                 "--elizon-results=r.json")
+    assert resumed.ret == 1, resumed.stdout.str() + resumed.stderr.str()
+    resumed.assert_outcomes(passed=3, failed=1)
+    # large's cases are taken from the store; small's run again with its new params
+    assert sorted(calls.read_text().split()) == ["hello:small-2", "size:small-2"]
+    taken = {(c["id"], c["variant"]) for c in results_cases(pytester, "r.json")
+             if c.get("resumed")}
+    assert taken == {("greets", "large"), ("knows-size", "large")}

@@ -427,8 +427,11 @@ class CaseItem(compat.FixtureItem):
         if application is not None and plan is not None:  # what ran, not only its name
             entry = f"{entry} {application}"
         if self._case_sha is None:  # asked at the run and again for its report
+            extra = self.history_extra
+            if self.variant is not None:  # what its variant changes is its content too
+                extra = {**extra, "variant": planning.variant_key(self.variant)}
             self._case_sha = planning.case_sha256(
-                self.case, {**planning.effective(plan), **self.history_extra}
+                self.case, {**planning.effective(plan), **extra}
                 if plan is not None else None, self.case_text)
         return self._case_sha, entry
 

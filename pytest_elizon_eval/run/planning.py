@@ -8,6 +8,7 @@ case's result. :mod:`.collect` calls both from a case's setup and run.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -121,6 +122,16 @@ def sources(kind: Kind, context: SuiteContext, settings: Settings, fixture_value
 def variants_of(package: Package, settings: Settings) -> tuple[Variant, ...]:
     """The variants ``package``'s cases run under this session (docs/format.md#variants)."""
     return run_variants(package, settings.variants_selected, settings.variants_added)
+
+
+def variant_key(variant: Variant) -> str:
+    """Everything a variant changes in its cases' runs, as one text: part of their
+    effective content, so ``--elizon-resume`` runs them again when it changed
+    (docs/contract.md#resume)."""
+    return json.dumps({"name": variant.name, "params": variant.params,
+                       "prompts": variant.prompts, "entry": repr(variant.entry),
+                       "model": variant.model, "body": variant.body}, sort_keys=True,
+                      ensure_ascii=False, default=repr)
 
 
 def variant_request(source: Source, variant: Variant, output: str) -> Source:
