@@ -374,7 +374,8 @@ def test_resume_takes_a_variants_case_only_while_the_variant_is_unchanged(
                    "    with open(os.environ['CALLS_LOG'], 'a') as log:\n"
                    "        log.write(f'{text}:{model}\\n')\n"
                    "    return f'{text} from {model}'\n")
-    variants = "  - name: large\n    params: {model: large}\n  - name: small\n    params: {model: %s}\n"
+    variants = ("  - name: large\n    params: {model: large}\n"
+                "  - name: small\n    params: {model: %s}\n")
     variant_package(packages, variants % "small", app=logging_app)
     # stopped at its first failure (knows-size[small], the last): three cases are stored
     pytester.runpytest("pkg", "-x", "--elizon-history=h.sqlite").assert_outcomes(
