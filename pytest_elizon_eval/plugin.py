@@ -409,8 +409,8 @@ class SessionReporter:
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         for item in items:
-            if isinstance(item, collect.CaseItem) and item.identity.suite.case_count:
-                self._deselected[item.identity.suite.path] = item.identity.suite.case_count
+            if isinstance(item, collect.CaseItem) and item.identity.suite.item_count:
+                self._deselected[item.identity.suite.path] = item.identity.suite.item_count
 
     def _terminal(self) -> pytest.TerminalReporter | None:
         plugin = self.config.pluginmanager.get_plugin("terminalreporter")

@@ -17,7 +17,7 @@ from pytest_elizon_eval.decide.results_data import PromptRecord
 from pytest_elizon_eval.errors import ElizonError
 from pytest_elizon_eval.load.prompts import PromptRegistry, load_registry
 
-from .conftest import Packages, elizon_eval
+from .conftest import Packages, elizon_eval, validate_results
 
 SUPPORT = """
 variables: [question, name]
@@ -299,6 +299,11 @@ def test_a_case_renders_through_its_entry_and_its_result_records_the_prompt(
     assert case["output"] == ("MODEL SAW: You are the helpdesk of ACME. Greet Ann and answer: "
                               "where is my parcel\n")
     assert case["prompts"] == [{"name": "support", "version": "2", "sha256": _sha(V2)}]
+    # the run's provenance names every prompt text its package's cases were scored with
+    data = json.loads((pytester.path / "results.json").read_text(encoding="utf-8"))
+    validate_results(data)
+    [package] = data["provenance"]["packages"]
+    assert package["prompts"] == case["prompts"]
 
 
 def test_each_variant_renders_the_version_it_pins(packages: Packages,

@@ -165,12 +165,10 @@ class SuiteFile(_ShowsElizonErrors, pytest.File):
                 self.config.addinivalue_line("markers", marker)
         settings = session.of(self.config).settings
         variants = planning.variants_of(self.package, settings)
-        if variants:  # its items: each case per variant; the reference named first
+        if variants:  # its cases run once per variant; the reference named first
             ordered = sorted(variants, key=lambda v: not v.reference)
             info = dataclasses.replace(
-                info, case_count=None if info.case_count is None
-                else info.case_count * len(variants),
-                variants=tuple(v.name for v in ordered),
+                info, variants=tuple(v.name for v in ordered),
                 advisory_variants=tuple(v.name for v in ordered if v.advisory))
         for case, line, text in zip(loaded.cases, loaded.lines, loaded.case_texts,
                                     strict=True):

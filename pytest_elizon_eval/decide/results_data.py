@@ -463,6 +463,14 @@ class SuiteInfo:
     advisory_variants: tuple[str, ...] | None = field(default=None,
                                                       metadata={OMIT_NONE: True})
 
+    @property
+    def item_count(self) -> int | None:
+        """How many items its file's cases make: each case once per variant (None where
+        the case count is not known)."""
+        if self.case_count is None:
+            return None
+        return self.case_count * len(self.variants) if self.variants else self.case_count
+
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> SuiteInfo:
         return from_data(cls, data)

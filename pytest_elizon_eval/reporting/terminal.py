@@ -100,7 +100,7 @@ def _selected(ran: int, total: int, how: str) -> str:
 
 def _partial(summary: SuiteSummary, how: str) -> str:
     """How many of the suite file's cases ran, when not all did (docs/contract.md#terminal)."""
-    total = summary.info.case_count
+    total = summary.info.item_count
     if total is None or len(summary.results) >= total:
         return ""
     return _selected(len(summary.results), total, how)
@@ -319,8 +319,8 @@ def summary_line(aggregate: Aggregate, regression: Regression | None = None,
     teardowns = sum(s.teardown_errors for s in suites)
     if teardowns:
         parts.append(f"{teardowns} teardown error{'s' if teardowns != 1 else ''}")
-    known = [s for s in suites if s.info.case_count is not None]
-    total = sum(s.info.case_count or 0 for s in known) + run.unselected
+    known = [s for s in suites if s.info.item_count is not None]
+    total = sum(s.info.item_count or 0 for s in known) + run.unselected
     ran = sum(len(s.results) for s in known)
     if ran < total:
         parts.append(_selected(ran, total, run.how))

@@ -251,6 +251,12 @@ def packages(aggregate: Aggregate, index: PackageIndex,
                                     *(r.entry for r in summary.results if r.entry)})
         record["judges"] = sorted({*record.get("judges", ()),
                                    *(j.judge for r in summary.results for j in r.judges)})
+        rendered = {(p.name, p.version, p.sha256) for r in summary.results
+                    for p in r.prompts or ()}
+        if rendered:  # docs/format.md#prompts: which prompt texts this run scored
+            known = {(p["name"], p["version"], p["sha256"]) for p in record.get("prompts", ())}
+            record["prompts"] = [{"name": n, "version": v, "sha256": h}
+                                 for n, v, h in sorted(known | rendered)]
     return list(found.values())
 
 
