@@ -39,6 +39,7 @@ from .decide.outcomes import (
     blocks,
     display_reason,
 )
+from .decide.wording import ADVISORY_PREFIX
 from .errors import ELIZON_ATTESTATION_INVALID
 from .errors import ELIZON_RESULTS_INVALID as ELIZON_RESULTS_INVALID
 from .errors import ELIZON_RESULTS_SIGNATURE_INVALID as ELIZON_RESULTS_SIGNATURE_INVALID
@@ -201,6 +202,10 @@ def _verdict_line(document: Document) -> tuple[str, dict[str, bool]]:
             {"green": passed, "red": not passed, "bold": True})
 
 
+#: How verify and acknowledge name the variant gate of --elizon-fail-on-regression.
+_VARIANT_GATE = "a variant significantly worse than its reference (--elizon-fail-on-regression)"
+
+
 def _gate_line(document: Document) -> tuple[str, dict[str, bool]]:
     suites = document.aggregate.suites()
     gated = [s for s in suites if not s.info.advisory]
@@ -214,6 +219,10 @@ def _gate_line(document: Document) -> tuple[str, dict[str, bool]]:
     if regressed:  # the cases passed; --elizon-fail-on-regression failed the run
         return (f"MUST-PASS GATE: FAILED — significant regression (--elizon-fail-on-regression)"
                 f": {safe(evidence.regression_words(regressed))}", {"red": True, "bold": True})
+    worse = evidence.failed_variants(document)
+    if worse:  # the cases passed; the variant gate failed the run (docs/cli.md#verify)
+        return (f"MUST-PASS GATE: FAILED — {_VARIANT_GATE}: "
+                f"{safe(evidence.variant_words(worse))}", {"red": True, "bold": True})
     if not gated:
         return "MUST-PASS GATE: none (every suite is advisory)", {"yellow": True, "bold": True}
     return (f"MUST-PASS GATE: PASSED — all {len(gated)} must-pass "
@@ -340,16 +349,18 @@ def _diff(args: argparse.Namespace, out: Out) -> int:
                  {"red": change.regressed, "green": change.significant and not change.regressed})
     failed = False
     # one rule with pytest's --elizon-fail-on-regression (docs/cli.md#diff): a case of a
-    # must-pass suite that regressed would have failed that run; an advisory one never does
+    # must-pass suite that regressed would have failed that run; an advisory one never does,
+    # nor one NEW names advisory (an advisory variant's, a gated variant's: docs/format.md#variants)
     gated = [c for c in regression.changes if c.change in ("regressed", "not run")
-             and c.nodeid.split("::", 1)[0] in regression.must_pass]
+             and c.nodeid.split("::", 1)[0] in regression.must_pass
+             and not (c.after or "").startswith(ADVISORY_PREFIX)]
     if args.fail_on_regression and gated:
         advisory = counts["regressed"] + counts.get("not run", 0) - len(gated)
         said = " or ".join(kind for kind in ("regressed", "not run")
                            if any(c.change == kind for c in gated))
         out.line(f"{len(gated)} case{'s' if len(gated) != 1 else ''} of must-pass suites "
                  f"{said} (--fail-on-regression)"
-                 + (f"; {advisory} of advisory suites, which never fail the run"
+                 + (f"; {advisory} advisory, which never fail the run"
                     if advisory else ""), {"red": True, "bold": True})
         failed = True
     if regression.fails_run:  # a significant regression, as pytest's flag fails the run on
@@ -357,6 +368,13 @@ def _diff(args: argparse.Namespace, out: Out) -> int:
                                                         "--fail-on-regression", 1)),
                  {"red": True, "bold": True})
         failed = True
+    if args.fail_on_regression:  # and a variant significantly worse than its reference in
+        new.aggregate.gate_variants = True  # NEW, as the flag gates a run's variants
+        note = new.aggregate.variant_note()
+        if note:
+            out.line(safe(note.replace("--elizon-fail-on-regression", "--fail-on-regression",
+                                       1)), {"red": True, "bold": True})
+            failed = True
     if failed:
         return EXIT_NO
     return EXIT_OK
@@ -407,7 +425,7 @@ def _merge(args: argparse.Namespace, out: Out) -> int:
               "over them anyway", file=sys.stderr)
         return EXIT_NO
     try:
-        data, aggregate = evidence.merge(documents)
+        data, aggregate, notes = evidence.merge(documents)
     except EvidenceError as exc:
         print(f"elizon-eval merge: {safe(exc)}", file=sys.stderr)
         return EXIT_NO
@@ -430,6 +448,8 @@ def _merge(args: argparse.Namespace, out: Out) -> int:
              f"{'PASS' if aggregate.passed else 'FAIL'}")
     for item in written:
         out.line(f"  wrote {safe(item)}")
+    for note in notes:  # what the merge decided itself (docs/cli.md#merge)
+        out.line(f"  {safe(note)}", {"yellow": True})
     if key is not None and unverified:
         out.line(f"  signed over {len(unverified)} shard{'s' if len(unverified) != 1 else ''} "
                  "no given key vouches for (--allow-unsigned): "
@@ -569,12 +589,16 @@ def _verify_results(args: argparse.Namespace, document: Document, public: Any,
         failing = [s for s in document.aggregate.suites() if s.verdict == "fail"]
         # a run --elizon-fail-on-regression failed fails the gate as a failed suite does
         regressed = evidence.failed_regressions(document.data)
-        if failing or regressed:
+        # and one its variant gate failed (docs/contract.md#variant-comparison)
+        worse = evidence.failed_variants(document)
+        if failing or regressed or worse:
             parts = [f"{safe(s.info.path)} ({s.info.gate}) passed {s.count(PASSED)} of "
                      f"{len(s.results)}" for s in failing]
             if regressed:
                 parts.append("significant regression (--elizon-fail-on-regression): "
                              + safe(evidence.regression_words(regressed)))
+            if worse:
+                parts.append(f"{_VARIANT_GATE}: {safe(evidence.variant_words(worse))}")
             honoured = _honoured_override(document, approver, errors)
             if honoured is None:
                 errors.append(f"{EVALUATION_GATE_FAILED}: {'; '.join(parts)}")
@@ -1071,7 +1095,6 @@ def _history_store(given: str | None) -> Any:
 
 def _history(args: argparse.Namespace, out: Out) -> int:
     from .history import queries  # deferred: only this verb reads the store
-    from .reporting.usage_text import dollars
 
     words = list(args.words)
     if words and words[0] == "diff":
@@ -1092,25 +1115,15 @@ def _history(args: argparse.Namespace, out: Out) -> int:
     shown = f"runs {found.runs[0][0]}..{found.runs[-1][0]}" if found.runs else "no runs"
     out.line(f"history of {safe(found.store)}: {len(found.runs)} of {found.runs_total} runs "
              f"shown ({shown})", {"bold": True})
-    for path, points in found.trends.items():
-        out.line("")
-        out.line(f"{safe(path)}", {"bold": True})
-        head = ("run", "started", "cases", "pass rate [95% CI]", "cost", "p95 ms", "judge")
-        rows = [(str(p.run) + ("" if p.status == "finished" else f" ({p.status})"),
-                 safe(p.started), str(p.cases),
-                 f"{p.pass_rate:.3f} [{p.interval[0]:.3f}, {p.interval[1]:.3f}]",
-                 dollars(p.cost_usd, "-"),
-                 "-" if p.p95_latency_ms is None else f"{p.p95_latency_ms:.1f}",
-                 "-" if p.judge_score is None else f"{p.judge_score:.3f}") for p in points]
-        widths = [max(len(row[i]) for row in [head, *rows]) for i in range(len(head))]
-        changed = {i for i in range(1, len(points))
-                   if points[i].application != points[i - 1].application}
-        for i, row in enumerate([head, *rows]):
-            if i - 1 in changed:  # docs/cli.md#history: a boundary, not a trend
-                out.line(f"  -- the application changed: {safe(points[i - 1].application)}",
-                         {"yellow": True})
-            out.line("  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True))
-                     .rstrip(), {"bold": i == 0})
+    for path, pooled in found.trends.items():
+        # a suite run under variants: a table per variant, never their cases pooled
+        # (docs/cli.md#history)
+        apart = found.variant_trends.get(path)
+        blocks = [(path, pooled)] if apart is None else [
+            (f"{path}, variant {name}" if name is not None else f"{path}, without a variant",
+             points) for name, points in apart.items()]
+        for title, points in blocks:
+            _trend_table(out, title, points)
     out.line("")
     if found.started_failing:
         out.line("not passing in their latest run:", {"bold": True})
@@ -1132,6 +1145,30 @@ def _history(args: argparse.Namespace, out: Out) -> int:
     else:
         out.line("no case flaky across the runs shown")
     return EXIT_OK
+
+
+def _trend_table(out: Out, title: str, points: Sequence[Any]) -> None:
+    """One suite's (or one variant's) trend: a row per run."""
+    from .reporting.usage_text import dollars  # deferred: only the history verb
+
+    out.line("")
+    out.line(f"{safe(title)}", {"bold": True})
+    head = ("run", "started", "cases", "pass rate [95% CI]", "cost", "p95 ms", "judge")
+    rows = [(str(p.run) + ("" if p.status == "finished" else f" ({p.status})"),
+             safe(p.started), str(p.cases),
+             f"{p.pass_rate:.3f} [{p.interval[0]:.3f}, {p.interval[1]:.3f}]",
+             dollars(p.cost_usd, "-"),
+             "-" if p.p95_latency_ms is None else f"{p.p95_latency_ms:.1f}",
+             "-" if p.judge_score is None else f"{p.judge_score:.3f}") for p in points]
+    widths = [max(len(row[i]) for row in [head, *rows]) for i in range(len(head))]
+    changed = {i for i in range(1, len(points))
+               if points[i].application != points[i - 1].application}
+    for i, row in enumerate([head, *rows]):
+        if i - 1 in changed:  # docs/cli.md#history: a boundary, not a trend
+            out.line(f"  -- the application changed: {safe(points[i - 1].application)}",
+                     {"yellow": True})
+        out.line("  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True))
+                 .rstrip(), {"bold": i == 0})
 
 
 def _history_diff(words: list[str], out: Out) -> int:

@@ -24,7 +24,7 @@ from ..reporting.aggregate import Aggregate
 from ..stats import wilson_interval
 from .store import Store
 
-__all__ = ["Flaky", "History", "Point", "StartedFailing", "ask", "run_aggregate"]
+__all__ = ["Flaky", "History", "Point", "StartedFailing", "ask", "run_aggregate", "variant_of"]
 
 
 @dataclass(frozen=True)
@@ -76,6 +76,10 @@ class History:
     runs_total: int
     runs: list[tuple[int, str, str]] = field(default_factory=list)
     trends: dict[str, list[Point]] = field(default_factory=dict)
+    #: By suite path, a suite whose cases ran under package variants: the trend of each
+    #: variant's cases, by variant name (None: its runs' cases without a variant), apart
+    #: (docs/cli.md#history); ``trends`` pools them.
+    variant_trends: dict[str, dict[str | None, list[Point]]] = field(default_factory=dict)
     started_failing: list[StartedFailing] = field(default_factory=list)
     flaky: list[Flaky] = field(default_factory=list)
     #: The run of the session asking, when a session asks (the HTML report's strip).
@@ -84,7 +88,11 @@ class History:
     def to_data(self) -> dict[str, Any]:
         return {"store": self.store, "runs_total": self.runs_total,
                 "runs": [{"run": r, "started": s, "status": st} for r, s, st in self.runs],
-                "suites": [{"path": path, "trend": [asdict(p) for p in points]}
+                "suites": [{"path": path, "trend": [asdict(p) for p in points],
+                            **({"variants": [{"variant": name, "trend": [asdict(p) for p in
+                                                                         kept]}
+                                             for name, kept in self.variant_trends[path].items()]}
+                               if path in self.variant_trends else {})}
                            for path, points in self.trends.items()],
                 "started_failing": [asdict(c) for c in self.started_failing],
                 "flaky": [asdict(c) for c in self.flaky]}
@@ -117,27 +125,53 @@ def ask(store: Store, *, last: int = 30, suites: Sequence[str] = ()) -> History:
         return not suites or any(path == s or fnmatch.fnmatchcase(path, s) for s in suites)
 
     per_suite: dict[tuple[str, int], list[tuple[Any, ...]]] = defaultdict(list)
+    per_variant: dict[tuple[str, str, int], list[tuple[Any, ...]]] = defaultdict(list)
+    with_variants: set[str] = set()
     per_case: dict[str, list[tuple[int, str, tuple[str, str, str]]]] = defaultdict(list)
-    for run_id, path, _, nodeid, outcome, latency, cost, score, s_sha, entry, c_sha in rows:
+    for run_id, path, case_id, nodeid, outcome, latency, cost, score, s_sha, entry, c_sha \
+            in rows:
         if run_id not in started or not wanted(path):
             continue
         per_suite[(path, run_id)].append((outcome, latency, cost, score, entry))
+        variant = variant_of(str(nodeid), str(case_id))
+        if variant is not None:
+            with_variants.add(path)
+        # "" sorts first: the cases without a variant, of runs before variants were declared
+        per_variant[(path, variant or "", run_id)].append((outcome, latency, cost, score,
+                                                            entry))
         per_case[nodeid].append((int(run_id), outcome, (s_sha, entry, c_sha)))
-    for (path, run_id), cases in sorted(per_suite.items()):
+
+    def point(run_id: int, cases: list[tuple[Any, ...]]) -> Point:
         n = len(cases)
         passed = sum(1 for c in cases if c[0] == PASSED)
         costs = [c[2] for c in cases if c[2] is not None]
         scores = [c[3] for c in cases if c[3] is not None]
-        found.trends.setdefault(path, []).append(Point(
+        return Point(
             int(run_id), started[run_id], status[run_id], n, passed, passed / n,
             wilson_interval(passed, n), sum(costs) if costs else None,
             _p95([c[1] for c in cases if c[1] is not None]),
             sum(scores) / len(scores) if scores else None,
-            "; ".join(sorted({str(c[4]) for c in cases}))))
+            "; ".join(sorted({str(c[4]) for c in cases})))
+
+    for (path, run_id), cases in sorted(per_suite.items()):
+        found.trends.setdefault(path, []).append(point(run_id, cases))
+    for (path, variant, run_id), cases in sorted(per_variant.items()):
+        if path in with_variants:
+            found.variant_trends.setdefault(path, {}).setdefault(variant or None, []).append(
+                point(run_id, cases))
     for nodeid, seen in sorted(per_case.items()):
         _started_failing(found, nodeid, seen)
         _flaky(found, nodeid, seen)
     return found
+
+
+def variant_of(nodeid: str, case_id: str) -> str | None:
+    """The package variant a stored case ran under: its node id names it as
+    ``suite::case[variant]`` (docs/format.md#variants); None for a case without one."""
+    name = nodeid.rpartition("::")[2]
+    if name.startswith(f"{case_id}[") and name.endswith("]"):
+        return name[len(case_id) + 1:-1]
+    return None
 
 
 def _started_failing(found: History, nodeid: str,

@@ -124,6 +124,8 @@ def stream(aggregate: Aggregate, regression: Regression | None = None, *,
     compared = aggregate.variant_comparisons()
     if compared:  # docs/contract.md#variant-comparison
         data["variants"] = [c.to_data() for c in compared]
+        # whether --elizon-fail-on-regression gated them: a reader's verdict is the run's
+        data["verdict"]["variant_gate"] = aggregate.gate_variants
     return data
 
 

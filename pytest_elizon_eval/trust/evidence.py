@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..decide.comparison import Comparison, Difference
 from ..decide.results_data import case_of_file
 from ..reporting import results
 from ..reporting.aggregate import Aggregate
@@ -40,12 +41,14 @@ __all__ = [
     "acknowledgement",
     "check_acknowledgement",
     "failed_regressions",
+    "failed_variants",
     "merge",
     "read_document",
     "read_json_file",
     "regression_of",
     "regression_words",
     "replace_file",
+    "variant_words",
 ]
 
 #: Largest results file read (a run of 10,000 cases with long outputs stays well under it).
@@ -157,7 +160,20 @@ def aggregate_of(data: Mapping[str, Any], where: str = "") -> Aggregate:
             aggregate.add(case_of_file(suite, case))
             if len(aggregate) == before:
                 raise EvidenceError(f"{where}the case {case['nodeid']} is listed twice")
+    # --elizon-fail-on-regression gated its variants against their reference: recomputed
+    # with the gate the run had (docs/contract.md#variant-comparison)
+    aggregate.gate_variants = data["verdict"].get("variant_gate") is True
     return aggregate
+
+
+def _gate_of_an_older_file(data: Mapping[str, Any], aggregate: Aggregate) -> None:
+    """A file written before ``verdict.variant_gate`` does not say whether the variant gate
+    was on: it was when only the gate explains the failed run it states (a significantly
+    worse variant); never taken as on to fail a run the file says passed."""
+    if "variant_gate" in data["verdict"] or data["verdict"]["pass"] \
+            or not aggregate.variant_regressions():
+        return
+    aggregate.gate_variants = True
 
 
 def _check_verdicts(data: Mapping[str, Any], aggregate: Aggregate) -> None:
@@ -171,6 +187,9 @@ def _check_verdicts(data: Mapping[str, Any], aggregate: Aggregate) -> None:
                                 f"{summary.verdict!r}")
     # --elizon-fail-on-regression may fail a run its cases pass, never pass one they fail
     expected = verdict(aggregate, regression_of(data))[0]
+    if expected and not data["verdict"]["pass"]:
+        _gate_of_an_older_file(data, aggregate)
+        expected = verdict(aggregate, regression_of(data))[0]
     if bool(data["verdict"]["pass"]) != expected:
         raise EvidenceError(f"its verdicts do not follow from its cases: the run says pass="
                             f"{str(data['verdict']['pass']).lower()}, its cases give "
@@ -225,6 +244,26 @@ def regression_words(rows: Sequence[SignificantChange]) -> str:
                      for r in rows)
 
 
+def failed_variants(document: Document) -> list[tuple[Comparison, Difference]]:
+    """The variants significantly worse than their reference that failed the run (the
+    variant gate of ``--elizon-fail-on-regression``, ``verdict.variant_gate``), recomputed
+    from the cases as the run did (docs/contract.md#variant-comparison): they fail the
+    must-pass gate as a failed suite does; empty when the gate was off or held."""
+    aggregate = document.aggregate
+    return aggregate.variant_regressions() if aggregate.gate_variants else []
+
+
+def variant_words(rows: Sequence[tuple[Comparison, Difference]]) -> str:
+    """How verify, acknowledge and override name them: ``small of pkg against large:
+    pass_rate -0.833 (Holm p=0.00195)``, one variant's metrics together."""
+    named: dict[tuple[str, str, str], list[str]] = {}
+    for compared, d in rows:
+        named.setdefault((d.variant, compared.package, compared.reference), []).append(
+            f"{d.metric} {d.change:+.3g} (Holm p={d.adjusted_p:.3g})")
+    return "; ".join(f"{variant} of {package} against {reference}: {', '.join(said)}"
+                     for (variant, package, reference), said in named.items())
+
+
 def replace_file(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` whole or not at all (a reader never sees half a file).
 
@@ -250,14 +289,15 @@ _SUITE_FIELDS = (("sha256", "file SHA-256"), ("package", "package"), ("gate", "g
                  ("advisory", "advisory flag"), ("baseline", "author baseline"))
 
 
-def merge(documents: Sequence[Document]) -> tuple[dict[str, Any], Aggregate]:
+def merge(documents: Sequence[Document]) -> tuple[dict[str, Any], Aggregate, list[str]]:
     """One results document (and its aggregate, for the other reports) from the shards of a
-    CI matrix: cases joined per suite, metrics and verdicts recomputed by the code a run
-    uses. EvidenceError when the shards disagree: a case in two shards,
-    a suite whose file hash (or gate, package, baseline) differs, different packages."""
+    CI matrix: cases joined per suite, metrics, variant comparisons and verdicts recomputed
+    by the code a run uses; and what the merge had to decide for itself, in words (which
+    reference the variants are compared with, when the shards name different ones).
+    EvidenceError when the shards disagree: a case in two shards, a suite whose file hash
+    (or gate, package, baseline) differs, different packages."""
     suites: dict[str, tuple[Mapping[str, Any], Path]] = {}
     owner: dict[str, Path] = {}
-    aggregate = Aggregate()
     for document in documents:
         for suite in document.data["suites"]:
             first = suites.get(suite["path"])
@@ -269,22 +309,85 @@ def merge(documents: Sequence[Document]) -> tuple[dict[str, Any], Aggregate]:
                         raise EvidenceError(
                             f"the suite {suite['path']} has another {what} in {document.path} "
                             f"than in {first[1]}; the shards did not run the same suite")
+                if bool(first[0].get("variants")) != bool(suite.get("variants")):
+                    with_, without = (first[1], document.path) if first[0].get("variants") \
+                        else (document.path, first[1])
+                    raise EvidenceError(
+                        f"the suite {suite['path']} ran under variants in {with_} and without "
+                        f"in {without}; the shards did not run the same package")
             for case in suite["cases"]:
                 if case["nodeid"] in owner:
                     raise EvidenceError(f"the case {case['nodeid']} is in both "
                                         f"{owner[case['nodeid']]} and {document.path}; "
                                         "each case must run in one shard only")
                 owner[case["nodeid"]] = document.path
+    joined, notes = _joined_variants(documents)
+    # at the shards' elizon_confidence and elizon_alpha, as their files were written
+    aggregate = Aggregate(documents[0].aggregate.confidence, documents[0].aggregate.alpha)
+    for document in documents:
+        for suite in document.data["suites"]:
+            suite = {**suite, **joined.get(suite["path"], {})}
+            for case in suite["cases"]:
                 aggregate.add(case_of_file(suite, case))
     # every shard ran with the same options: the first that names a framework names it
     aggregate.framework = next((d.data["compliance"]["framework"] for d in documents
                                 if (d.data.get("compliance") or {}).get("framework")), None)
+    # a shard that gated its variants (--elizon-fail-on-regression) gates the merge's
+    aggregate.gate_variants = any(d.aggregate.gate_variants for d in documents)
     try:
         merged_provenance = provenance.merge(
             [(str(d.path), d.sha256, d.data.get("provenance")) for d in documents])
     except ValueError as exc:
         raise EvidenceError(str(exc)) from None
-    return results.build(aggregate, None, provenance=merged_provenance), aggregate
+    return results.build(aggregate, None, provenance=merged_provenance), aggregate, notes
+
+
+def _joined_variants(documents: Sequence[Document]
+                     ) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """By suite path, the ``variants``, ``advisory_variants`` and ``case_count`` of the
+    suites of a package with variants, joined over the shards (``--elizon-variant large``
+    in one, ``small`` in another: the merge has both), the reference first; and a note per
+    package whose shards name different references (docs/cli.md#merge).
+
+    A shard's first variant is its reference: the package's own, or, when the shard did not
+    run that one, a stand-in. A variant some shard lists after another is no shard's
+    package reference; of the rest, the first shard's is taken."""
+    lists: dict[str, list[tuple[list[str], Path]]] = {}
+    for document in documents:
+        for suite in document.data["suites"]:
+            if suite.get("variants"):
+                lists.setdefault(suite["package"], []).append((suite["variants"],
+                                                               document.path))
+    order: dict[str, list[str]] = {}
+    notes: list[str] = []
+    for package, found in lists.items():
+        seen = list(dict.fromkeys(name for names, _ in found for name in names))
+        follows = {name for names, _ in found for name in names[1:]}
+        firsts = list(dict.fromkeys(names[0] for names, _ in found if names[0] not in follows))
+        reference = firsts[0] if firsts else found[0][0][0]
+        order[package] = [reference, *(n for n in seen if n != reference)]
+        if len(firsts) > 1:
+            named = ", ".join(dict.fromkeys(f"{names[0]} in {where}" for names, where in found
+                                            if names[0] in firsts))
+            notes.append(f"the shards compare {package}'s variants with different references "
+                         f"({named}): the merge compares them with {reference}, the first "
+                         "shard's")
+    joined: dict[str, dict[str, Any]] = {}
+    for document in documents:
+        for suite in document.data["suites"]:
+            if not suite.get("variants"):
+                continue
+            ran = {*joined.get(suite["path"], {}).get("variants", ()), *suite["variants"]}
+            advisory = {*joined.get(suite["path"], {}).get("advisory_variants", ()),
+                        *suite.get("advisory_variants", ())}
+            names = [n for n in order[suite["package"]] if n in ran]
+            joined[suite["path"]] = {
+                "variants": names, "advisory_variants": [n for n in names if n in advisory]}
+            count = suite.get("case_count")
+            if isinstance(count, int):  # the file's cases once per variant (collect/nodes.py)
+                joined[suite["path"]]["case_count"] = \
+                    count // len(suite["variants"]) * len(names)
+    return joined, notes
 
 
 # -- acknowledgement -------------------------------------------------------------------------

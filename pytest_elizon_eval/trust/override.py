@@ -22,6 +22,7 @@ from .evidence import (
     Document,
     EvidenceError,
     failed_regressions,
+    failed_variants,
     read_json_file,
 )
 
@@ -73,11 +74,13 @@ def _text(value: str, name: str) -> str:
 def make(document: Document, *, approver: str, reason: str, at: str,
          key: signing.SigningKey) -> dict[str, Any]:
     """The signed override of ``document``'s failed gate (failed suites, or significant
-    regressions that failed the run under --elizon-fail-on-regression); EvidenceError when
-    the gate passed (there is nothing to override) or a name is empty."""
+    regressions or variants significantly worse than their reference that failed the run
+    under --elizon-fail-on-regression); EvidenceError when the gate passed (there is
+    nothing to override) or a name is empty."""
     failing = [s for s in document.aggregate.suites() if s.verdict == "fail"]
     regressed = failed_regressions(document.data)
-    if not failing and not regressed:
+    worse = failed_variants(document)
+    if not failing and not regressed and not worse:
         raise EvidenceError("the must-pass gate passed: there is nothing to override")
     found = document.data.get("provenance") or {}
     body = {
@@ -94,6 +97,11 @@ def make(document: Document, *, approver: str, reason: str, at: str,
         **({"failed_regressions": [{"suite": r.suite, "metric": r.metric,
                                     "change": r.change, "adjusted_p": r.adjusted_p}
                                    for r in regressed]} if regressed else {}),
+        # the variants significantly worse than their reference it failed the run on
+        **({"failed_variants": [{"package": c.package, "variant": d.variant,
+                                 "reference": c.reference, "metric": d.metric,
+                                 "change": d.change, "adjusted_p": d.adjusted_p}
+                                for c, d in worse]} if worse else {}),
         # what was run, so the override says on its own what it approved
         "provenance": {"created": document.data["created"],
                        "plugin": found.get("plugin"), "started": found.get("started"),
