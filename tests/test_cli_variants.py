@@ -194,9 +194,11 @@ def test_merge_joins_the_runs_of_each_variant_into_one_comparison(
     merged = json.loads((pytester.path / "m.json").read_text("utf-8"))
     validate_results(merged)
     assert cases(merged) == cases(whole)
+    assert merged["provenance"]["packages"][0].get("prompts") == \
+        whole["provenance"]["packages"][0].get("prompts")
     suite = merged["suites"][0]
     assert (suite["variants"], suite["advisory_variants"], suite["case_count"]) == \
-        (["large", "small"], [], 4)
+        (["large", "small"], [], 2)
     (compared,) = merged["variants"]
     assert untimed(compared) == untimed(whole["variants"][0])
     assert compared["reference"] == "large"
@@ -268,3 +270,22 @@ def test_history_records_and_lists_each_variant_apart(
     table = elizon_eval("history", "h.sqlite", cwd=pytester.path).stdout.splitlines()
     at = table.index("pkg/eval/suite.yaml, without a variant")
     assert [table[at + 2].split()[i] for i in (0, 2, 3)] == ["3", "2", "1.000"]  # run 3 only
+
+
+def test_merged_provenance_keeps_every_prompt_either_shard_rendered() -> None:
+    from pytest_elizon_eval.trust import provenance
+
+    def shard(*prompts: tuple[str, str]) -> dict[str, Any]:
+        return {"started": "a", "finished": "b", "plugin": "p", "pytest": "9", "python": "3",
+                "options": {}, "packages": [{
+                    "name": "pkg", "version": None, "manifest": "pkg/elizon.yaml",
+                    "manifest_sha256": "m", "entries": ["app:answer"], "suites": ["s.yaml"],
+                    "git": None, "judges": [],
+                    "prompts": [{"name": n, "version": v, "sha256": v * 64}
+                                for n, v in prompts]}]}
+
+    merged = provenance.merge([("a.json", "1", shard(("support", "1"))),
+                               ("b.json", "2", shard(("support", "2"), ("support", "1")))])
+    assert merged["packages"][0]["prompts"] == [
+        {"name": "support", "version": "1", "sha256": "1" * 64},
+        {"name": "support", "version": "2", "sha256": "2" * 64}]

@@ -344,7 +344,7 @@ def merge(documents: Sequence[Document]) -> tuple[dict[str, Any], Aggregate, lis
 
 def _joined_variants(documents: Sequence[Document]
                      ) -> tuple[dict[str, dict[str, Any]], list[str]]:
-    """By suite path, the ``variants``, ``advisory_variants`` and ``case_count`` of the
+    """By suite path, the ``variants`` and ``advisory_variants`` of the
     suites of a package with variants, joined over the shards (``--elizon-variant large``
     in one, ``small`` in another: the merge has both), the reference first; and a note per
     package whose shards name different references (docs/cli.md#merge).
@@ -381,12 +381,9 @@ def _joined_variants(documents: Sequence[Document]
             advisory = {*joined.get(suite["path"], {}).get("advisory_variants", ()),
                         *suite.get("advisory_variants", ())}
             names = [n for n in order[suite["package"]] if n in ran]
+            # (its case_count is its file's, the same in every shard)
             joined[suite["path"]] = {
                 "variants": names, "advisory_variants": [n for n in names if n in advisory]}
-            count = suite.get("case_count")
-            if isinstance(count, int):  # the file's cases once per variant (collect/nodes.py)
-                joined[suite["path"]]["case_count"] = \
-                    count // len(suite["variants"]) * len(names)
     return joined, notes
 
 

@@ -328,6 +328,11 @@ def merge(shards: Sequence[tuple[str, str, Mapping[str, Any] | None]]) -> dict[s
                                   "dirty": bool(old_git["dirty"] or new_git["dirty"])}
             current["entries"] = sorted({*current["entries"], *package["entries"]})
             current["judges"] = sorted({*current.get("judges", ()), *package.get("judges", ())})
+            prompts = {(p["name"], p["version"], p["sha256"])
+                       for p in (*current.get("prompts", ()), *package.get("prompts", ()))}
+            if prompts:  # every prompt text either shard's cases rendered
+                current["prompts"] = [{"name": n, "version": v, "sha256": h}
+                                      for n, v, h in sorted(prompts)]
             current["suites"] = sorted({*current["suites"], *package["suites"]})
             datasets = _merged_datasets(current.get("datasets", ()), package.get("datasets", ()),
                                         package["name"], seen_in[key], name)
