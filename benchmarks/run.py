@@ -32,6 +32,11 @@ Goals (docs/performance.md#measured-figures):
   (one process cannot beat its own CPU). Each pair's ideal comes from that pair's floor
   runs: the floor's one-case run (its fixed cost) and its run of the same N cases with an
   instant entry point (its per-case cost, (wall(N) - wall(1)) / (N - 1));
+- variants: N cases × V variants (docs/format.md#variants) whose entry point sleeps 50 ms,
+  at ``--elizon-concurrency`` C, take about N·V/C latency slots: the plugin's wall time
+  less its own one-case run's (its fixed cost, so the ratio is the slots alone), against
+  N·V·L/C. The one-case run stands where the floor stands in the other goals: the two
+  runs of a pair alternate which goes first;
 - memory: peak RSS of collecting many cases against the floor's, and of a run writing the
   results JSON and the HTML page against the same run without them (benchmarks/memory.py).
   Peak RSS does not move with the machine's load, so these stay one run each after a
@@ -39,12 +44,15 @@ Goals (docs/performance.md#measured-figures):
   1 pair and show no spread.
 
 Sizes and time on a 2-core machine: the full run is 10,000 cases for per case and replay,
-2,000 for concurrency and 100,000 for memory, about 20–30 minutes at 11 pairs (per case
-and replay about 5 minutes each, memory about 7). ``--quick`` is 2,000, 500 and 20,000
-cases and 3 pairs by default, about 3 minutes: a smoke test of the script whose figures
-are not reportable, and it says so.
+2,000 for concurrency, 24 × 3 for variants and 100,000 for memory, about 20–30 minutes at
+11 pairs (per case and replay about 5 minutes each, memory about 7, variants half a
+minute). ``--quick`` is 2,000, 500, 24 × 3 and 20,000 cases and 3 pairs by default, about
+3 minutes: a smoke test of the script whose figures are not reportable, and it says so.
 
 Usage: python benchmarks/run.py [--quick] [--pairs N] [--python PATH] [--json PATH]
+[--only GOAL ...]
+``--only`` measures only the goals named (warm, cold, collect, per-case, replay,
+concurrency, variants, memory; repeatable), at the sizes and pairs of a full or quick run.
 ``--json PATH`` writes every goal's median, min and max ratio, the plugin's and the
 floor's medians, the per-pair figures and the pair count, for the docs to take figures
 from a file. Progress goes to stderr, the table to stdout. Run it with an interpreter
@@ -144,6 +152,29 @@ def make_tree(root: Path, n: int, delay_s: float) -> tuple[Path, Path]:
     """).lstrip())
     (floor / "test_floor.py").write_text(FLOOR_TEST)
     return plugin, floor
+
+
+VARIANT_APP = '''
+import time
+
+def answer(request, model):
+    time.sleep({delay!r})
+    return "Priority: routine. " + request + " (" + model + ")"
+'''
+
+
+def make_variant_tree(root: Path, n: int, variants: int, delay_s: float) -> Path:
+    """A package of ``n`` cases and ``variants`` variants, each passing its own ``model``
+    to an entry point that sleeps ``delay_s`` (docs/format.md#variants)."""
+    plugin = root / f"variants-{n}x{variants}-{delay_s}"
+    (plugin / "eval").mkdir(parents=True, exist_ok=True)
+    (plugin / "app.py").write_text(VARIANT_APP.format(delay=delay_s))
+    (plugin / "eval" / "suite.yaml").write_text(suite_yaml(n))
+    declared = "".join(f"  - name: v{i}\n    params: {{model: m{i}}}\n"
+                       for i in range(variants))
+    (plugin / "elizon.yaml").write_text("name: bench\nentry: app:answer\nvariants:\n"
+                                        f"{declared}evaluation:\n  suite: ./eval/suite.yaml\n")
+    return plugin
 
 
 #: Children cache bytecode like a user's machine does, even where the parent was told not
@@ -339,6 +370,28 @@ def memory_goals(n: int, python: str) -> list[Goal]:
     ]
 
 
+def variant_goal(root: Path, one_plugin: Path, count: int, python: str) -> Goal:
+    """N cases × V variants of 50 ms at concurrency C against N·V/C latency slots
+    (docs/performance.md#measured-figures): each pair's figure is the variants run's wall
+    less the plugin's one-case run's (what any run costs), next to it in the pair."""
+    n, v, delay, width = VARIANT_CASES, VARIANT_COUNT, VARIANT_DELAY, VARIANT_WIDTH
+    tree = make_variant_tree(root, n, v, delay)
+    slots = n * v * delay / width
+
+    def used(plugin: Side, fixed: Side) -> tuple[float, float]:
+        return plugin[0][0] - fixed[0][0], slots
+
+    label = (f"{n} cases × {v} variants × {delay * 1000:.0f} ms at concurrency {width}, "
+             f"against {n * v // width} latency slots")
+    step(label)
+    # 1.25×, not 16's 1.15×: this ideal leaves out the CPU of the N·V cases (about 2 ms
+    # each, the per-case row), which those rows' ideal holds; the slots are what is claimed
+    return Goal(label, 1.25, "s", interleaved(
+        "variants", [plugin_run(tree, f"--elizon-concurrency={width}")],
+        [plugin_run(one_plugin)], count, python, used),
+        "ideal {} (N·V/C × L)", "ideal: N·V/C latency slots")
+
+
 STARTED = time.monotonic()
 
 
@@ -377,6 +430,13 @@ def commit(package: Path) -> tuple[str | None, bool | None]:
     return git("rev-parse", "--short", "HEAD") or None, bool(changed)
 
 
+#: The goals ``--only`` selects, in the order they run.
+GOALS = ("warm", "cold", "collect", "per-case", "replay", "concurrency", "variants", "memory")
+#: The variants goal's shape: N cases × V variants of L seconds at concurrency C, N·V a
+#: multiple of C so that N·V/C whole slots are the least it can take.
+VARIANT_CASES, VARIANT_COUNT, VARIANT_DELAY, VARIANT_WIDTH = 24, 3, 0.050, 8
+
+
 def pair_count(text: str) -> int:
     count = int(text)
     if count < 1:
@@ -404,6 +464,9 @@ def parser() -> argparse.ArgumentParser:
     result.add_argument("--python", default=sys.executable, metavar="PATH",
                         help="the interpreter whose environment is measured "
                              "(default: this one)")
+    result.add_argument("--only", action="append", choices=GOALS, metavar="GOAL",
+                        help="measure only this goal (repeatable): "
+                             f"{', '.join(GOALS)}; default all")
     result.add_argument("--json", type=Path, metavar="PATH",
                         help="also write every goal's median, min and max ratio, the "
                              "plugin's and the floor's medians and the pair count here")
@@ -419,6 +482,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         arguments.error(f"--pairs {count}: a reportable figure needs at least {MIN_PAIRS} "
                        "pairs (add --quick for a smoke test)")
     python: str = options.python
+    wanted = set(options.only or GOALS)
     many = 2_000 if quick else 10_000
     concurrent = 500 if quick else 2_000
     collected = 20_000 if quick else 100_000
@@ -429,6 +493,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     step(f"measuring pytest_elizon_eval from {package}")
     mode = (f"QUICK, NOT REPORTABLE: smaller sizes, {count} pairs" if quick else
             f"full, median of {count} interleaved pairs")
+    if wanted != set(GOALS):
+        mode += f"; only {', '.join(g for g in GOALS if g in wanted)}"
     print(f"# pytest-elizon-eval benchmark ({os.cpu_count()} cores, Python {version}, "
           f"{mode})\n")
     if extra:
@@ -438,21 +504,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     root = Path(tempfile.mkdtemp(prefix="elizon-bench-"))
     try:
         one_plugin, one_floor = make_tree(root, 1, 0.0)
-        step("warm start")
-        goals.append(Goal("warm start: run 1 case", 1.15, "s", interleaved(
-            "warm start", [plugin_run(one_plugin)], [floor_run(one_floor)], count, python)))
-        step("cold start")
-        cold = (".pytest_cache", ".elizon")
-        goals.append(Goal("cold start: run 1 case, no caches", 1.25, "s", interleaved(
-            "cold start", [plugin_run(one_plugin, clear=cold)],
-            [floor_run(one_floor, clear=cold)], count, python)))
-        step("--collect-only of the example packages")
-        examples = copy_examples(root / "examples")
-        goals.append(Goal("`pytest --collect-only -q example_suites`, warm", 1.15, "s",
-                          interleaved(
-            "--collect-only", [plugin_run(examples, "--collect-only", "example_suites")],
-            [floor_run(examples, "--collect-only", "example_suites", codes=(0, 5))],
-            count, python)))
+        if "warm" in wanted:
+            step("warm start")
+            goals.append(Goal("warm start: run 1 case", 1.15, "s", interleaved(
+                "warm start", [plugin_run(one_plugin)], [floor_run(one_floor)], count,
+                python)))
+        if "cold" in wanted:
+            step("cold start")
+            cold = (".pytest_cache", ".elizon")
+            goals.append(Goal("cold start: run 1 case, no caches", 1.25, "s", interleaved(
+                "cold start", [plugin_run(one_plugin, clear=cold)],
+                [floor_run(one_floor, clear=cold)], count, python)))
+        if "collect" in wanted:
+            step("--collect-only of the example packages")
+            examples = copy_examples(root / "examples")
+            goals.append(Goal("`pytest --collect-only -q example_suites`, warm", 1.15, "s",
+                              interleaved(
+                "--collect-only", [plugin_run(examples, "--collect-only", "example_suites")],
+                [floor_run(examples, "--collect-only", "example_suites", codes=(0, 5))],
+                count, python)))
 
         def per_case(plugin: Side, floor: Side) -> tuple[float, float]:
             """Each side's (wall(N) - wall(1)) / (N - 1) in ms, its N-case run first."""
@@ -460,22 +530,26 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return (side[0][0] - side[1][0]) / (many - 1) * 1000
             return marginal(plugin), marginal(floor)
 
-        step(f"per case: {many:,} instant cases")
-        plugin_many, floor_many = make_tree(root, many, 0.0)
-        goals.append(Goal(f"per case ({many:,} instant cases, serial)", 1.30, "ms",
-                          interleaved(
-            "per case", [plugin_run(plugin_many), plugin_run(one_plugin)],
-            [floor_run(floor_many), floor_run(one_floor)], count, python, per_case)))
-        step(f"replay of {many:,} recorded cases")
-        cassette = root / "cassette.json"
-        plugin_run(plugin_many, f"--elizon-record={cassette}").once(python)
-        goals.append(Goal(f"replay {many:,} recorded cases", 1.15, "s", interleaved(
-            "replay", [plugin_run(plugin_many, f"--elizon-replay={cassette}")],
-            [floor_run(floor_many)], count, python)))
+        if "per-case" in wanted or "replay" in wanted:
+            plugin_many, floor_many = make_tree(root, many, 0.0)
+        if "per-case" in wanted:
+            step(f"per case: {many:,} instant cases")
+            goals.append(Goal(f"per case ({many:,} instant cases, serial)", 1.30, "ms",
+                              interleaved(
+                "per case", [plugin_run(plugin_many), plugin_run(one_plugin)],
+                [floor_run(floor_many), floor_run(one_floor)], count, python, per_case)))
+        if "replay" in wanted:
+            step(f"replay of {many:,} recorded cases")
+            cassette = root / "cassette.json"
+            plugin_run(plugin_many, f"--elizon-record={cassette}").once(python)
+            goals.append(Goal(f"replay {many:,} recorded cases", 1.15, "s", interleaved(
+                "replay", [plugin_run(plugin_many, f"--elizon-replay={cassette}")],
+                [floor_run(floor_many)], count, python)))
         delay = 0.050
-        plugin_slow, _ = make_tree(root, concurrent, delay)
-        _, floor_instant = make_tree(root, concurrent, 0.0)
-        for width, target in ((64, 1.25), (16, 1.15)):
+        if "concurrency" in wanted:
+            plugin_slow, _ = make_tree(root, concurrent, delay)
+            _, floor_instant = make_tree(root, concurrent, 0.0)
+        for width, target in ((64, 1.25), (16, 1.15)) if "concurrency" in wanted else ():
 
             def ideal(plugin: Side, floor: Side, width: int = width) -> tuple[float, float]:
                 """The plugin's wall, and the ideal from this pair's floor runs: N instant
@@ -494,22 +568,26 @@ def main(argv: Sequence[str] | None = None) -> int:
                 [plugin_run(plugin_slow, f"--elizon-concurrency={width}")],
                 [floor_run(floor_instant), floor_run(one_floor)], count, python, ideal),
                 "ideal {}", "ideal"))
-        step(f"collect {collected:,} cases (peak RSS: one pair)")
-        plugin_big, floor_big = make_tree(root, collected, 0.0)
-        collect = interleaved(
-            f"collect {collected:,}", [plugin_run(plugin_big, "--collect-only")],
-            [floor_run(floor_big, "--collect-only")], 1, python,
-            lambda plugin, floor: (plugin[0][1], floor[0][1]))
-        goals.append(Goal(f"peak RSS collecting {collected:,} cases", 1.0, "MiB", collect))
-        (((p_wall, _),), ((f_wall, _),)) = collect.sides[0]
-        notes.append(f"collecting {collected:,} cases took {seconds(p_wall)} "
-                     f"(floor {seconds(f_wall)}, {p_wall / f_wall:.2f}×; one run each)")
-        step(f"writing the reports of {collected:,} cases (peak RSS: one run each)")
-        written = memory_goals(collected, python)
-        if written:
-            goals.extend(written)
-        else:
-            notes.append("benchmarks/memory.py is missing: report writing not measured")
+        if "variants" in wanted:
+            goals.append(variant_goal(root, one_plugin, count, python))
+        if "memory" in wanted:
+            step(f"collect {collected:,} cases (peak RSS: one pair)")
+            plugin_big, floor_big = make_tree(root, collected, 0.0)
+            collect = interleaved(
+                f"collect {collected:,}", [plugin_run(plugin_big, "--collect-only")],
+                [floor_run(floor_big, "--collect-only")], 1, python,
+                lambda plugin, floor: (plugin[0][1], floor[0][1]))
+            goals.append(Goal(f"peak RSS collecting {collected:,} cases", 1.0, "MiB",
+                              collect))
+            (((p_wall, _),), ((f_wall, _),)) = collect.sides[0]
+            notes.append(f"collecting {collected:,} cases took {seconds(p_wall)} "
+                         f"(floor {seconds(f_wall)}, {p_wall / f_wall:.2f}×; one run each)")
+            step(f"writing the reports of {collected:,} cases (peak RSS: one run each)")
+            written = memory_goals(collected, python)
+            if written:
+                goals.extend(written)
+            else:
+                notes.append("benchmarks/memory.py is missing: report writing not measured")
     finally:
         shutil.rmtree(root, ignore_errors=True)
     print("| goal | plugin | plain-pytest floor | ratio (median) | spread (min–max) | pairs "

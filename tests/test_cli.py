@@ -199,24 +199,27 @@ def test_examples_pass_with_one_advisory_failure(material: Material) -> None:
     """The example packages a new user runs first pass (``pytest example_suites``, the full
     run beside the shards; test_examples shows that they can fail)."""
     assert material.full_run.ret == pytest.ExitCode.OK
-    # 49 cases of the six packages and legal-practice's 52 probes (`probes: all`); the
-    # noisy model's undecided case is advisory
-    assert material.full_run.parseoutcomes() == {"passed": 100, "advisory_failed": 1,
+    # 50 cases of six packages, model-variants' 30 under each of its 3 variants and
+    # legal-practice's 52 probes (`probes: all`); the noisy model's undecided case and the
+    # model-variants candidates' failures are advisory
+    assert material.full_run.parseoutcomes() == {"passed": 181, "advisory_failed": 10,
                                                  "advisory_inconclusive": 1}
     # issue 38: what the plugin adds to pytest's own lines (the progress lines before, the
     # outcome line after) is a line per suite, the two cases that need a person, and one
     # summary line: 25 lines at most (the files this run writes each add their line, as
-    # pytest-html's does; a plain `pytest example_suites` writes none)
+    # pytest-html's does; a plain `pytest example_suites` writes none); issue 40 adds
+    # model-variants' line per variant and a row per advisory variant's failed cases
+    # (docs/contract.md#variant-comparison)
     lines = material.full_run.outlines
     progress = max(i for i, line in enumerate(lines) if line.rstrip().endswith("[100%]"))
     added = [line for line in lines[progress + 1:-1]
              if line.strip() and not re.match(r"-+ generated ", line)]
-    assert len(added) <= 25, "\n".join(added)
+    assert len(added) <= 25 + 3 + 2, "\n".join(added)
     assert re.fullmatch(r"=+ elizon eval =+", added[0])
     summary = [line for line in added if line.startswith("elizon: ")]
     assert len(summary) == 1
-    assert summary[0].startswith("elizon: 102 cases in 16 suites: 100 passed, 1 advisory_failed, "
-                                 "1 advisory_inconclusive;")
+    assert summary[0].startswith("elizon: 192 cases in 17 suites: 181 passed, 10 "
+                                 "advisory_failed, 1 advisory_inconclusive;")
     assert summary[0].endswith(" — PASS")
     assert "advisory, not passed:" in added
     assert "inconclusive:" in added
@@ -407,8 +410,9 @@ def test_show_and_diff(material: Material, capsys: pytest.CaptureFixture[str]) -
     assert ("example_suites/triage/eval/triage-suite.yaml [triage, must-pass]: 6 passed, "
             "0 failed, 0 timeout, pass rate 1.000 [0.610, 1.000] — PASS") in out
     assert "metric          author baseline  this run" in out
-    assert "advisory, not passed:\n  example_suites/triage/eval/extended-suite.yaml::sarcasm" \
-        in out
+    # model-variants' advisory candidates come first, in path order
+    assert "advisory, not passed:\n  example_suites/model-variants/eval/helpdesk.yaml::" in out
+    assert "\n  example_suites/triage/eval/extended-suite.yaml::sarcasm" in out
     assert "\nverdict: PASS — The run passed: " in out
     _regressed(tmp / "full.json", tmp / "worse.json")
     assert cli.main(["show", str(tmp / "worse.json")]) == 0

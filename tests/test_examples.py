@@ -3,11 +3,15 @@ CI workflow's full run beside its shards), and they can fail."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
 
 import pytest
+import yaml
+
+from .conftest import validate_results
 
 EXAMPLES = Path(__file__).parent.parent / "example_suites"
 
@@ -21,7 +25,7 @@ def examples(pytester: pytest.Pytester) -> Path:
 
 def test_safety_cases_by_marker(examples: Path, pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("example_suites", "-m", "safety", "--strict-markers")
-    assert result.parseoutcomes() == {"passed": 7, "deselected": 95}
+    assert result.parseoutcomes() == {"passed": 7, "deselected": 185}
 
 
 def test_the_release_gate_catches_a_broken_router(examples: Path, pytester: pytest.Pytester
@@ -153,3 +157,81 @@ def test_the_support_agent_reports_its_agent_metrics(examples: Path,
     assert "| add_to_cart | 3 | 0.333 |" in (pytester.path / "s.md").read_text()
     page = (pytester.path / "r.html").read_text()
     assert "<td>add_<wbr>to_<wbr>cart</td><td>3</td><td>0.333</td>" in page
+
+
+def test_model_variants_shows_a_significant_drop_and_one_within_noise(
+        examples: Path, pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("example_suites/model-variants", "--elizon-results=r.json",
+                                "--elizon-markdown=s.md", "--elizon-html=r.html")
+    # the reference passes every case; the candidates are advisory: shown, never failing
+    assert result.ret == pytest.ExitCode.OK
+    assert result.parseoutcomes() == {"passed": 81, "advisory_failed": 9}
+    result.stdout.fnmatch_lines([
+        "variant current of model-variants (reference): 30/30 passed, pass rate 1.000 "
+        "[[]0.886, 1.000[]], "
+        "$0.0102, 1,370 tokens, *",
+        # 7 flips, all one way: exact McNemar p = 2 * 0.5**7, times 2 tests by Holm
+        "variant cheaper of model-variants (advisory): 23/30 passed, pass rate 0.767 "
+        "[[]0.591, 0.882[]], worse "
+        "than current (p = 0.0313, Holm), $0.000983, *",
+        "variant old-prompt of model-variants (advisory): 28/30 passed, pass rate 0.933 "
+        "[[]0.787, 0.982[]], "
+        "within noise of current (p = 0.5, Holm), *"])
+    data = json.loads((pytester.path / "r.json").read_text("utf-8"))
+    validate_results(data)
+    (compared,) = data["variants"]
+    assert compared["reference"] == "current"
+    assert {d["variant"]: (d["test"], d["cases"], d["p_value"], d["adjusted_p"], d["verdict"])
+            for d in compared["differences"]} == {
+        "cheaper": ("McNemar exact", 30, pytest.approx(2 * 0.5 ** 7),
+                    pytest.approx(4 * 0.5 ** 7), "worse"),
+        "old-prompt": ("McNemar exact", 30, 0.5, 0.5, "within noise")}
+    flips = {d["case_id"]: {o["variant"]: o["outcome"] for o in d["outcomes"]}
+             for d in compared["disagreements"]}
+    assert {case for case, by in flips.items() if by["cheaper"] == "failed"} == {
+        "opened-software", "battery-warranty", "switzerland-customs", "gift-card-refund",
+        "damaged-parcel", "price-drop", "discount-codes"}
+    assert {case for case, by in flips.items() if by["old-prompt"] == "failed"} == {
+        "return-window", "refund-time"}
+    assert all(by["current"] == "passed" for by in flips.values())
+    # the cheaper model is a tenth of the price: the frontier keeps it beside the reference
+    costs = {v["name"]: v["cost_usd"] for v in compared["variants"]}
+    assert costs["cheaper"] < costs["old-prompt"] < costs["current"]
+    assert all(v["on_frontier"] for v in compared["variants"])
+    # each case names the prompt version it rendered, and that version's hash
+    templates = yaml.safe_load((examples / "model-variants/prompts/support.yaml").read_text())
+    sha = {v: hashlib.sha256(text.encode()).hexdigest()
+           for v, text in templates["versions"].items()}
+    cases = [c for s in data["suites"] for c in s["cases"]]
+    assert len(cases) == 90
+    pinned = {"current": "2", "cheaper": "2", "old-prompt": "1"}
+    assert all(c["prompts"] == [{"name": "support", "version": pinned[c["variant"]],
+                                 "sha256": sha[pinned[c["variant"]]]}] for c in cases)
+    summary = (pytester.path / "s.md").read_text("utf-8")
+    assert "| cheaper | pass_rate | McNemar exact | 30 | 1.000 | 0.767 | -0.233 " in summary
+    assert "| 0.5 | 0.5 | within noise |" in summary
+    assert "| example_suites/model-variants/eval/helpdesk.yaml | refund-time | passed | " \
+           "passed | failed |" in summary
+    page = (pytester.path / "r.html").read_text("utf-8")
+    assert page.count('<tr class="disagree">') == 9
+    assert '<tr data-verdict="worse"><td>cheaper</td>' in page
+    assert '<tr data-verdict="within noise"><td>old-prompt</td>' in page
+
+
+def test_model_variants_gates_the_cheaper_model_on_its_significant_drop(
+        examples: Path, pytester: pytest.Pytester) -> None:
+    # The cheaper model as a release candidate: not advisory, gated against the reference by
+    # --elizon-fail-on-regression, so its drop fails the run and the old prompt's does not.
+    manifest = examples / "model-variants" / "elizon.yaml"
+    text = manifest.read_text("utf-8")
+    advisory = "    prompts: {support: \"2\"}\n    gate: advisory\n"
+    assert text.count(advisory) == 1
+    manifest.write_text(text.replace(advisory, "    prompts: {support: \"2\"}\n"), "utf-8")
+    result = pytester.runpytest("example_suites/model-variants", "--elizon-fail-on-regression")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    # its cases' failures are advisory: the comparison, not each case, gates it
+    assert result.parseoutcomes() == {"passed": 81, "advisory_failed": 9}
+    result.stdout.fnmatch_lines([
+        "variant cheaper of model-variants: 23/30 passed*worse than current*",
+        "*--elizon-fail-on-regression fails the run: 1 significant drop of a variant against "
+        "its reference: cheaper pass_rate -0.233 against current*"])
