@@ -204,7 +204,7 @@ def test_merge_joins_the_runs_of_each_variant_into_one_comparison(
     assert compared["reference"] == "large"
     assert [d["variant"] for d in compared["differences"]] == ["small"]
     shown = elizon_eval("show", "m.json", cwd=pytester.path)
-    assert "variant small: 1/2 passed, pass rate 0.500 [0.095, 0.905], too few cases to " \
+    assert "variant small of pkg: 1/2 passed, pass rate 0.500 [0.095, 0.905], too few cases to " \
         "tell against large" in shown.stdout
     # each shard ran its variant as its own reference: the first shard's is the merge's
     turned = elizon_eval("merge", "s.json", "l.json", "-o", "t.json", cwd=pytester.path)

@@ -38,11 +38,12 @@ def test_the_terse_terminal_says_one_line_per_variant() -> None:
     comparison, _ = _sample()
     lines = variants.terminal_lines(comparison)
     assert [line.split(":")[0] for line in lines] == [
-        "variant large (reference)", "variant small", "variant mini (advisory)"]
+        "variant large of helpdesk (reference)", "variant small of helpdesk",
+        "variant mini of helpdesk (advisory)"]
     small = comparison.summary("small")
     rate, judge = comparison.differences_of("small")
     assert lines[1] == (
-        f"variant small: 16/30 passed, 1 not run, pass rate {small.pass_rate:.3f} "
+        f"variant small of helpdesk: 16/30 passed, 1 not run, pass rate {small.pass_rate:.3f} "
         f"[{small.pass_low:.3f}, {small.pass_high:.3f}], worse than large "
         f"(p = {rate.adjusted_p:.3g}, Holm), judge score {small.score_mean:.3f} "
         f"[{small.score_low:.3f}, {small.score_high:.3f}], worse than large "

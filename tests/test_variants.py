@@ -253,9 +253,9 @@ def test_the_comparison_reaches_the_terminal_markdown_html_and_results(
     result = pytester.runpytest("pkg", "--elizon-results=results.json",
                                 "--elizon-markdown=summary.md", "--elizon-html=report.html")
     result.stdout.fnmatch_lines([
-        "variant large (reference): 2/2 passed, pass rate 1.000 [[]0.342, 1.000[]]*frontier",
-        "variant small: 1/2 passed, pass rate 0.500 [[]0.095, 0.905[]], too few cases to tell "
-        "against large*"])
+        "variant large of pkg (reference): 2/2 passed, pass rate 1.000 [[]0.342, 1.000[]]*frontier",
+        "variant small of pkg: 1/2 passed, pass rate 0.500 [[]0.095, 0.905[]], too few cases to "
+        "tell against large*"])
     data = json.loads((pytester.path / "results.json").read_text("utf-8"))
     validate_results(data)
     (compared,) = data["variants"]
@@ -295,7 +295,7 @@ def test_fail_on_regression_gates_variants_by_a_significant_drop_only(
                                 "--elizon-results=results.json")
     assert within.ret == pytest.ExitCode.OK, within.stdout.str()
     assert within.parseoutcomes() == {"passed": 23, "advisory_failed": 1}
-    within.stdout.fnmatch_lines(["variant close: 11/12 passed*within noise of large*"])
+    within.stdout.fnmatch_lines(["variant close of pkg: 11/12 passed*within noise of large*"])
     # ten of twelve is a significant drop (exact McNemar, p = 2 * 0.5**10): the run fails
     gated_package(packages, close + "  - name: small\n    params: {wrong: 10}\n")
     worse = pytester.runpytest("pkg", "--elizon-fail-on-regression",
@@ -358,7 +358,7 @@ def test_variants_under_xdist_are_compared_by_the_controller(
         packages: Packages, pytester: pytest.Pytester) -> None:
     gated_package(packages, "  - name: large\n  - name: small\n    params: {wrong: 10}\n")
     result = pytester.runpytest("pkg", "-n", "2", "--elizon-results=results.json")
-    result.stdout.fnmatch_lines(["variant small: 2/12 passed*worse than large*"])
+    result.stdout.fnmatch_lines(["variant small of pkg: 2/12 passed*worse than large*"])
     data = json.loads((pytester.path / "results.json").read_text("utf-8"))
     validate_results(data)
     assert {d["variant"]: d["verdict"] for d in data["variants"][0]["differences"]} == {
@@ -391,3 +391,20 @@ def test_resume_takes_a_variants_case_only_while_the_variant_is_unchanged(
     taken = {(c["id"], c["variant"]) for c in results_cases(pytester, "r.json")
              if c.get("resumed")}
     assert taken == {("greets", "large"), ("knows-size", "large")}
+
+
+def test_an_advisory_variants_failed_cases_are_one_row_and_every_one_under_v(
+        packages: Packages, pytester: pytest.Pytester) -> None:
+    gated_package(packages, "  - name: large\n  - name: small\n    params: {wrong: 10}\n"
+                            "    gate: advisory\n")
+    terse = pytester.runpytest("pkg")
+    assert terse.ret == pytest.ExitCode.OK
+    terse.stdout.fnmatch_lines([
+        "pkg/eval/suite.yaml [[]pkg, must-pass[]]: 14 passed, 10 failed, 0 timeout, under 2 "
+        "variants (each on its line below)*",
+        "advisory, not passed:",
+        "  10 cases (pkg/eval/suite.yaml::q0[[]small[]] and 9 more): variant small is advisory"])
+    full = pytester.runpytest("pkg", "-v")
+    full.stdout.fnmatch_lines(["advisory, not passed:",
+                               "  pkg/eval/suite.yaml::q0[[]small[]] — ✗ contains*",
+                               "  pkg/eval/suite.yaml::q1[[]small[]] — ✗ contains*"])

@@ -70,7 +70,7 @@ class SuiteSpec:
     baseline_dataset: str | None = None
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True)
 class Variant:
     """A package variant (docs/format.md#variants), as its runs and the ``elizon_variant``
     fixture see it: its name, the keyword arguments its entry point gets (``params``) and

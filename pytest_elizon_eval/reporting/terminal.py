@@ -114,6 +114,9 @@ def _suite_line(summary: SuiteSummary, how: str) -> Line:
     gate = f"{info.gate}, counted as must-pass by --elizon-strict" if strict else info.gate
     parts = [_counts(summary)]
     rate = summary.intervals().get("pass_rate")
+    if info.variants:  # one rate over every variant's runs says nothing: each has its line
+        parts.append(f"under {len(info.variants)} variants (each on its line below)")
+        rate = None
     if rate is not None:  # a repeated case's runs: the share of runs, as the interval is
         runs = " over runs" if rate.method == CLUSTERED_RATE else ""
         parts.append(f"pass rate{runs} {format_metric(rate.estimate, 'pass_rate')} "
@@ -174,6 +177,12 @@ def _why(result: CaseResult) -> str:
     return reason(result)
 
 
+def _variant_why(result: CaseResult) -> str:
+    """Why a group of one advisory variant's cases does not fail the run (their own
+    failures differ: the variant's line says how it compares)."""
+    return result.advisory or _why(result)
+
+
 def _listed(title: str, results: list[CaseResult], limit: int | None,
             markup: dict[str, bool]) -> list[Line]:
     """``title`` and a row per case, but one per package for the cases that could not run
@@ -184,10 +193,15 @@ def _listed(title: str, results: list[CaseResult], limit: int | None,
     groups: dict[tuple[str, str], list[CaseResult]] = {}
     for r in results:
         key = (r.suite.package, _why(r)) if r.outcome == ERROR else (r.nodeid, "")
+        if limit is not None and r.variant is not None and r.advisory is not None \
+                and r.advisory.startswith("variant "):
+            # an advisory variant's cases are its comparison's to judge: a row per variant
+            key = (f"{r.suite.path}[{r.variant}]", r.advisory)
         groups.setdefault(key, []).append(r)
     rows = [f"  {members[0].nodeid} — {_why(members[0])}" if len(members) == 1 else
             f"  {len(members):,} cases ({members[0].nodeid} and {len(members) - 1:,} more): "
-            f"{_why(members[0])}" for members in groups.values()]
+            f"{_variant_why(members[0]) if members[0].outcome != ERROR else _why(members[0])}"
+            for members in groups.values()]
     shown = rows if limit is None else rows[:limit]
     lines: list[Line] = [(title, markup), *((row, {}) for row in shown)]
     if len(shown) < len(rows):

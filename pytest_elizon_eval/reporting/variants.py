@@ -44,7 +44,10 @@ MARKDOWN_DISAGREEMENTS = 200
 MATRIX_ROWS = 2000
 #: What the section adds to the HTML page's style sheet (hashed into its CSP with it).
 CSS = ("table.variants-matrix tr.disagree td{background:#fff8e1}"
-       "table.variants td,table.variants-matrix td{overflow-wrap:anywhere}")
+       "table.variants td,table.variants-matrix td{overflow-wrap:anywhere}"
+       # a figure ("$0.0009", "0.1 ms", "[0.821, 0.946]") is read whole, never broken
+       "table.variants td.n,table.variants-differences td.n{white-space:nowrap;"
+       "overflow-wrap:normal}")
 
 _NOT_RUN = "not run"
 #: A verdict's badge class on the HTML page (the page's colours).
@@ -141,7 +144,9 @@ def _variant_line(comparison: Comparison, summary: VariantSummary) -> str:
     if summary.latency_p50_ms is not None:
         parts.append(f"p50 {_ms(summary.latency_p50_ms)}, p95 {_ms(summary.latency_p95_ms)}")
     frontier = " — frontier" if summary.on_frontier else ""
-    return f"variant {_term(summary.name)}{_role(summary)}: {', '.join(parts)}{frontier}"
+    # the package too: a run may compare the variants of several
+    of = f" of {_term(comparison.package)}" if comparison.package else ""
+    return f"variant {_term(summary.name)}{of}{_role(summary)}: {', '.join(parts)}{frontier}"
 
 
 def _difference_line(comparison: Comparison, d: Difference) -> str:
