@@ -277,9 +277,9 @@ def test_provider_forms(tmp_path: Path) -> None:
         "targets[2].config.max-tokens: not a Python identifier, so no keyword argument can "
         "carry it",
         "targets[2].api_key: a credential, not written; the entry point reads it from its "
-        "environment",
+        "environment (e.g. $API_KEY)",
         "targets[2].metadata.password: a credential, not written; the entry point reads it "
-        "from its environment",
+        "from its environment (e.g. $PASSWORD)",
         "targets[2].delay 100: no Elizon equivalent (--elizon-concurrency limits the calls in "
         "flight)",
         "targets[2].env: the entry point reads its own environment (values not shown)",
@@ -512,3 +512,192 @@ def test_imported_prompts_render_per_variant_through_elizon_prompt(
         ["2"], "gpt-4o was asked: Kindly answer: Where is my refund?")
     assert outputs[("delay", "openai-gpt-4o-mini_prompt-1")] == (
         ["1"], "gpt-4o-mini was asked: Answer: Why so slow?")
+
+
+# The review's provider config (issue 40): a credential under a key the importer did not
+# know, and a URL with a login and a token in its query.
+REVIEWED_CONFIG = ('{basicAuth: "user:PWPWPWPW", '
+                   'base_url: "https://u:p4ssw0rd@h.example/v1?token=QUERYSECRET"}')
+REVIEWED_SECRETS = ("PWPWPWPW", "p4ssw0rd", "QUERYSECRET")
+
+
+@pytest.mark.parametrize("matrix", [True, False], ids=["variants", "one-pair"])
+def test_credentials_and_url_logins_in_a_providers_config_are_never_written_or_printed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], matrix: bool
+) -> None:
+    prompts = '["Answer: {{question}}", "Briefly: {{question}}"]' if matrix \
+        else '["Answer: {{question}}"]'
+    config = _config(tmp_path / "pf", f"""
+        prompts: {prompts}
+        providers:
+          - id: openai:gpt-4o-mini
+            config: {REVIEWED_CONFIG}
+        tests:
+          - vars: {{question: hi}}
+        """)
+    out = tmp_path / "out"
+    assert cli.main(["import", "promptfoo", str(config), "-o", str(out)]) == 0
+    captured = capsys.readouterr()
+    printed = captured.out + captured.err
+    written = {p.relative_to(out).as_posix(): p.read_text() for p in out.rglob("*")
+               if p.is_file()}
+    assert set(written) == {"elizon.yaml", "suite.yaml", "prompts/prompt.yaml"}
+    for secret in REVIEWED_SECRETS:
+        assert secret not in printed, secret
+        for name, text in written.items():
+            assert secret not in text, (secret, name)
+    # the credential is named (its key only), with how to supply it, in the report and
+    # as a comment in elizon.yaml; the URL is written without its login and query, and said
+    credential = ("providers[0].config.basicAuth: a credential, not written; the entry "
+                  "point reads it from its environment (e.g. $BASIC_AUTH)")
+    url = ("providers[0].config.base_url: a URL: its user, password, query and fragment "
+           "are left out ('https://h.example/v1')")
+    assert f"  {credential}" in printed.splitlines()
+    assert f"  {url}" in printed.splitlines()
+    manifest = written["elizon.yaml"]
+    assert f"# promptfoo, not converted: {credential}" in manifest.splitlines()
+    assert f"# promptfoo, not converted: {url}" in manifest.splitlines()
+    if matrix:
+        params = [v["params"] for v in yaml.safe_load(manifest)["variants"]]
+        assert params == [{"model": "gpt-4o-mini", "base_url": "https://h.example/v1"}] * 2
+    else:  # no variants: the config is only listed, as written would be
+        assert ("  providers[0].config {\"base_url\": \"https://h.example/v1\"}: one provider "
+                "and one prompt make no variants; pass it to the model in the entry point"
+                ) in printed.splitlines()
+
+
+def test_urls_anywhere_in_params_and_provider_ids_lose_their_login_and_query(
+    tmp_path: Path
+) -> None:
+    config = _config(tmp_path, """
+        prompts: ["{{q}}"]
+        providers:
+          - id: openai:gpt-4o
+            config:
+              endpoints: [{url: "wss://a:S1@[::1]:8443/Stream?k=S2#S3"}]
+              system: "Docs: https://u:S4@Docs.example/p?k=S5 and more"
+              plain: https://h.example/v1
+          # a password holding '/' (no port to parse) is still a login
+          - "https://user:pa/S6@llm.example/v1?key=S7"
+        tests:
+          - vars: {q: x}
+        """)
+    conversion = convert(config, tmp_path / "out")
+    variants = yaml.safe_load(conversion.manifest)["variants"]
+    assert variants[0]["params"] == {
+        "model": "gpt-4o", "endpoints": [{"url": "wss://[::1]:8443/Stream"}],
+        "system": "Docs: https://Docs.example/p and more", "plain": "https://h.example/v1"}
+    assert variants[1]["name"] == "https-llm.example-v1"
+    assert conversion.setup_unconverted == [
+        "providers[0].config.endpoints[0].url: a URL: its user, password, query and fragment "
+        "are left out ('wss://[::1]:8443/Stream')",
+        "providers[0].config.system: a URL: its user, password, query and fragment are left "
+        "out ('Docs: https://Docs.example/p and more')",
+        "providers[1] 'https://llm.example/v1': names no model (promptfoo calls it as code, a "
+        "command, a URL or a built-in); bind the entry point (or the variant's entry:) to "
+        "what it does"]
+    everything = conversion.manifest + "\n".join(conversion.report("c.yaml", "out"))
+    assert not re.search(r"S[1-7]\b", everything)
+
+
+def test_a_grading_providers_credentials_are_not_shown(tmp_path: Path) -> None:
+    config = _config(tmp_path, """
+        defaultTest:
+          options:
+            provider: {id: openai:gpt-4o, config: {apiKey: sk-GRADER}}
+        tests:
+          - vars: {q: x}
+            assert: [{type: llm-rubric, value: polite}]
+        """)
+    conversion = convert(config, tmp_path / "out")
+    assert conversion.unconverted == [
+        "case-1: options.provider {\"id\": \"openai:gpt-4o\", \"config\": {\"apiKey\": \"…\"}} "
+        "(from defaultTest; grades llm-rubric): not converted: its config cannot be carried "
+        "by an endpoint judge; bind a judge (elizon.yaml judge: or an elizon_judge fixture)"]
+    assert "GRADER" not in conversion.suite
+
+
+def test_a_python_asserts_context_holds_no_credential(tmp_path: Path) -> None:
+    config = _config(tmp_path / "pf", """
+        defaultTest:
+          options:
+            provider: {id: openai:gpt-4o, config: {apiKey: sk-GRADER}}
+        tests:
+          - vars: {q: x, url: "https://a.example/?page=2"}
+            assert: [{type: python, value: file://c.py, config: {token: TOKEN1, n: 1}}]
+        """, **{"c.py": "def get_assert(output, context):\n    return True\n"})
+    conversion = convert(config, tmp_path / "out")
+    assert conversion.checks is not None
+    assert "sk-GRADER" not in conversion.checks
+    assert "TOKEN1" not in conversion.checks
+    # the vars are the case's input (written in the suite too): as they are
+    assert '"url": "https://a.example/?page=2"' in conversion.checks
+    assert conversion.unconverted == [
+        f"case-1: python assert context, {where}: a credential, not written; the check "
+        f"reads it from its environment (e.g. ${env})"
+        for where, env in (("test.assert[0].config.token", "TOKEN"),
+                           ("test.options.provider.config.apiKey", "API_KEY"),
+                           ("config.token", "TOKEN"))]
+
+
+def test_which_config_keys_are_credentials(tmp_path: Path) -> None:
+    config = _config(tmp_path, """
+        prompts: ["{{q}}"]
+        providers:
+          - id: openai:a
+            config:
+              headers: {Cookie: c, X-Auth: a, Proxy-Authorization: p, X-Api-Key: k, X-Team: t}
+              tokenUrl: u
+              oauth: {client_id: i}
+              passwd: p
+              max_tokens: 1
+              maxNewTokens: 2
+              author: me
+              authority: x
+          - openai:b
+        tests:
+          - vars: {q: x}
+        """)
+    conversion = convert(config, tmp_path / "out")
+    assert yaml.safe_load(conversion.manifest)["variants"][0]["params"] == {
+        "model": "a", "headers": {"X-Team": "t"}, "max_tokens": 1, "maxNewTokens": 2,
+        "author": "me", "authority": "x"}
+    assert [n.split(":")[0] for n in conversion.setup_unconverted] == [
+        f"providers[0].config.{key}" for key in (
+            "headers.Cookie", "headers.X-Auth", "headers.Proxy-Authorization",
+            "headers.X-Api-Key", "tokenUrl", "oauth", "passwd")]
+
+
+def test_the_suggested_entry_compiles_when_a_param_is_a_python_keyword(
+    tmp_path: Path
+) -> None:
+    config = _config(tmp_path, """
+        prompts: ["Answer: {{question}}"]
+        providers:
+          - {id: openai:a, config: {class: 5, vars: 1, match: x, temperature: 0}}
+          - {id: openai:b, config: {None: 2}}
+        tests:
+          - vars: {question: hi}
+        """)
+    manifest = convert(config, tmp_path / "out").manifest
+    lines = manifest.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("#       def answer("))
+    end = lines.index("#       return answer")
+    source = "\n".join(line[len("#       "):] for line in lines[start:end])
+    code = compile(source, "elizon.yaml", "exec")  # a keyword parameter: SyntaxError
+    # soft keywords (match, type, case) may name a parameter
+    assert source.splitlines()[0] == "def answer(model=None, match=None, temperature=None, " \
+        "**vars):"
+    # as the plugin calls it: a variant's params as keyword arguments beside the vars;
+    # the prompt gets only the vars (it refuses an undeclared one)
+    rendered: list[dict[str, object]] = []
+    scope = {"elizon_prompt": lambda name, **vars: rendered.append(vars) or "prompt",
+             "call_your_model": lambda model, prompt: f"{model}: {prompt}"}
+    exec(code, scope)
+    answer = scope["answer"]
+    assert answer(model="a", temperature=0, match="x", question="hi",  # type: ignore[operator]
+                  **{"class": 5, "vars": 1, "None": 2}) == "a: prompt"
+    assert rendered == [{"question": "hi"}]
+    # the comment says where such a param arrives
+    assert "#           # None, class, vars: no parameter can be named so; they arrive in " \
+        "**vars (and the elizon_variant fixture's params)" in lines

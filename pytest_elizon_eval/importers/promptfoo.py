@@ -25,6 +25,7 @@ import csv
 import errno
 import io
 import json
+import keyword
 import math
 import os
 import re
@@ -33,7 +34,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
 
 import yaml
 
@@ -42,6 +43,7 @@ from ..load.documents import MAX_ALIAS_EXPANSION, MAX_FILE_BYTES, LoadFailed, Pr
 from ..load.loading import load_yaml
 from ..load.model import Manifest, Suite, manifest_shape, suite_checks, validate
 from ..load.prompts import load_registry
+from ..text import without_userinfo
 from ..trust.evidence import replace_file
 
 __all__ = ["Conversion", "ImportFailed", "convert", "write"]
@@ -463,6 +465,9 @@ def _listed(value: Any) -> list[str] | None:
 
 
 def _shown(value: Any, limit: int = 80) -> str:
+    """``value`` as a note shows it: credentials (by key) as ``…``, URLs without their login
+    and query (docs/cli.md#providers-and-prompts-as-variants: never printed)."""
+    value = _masked(value)
     text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else repr(value)
     text = text.replace("\n", "\\n").replace("\r", "\\r")
     return text if len(text) <= limit else text[:limit - 1] + "…"
@@ -675,7 +680,15 @@ class _Mapper:
         if not function.isidentifier():
             raise ValueError(f"{function!r} is not a function name")
         name = f"check_{len(self.python) + 1}"
-        context = {"prompt": case.prompt, "test": case.test, "config": item.get("config")}
+        # No credential reaches the written module (docs/cli.md#providers-and-prompts-as-
+        # variants): the vars are the case's input, written in the suite anyway.
+        notes: list[str] = []
+        test = {k: v if k == "vars" else _scrubbed(v, f"test.{k}", notes, "the check")
+                for k, v in case.test.items()}
+        context = {"prompt": case.prompt, "test": test,
+                   "config": _scrubbed(item.get("config"), "config", notes, "the check")}
+        case.notes += [f"python assert context, {note}" for note in notes
+                       if f"python assert context, {note}" not in case.notes]
         self.python.append((name, os.path.relpath(path, self.out_dir.resolve()), function,
                             json.dumps(context, ensure_ascii=False, default=str)))
         spec: Any = f"{CHECKS_MODULE}:{name}"
@@ -835,14 +848,35 @@ class _Matrix:
         return [p for p in self.prompts if p.text is not None]
 
 
-def _redacted(ident: str) -> str:
-    """A provider id as it may be shown: a URL without its user, password and query."""
-    if ident.startswith(("http://", "https://", "ws://", "wss://")):
-        parts = urlsplit(ident)
-        host = parts.hostname or ""
-        port = f":{parts.port}" if parts.port else ""
-        return f"{parts.scheme}://{host}{port}{parts.path}"
-    return ident
+#: A URL's ``scheme://``; a URL within other text runs to the next space (as
+#: text.without_userinfo reads one).
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")
+_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://\S*")
+_QUERY_OR_FRAGMENT = re.compile(r"[?#]")
+
+
+def _bare_url(url: str) -> str:
+    """``url`` (text that starts with ``scheme://``) without its user, password, query and
+    fragment: ``https://bob:pw@h/v1?key=k`` → ``https://h/v1``. The login ends where
+    without_userinfo says (a password may hold ``/``, ``?``, ``@`` or a space), so no part of
+    it is left, and nothing is parsed that could fail (a port, a host)."""
+    scheme = _URL.match(url)
+    if scheme is None:
+        return url
+    rest = without_userinfo(url)[scheme.end():]
+    rest = rest.removeprefix("***@")  # without_userinfo's mark for the login it hid
+    return scheme.group() + _QUERY_OR_FRAGMENT.split(rest, maxsplit=1)[0]
+
+
+def _redacted(text: str) -> str:
+    """``text`` as it may be written or shown: each URL in it (all of it, when it starts
+    with one) without its user, password, query and fragment (docs/cli.md#providers-and-
+    prompts-as-variants)."""
+    if _URL.match(text):
+        return _bare_url(text)
+    if "://" not in text:
+        return text
+    return _URL_IN_TEXT.sub(lambda found: _bare_url(found.group()), text)
 
 
 def _model(ident: str) -> str | None:
@@ -857,29 +891,60 @@ def _model(ident: str) -> str | None:
     return ":".join(rest) or None
 
 
+#: The words of a key (``X-Auth-Token`` → x, auth, token; ``basicAuth`` → basic, auth).
+_KEY_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+
+
 def _sensitive(key: object) -> bool:
     """A config key that holds a credential (never written: docs/contract.md's no-secret
-    rule); ``max_tokens`` is not one, ``accessToken`` is."""
+    rule): ``apiKey``, ``accessToken``, ``token_url``, ``basicAuth``, a header's
+    ``Authorization`` or ``Cookie``; ``max_tokens`` and ``author`` are not."""
     name = re.sub(r"[^a-z]", "", str(key).lower())
-    return (any(word in name for word in ("apikey", "secret", "password", "authorization",
+    words = {w.lower() for w in _KEY_WORDS.findall(str(key))}
+    return (any(word in name for word in ("apikey", "secret", "password", "passwd",
+                                          "passphrase", "authorization", "authentication",
                                           "credential", "bearer", "privatekey"))
-            or name.endswith("token"))
+            or name.endswith(("token", "auth")) or bool(words & {"token", "auth", "cookie"}))
 
 
-def _scrubbed(value: Any, where: str, notes: list[str]) -> Any:
-    """``value`` without the credentials in it, each noted (by key, never its value)."""
+def _env_name(key: object) -> str:
+    """An environment variable to suggest for a credential's key (``basicAuth`` →
+    ``BASIC_AUTH``)."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", str(key))
+    return re.sub(r"[^A-Za-z0-9]+", "_", spaced).strip("_").upper()[:64] or "SECRET"
+
+
+def _scrubbed(value: Any, where: str, notes: list[str], reader: str = "the entry point"
+              ) -> Any:
+    """``value`` without the credentials in it, each noted (by key, never its value, with
+    where ``reader`` may read it instead), and its URLs without their login and query, each
+    change noted (docs/cli.md#providers-and-prompts-as-variants)."""
     if isinstance(value, dict):
         kept = {}
         for key, item in value.items():
             if _sensitive(key):
-                notes.append(f"{where}.{key}: a credential, not written; the entry point "
-                             "reads it from its environment")
+                notes.append(f"{where}.{key}: a credential, not written; {reader} reads it "
+                             f"from its environment (e.g. ${_env_name(key)})")
             else:
-                kept[key] = _scrubbed(item, f"{where}.{key}", notes)
+                kept[key] = _scrubbed(item, f"{where}.{key}", notes, reader)
         return kept
     if isinstance(value, list):
-        return [_scrubbed(item, f"{where}[{i}]", notes) for i, item in enumerate(value)]
+        return [_scrubbed(item, f"{where}[{i}]", notes, reader) for i, item in enumerate(value)]
+    if isinstance(value, str) and _redacted(value) != value:
+        value = _redacted(value)
+        notes.append(f"{where}: a URL: its user, password, query and fragment are left out "
+                     f"({_shown(value, 80)})")
     return value
+
+
+def _masked(value: Any) -> Any:
+    """``value`` as a note may show it: a credential's value (by key) as ``…``, URLs as
+    :func:`_redacted` writes them."""
+    if isinstance(value, dict):
+        return {k: "…" if _sensitive(k) else _masked(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_masked(item) for item in value]
+    return _redacted(value) if isinstance(value, str) else value
 
 
 def _params(config: dict[str, Any], where: str, notes: list[str]) -> dict[str, Any]:
@@ -981,8 +1046,12 @@ def _provider(where: str, item: Any, notes: list[str]) -> _Provider:
                      "code, a command, a URL or a built-in); bind the entry point (or the "
                      "variant's entry:) to what it does")
     params.update(_params(config, f"{where}.config", notes))
-    others = {k: v for k, v in options.items() if k not in ("id", "label", "config", "prompts")}
-    for key, value in sorted(_scrubbed(others, where, notes).items(), key=lambda kv: str(kv[0])):
+    others = {k: v for k, v in options.items()
+              if k not in ("id", "label", "config", "prompts", "env")}
+    others = _scrubbed(others, where, notes)
+    if "env" in options:  # never shown, so not scrubbed (its keys are the variables' names)
+        others["env"] = None
+    for key, value in sorted(others.items(), key=lambda kv: str(kv[0])):
         shown = "" if key == "env" else f" {_shown(value, 60)}"
         notes.append(f"{where}.{key}{shown}: "
                      f"{_PROVIDER_LOST.get(str(key), 'no Elizon equivalent')}")
@@ -1557,18 +1626,31 @@ def _manifest(config: dict[str, Any], config_path: Path, judged: bool,
     return "\n".join(lines) + "\n" + _dump(body)
 
 
+#: Names the example entry's body uses: a param so named is not a parameter of it.
+_EXAMPLE_NAMES = {"vars", "elizon_prompt", "call_your_model", "others"}
+
+
 def _entry_example(matrix: _Matrix) -> list[str]:
     """An ``elizon_entry`` fixture, as comment lines, that takes the variants' params by
-    name (so they do not reach the prompt as vars) and renders the prompt."""
+    name (so they do not reach the prompt as vars) and renders the prompt. A param no
+    parameter can be named (a Python keyword such as ``class``; a soft keyword such as
+    ``match`` can) is taken out of ``**vars`` instead, so the code compiles and renders."""
     params: list[str] = []
     for variant in matrix.variants:
         params += [k for k in variant.get("params", {}) if k not in params]
-    signature = "".join(f"{k}=None, " for k in params)
+    unnamed = sorted(k for k in params if keyword.iskeyword(k) or k in _EXAMPLE_NAMES)
+    signature = "".join(f"{k}=None, " for k in params if k not in unnamed)
     model = "model, " if "model" in params else ""
+    taken = [
+        f"#           # {', '.join(unnamed)}: no parameter can be named so; they arrive in "
+        "**vars (and the elizon_variant fixture's params)",
+        f"#           others = {{k: vars.pop(k, None) for k in {tuple(unnamed)!r}}}",
+    ] if unnamed else []
     return [
         "#   @pytest.fixture",
         "#   def elizon_entry(elizon_prompt):",
         f"#       def answer({signature}**vars):",
+        *taken,
         f'#           return call_your_model({model}elizon_prompt("{PROMPT_NAME}", **vars))',
         "#       return answer",
     ]
