@@ -12,12 +12,13 @@ pytest import here.
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import ElizonError
-from .text import visible
+from .text import defuse, visible
 
 if TYPE_CHECKING:
     from .load.prompts import PromptRegistry
@@ -87,12 +88,20 @@ def add_parser(verbs: Any, run: Callable[[argparse.Namespace, Any], int]) -> Non
         q.set_defaults(run=run)
 
 
-def _display(path: Path) -> str:
-    """``path`` as the command shows it: relative to the current folder when inside it."""
-    try:
-        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
-    except ValueError:
-        return path.as_posix()
+def _display(package: Path) -> Callable[[Path], str]:
+    """How the command shows a path within the folder ``package`` (as given): relative to
+    the current folder when inside it, else as given. Only the package folder is resolved
+    (to be found under the current folder however it was named): what is inside it is
+    named as the package names it, a linked ``prompts`` folder or prompt file by the link,
+    as pytest's messages name it (docs/format.md#prompts)."""
+    real, here = package.resolve(), Path.cwd().resolve()
+
+    def display(path: Path) -> str:
+        inside = path.relative_to(real)  # load_registry names only paths within it
+        return ((real / inside).relative_to(here) if (real / inside).is_relative_to(here)
+                else package / inside).as_posix()
+
+    return display
 
 
 def _registry(given: str) -> PromptRegistry:
@@ -106,7 +115,7 @@ def _registry(given: str) -> PromptRegistry:
         where = "the current folder" if given == "." else given
         raise PromptsTrouble(f"{where} is not a package (no elizon.yaml in it); name the package "
                              "folder with --package DIR")
-    return load_registry(path, _display)
+    return load_registry(path.resolve(), _display(path))
 
 
 def _lines(text: str) -> list[str]:
@@ -120,8 +129,15 @@ def run(args: argparse.Namespace, out: _Out) -> int:
 
     try:
         return _ACTIONS[args.action](_registry(args.package), args, out)
-    except ElizonError as exc:  # every problem, each still starting with its code
-        raise PromptsTrouble("; ".join(exc.lines)) from None
+    except ElizonError as exc:
+        # every problem on a line of its own, each starting with its code as pytest prints
+        # them (docs/format.md#prompts) after the command's name, as its error line does;
+        # the last is that error line (exit 2)
+        *before, last = exc.lines or [str(exc)]
+        for line in before:  # as the command's safe() shows its error line
+            print(f"elizon-eval prompts: {defuse(visible(line, keep_newlines=False))}",
+                  file=sys.stderr)
+        raise PromptsTrouble(last) from None
 
 
 def _list(registry: PromptRegistry, args: argparse.Namespace, out: _Out) -> int:

@@ -434,3 +434,63 @@ def test_prompts_refuses_with_one_line_and_exit_2(pkg: Path, args: tuple[str, ..
     status, out, err = _cli(pkg)(*args)
     assert (status, out) == (2, "")
     assert err.splitlines()[-1] == error
+
+
+def test_prompts_prints_each_problem_on_its_own_line(pkg: Path) -> None:
+    _write(pkg, "prompts/support.yaml", """
+        variables: [question, question]
+        versions:
+          "1": "Hi {{nmae}}"
+        """)
+    status, out, err = _cli(pkg)("list", "--package", "pkg")
+    assert (status, out) == (2, "")
+    # as docs/format.md#prompts shows them: one a line, each as the command's error line
+    assert err.splitlines() == [
+        "elizon-eval prompts: ELIZON_PROMPT_INVALID: pkg/prompts/support.yaml:1: "
+        "variables[1]: 'question' is declared twice",
+        "elizon-eval prompts: ELIZON_PROMPT_INVALID: pkg/prompts/support.yaml:3: "
+        "versions['1']: the template uses {{nmae}}, which is not declared in variables; "
+        "declared: question"]
+    _write(pkg, "prompts/support.yaml", SUPPORT)
+    status, out, err = _cli(pkg)("render", "support", "--var", "nme=x", "--package", "pkg")
+    assert (status, out) == (2, "")
+    assert err.splitlines() == [
+        "elizon-eval prompts: ELIZON_PROMPT_INVALID: pkg/prompts/support.yaml:1: prompt "
+        "'support' version '2': variable 'nme' is not declared (did you mean 'name'?); "
+        "declared: question, name",
+        "elizon-eval prompts: ELIZON_PROMPT_INVALID: pkg/prompts/support.yaml:4: prompt "
+        "'support' version '2': variable 'name' is used by the template and was not given; "
+        "given: nme",
+        "elizon-eval prompts: ELIZON_PROMPT_INVALID: pkg/prompts/support.yaml:4: prompt "
+        "'support' version '2': variable 'question' is used by the template and was not "
+        "given; given: nme"]
+
+
+def test_a_linked_prompts_folder_is_named_by_its_link_in_the_command_and_in_pytest(
+        packages: Packages, pytester: pytest.Pytester) -> None:
+    packages.package(suite=SUITE, entry=None)
+    bad = SUPPORT.replace("{{ name }}", "{{ nmae }}")
+    packages.write("pkg/ext/prompts/support.yaml", bad)
+    folder = pytester.path / "pkg"
+    (folder / "prompts").symlink_to(folder / "ext" / "prompts", target_is_directory=True)
+    error = ("ELIZON_PROMPT_INVALID: pkg/prompts/support.yaml:4: versions['2']: the template "
+             "uses {{nmae}}, which is not declared in variables (did you mean 'name'?); "
+             "declared: question, name")
+    pytester.makeconftest(ENTRY_CONFTEST)
+    result = pytester.runpytest()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines([error])
+    run = _cli(folder)
+    assert run("list", "--package", "pkg") == (2, "", f"elizon-eval prompts: {error}\n")
+    packages.write("pkg/ext/prompts/support.yaml", SUPPORT)
+    status, out, _ = run("list", "--package", "pkg")
+    assert (status, out.splitlines()[0]) == (
+        0, "support  pkg/prompts/support.yaml  variables: question, name")
+    assert run("show", "support", "--package", "pkg")[1].startswith(
+        f"support@2 (default)  sha256:{_sha(V2)}  pkg/prompts/support.yaml:4\n")
+    # a package named by a path through a link, or absolutely, is shown from here too
+    (pytester.path / "alias").symlink_to(folder, target_is_directory=True)
+    assert run("list", "--package", "alias")[1].splitlines()[0] == \
+        "support  pkg/prompts/support.yaml  variables: question, name"
+    assert run("list", "--package", str(folder))[1].splitlines()[0] == \
+        "support  pkg/prompts/support.yaml  variables: question, name"
