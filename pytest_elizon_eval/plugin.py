@@ -477,6 +477,15 @@ class SessionReporter:
                             "earlier --elizon-results file) and variants with their "
                             "reference (docs/format.md#variants); this run has neither")
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
+        ran = {r.variant for s in self.aggregate.suites() for r in s.results}
+        unknown = [n for n in self.settings.variants_selected if n not in ran]
+        if unknown and len(self.aggregate) and not ran - {None}:
+            # selected, in a run whose packages declare no variant at all: a typing slip
+            # is never a silent full run (docs/format.md#variants)
+            self.ungated = (f"--elizon-variant {unknown[0]}: no package of this run declares "
+                            "variants; the option selects among the names of elizon.yaml's "
+                            "variants: (NAME=module:function adds one)")
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
         if self.previous is not None and self.settings.baseline is not None:
             from .reporting.regression import compare  # deferred: only with a baseline
 

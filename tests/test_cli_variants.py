@@ -71,8 +71,9 @@ def test_a_run_the_variant_gate_failed_is_shown_verified_and_overridden_as_faile
     assert data["suites"][0]["verdict"] == "advisory"
     assert data["verdict"]["pass"] is False
     assert data["verdict"]["variant_gate"] is True
-    note = ("--elizon-fail-on-regression fails the run: 1 significant drop of a variant "
-            "against its reference: small pass_rate -0.833 against large (Holm p=0.00195).")
+    note = ("--elizon-fail-on-regression fails the run on 1 variant result against the "
+            "reference: small in pkg/eval/suite.yaml against large: pass_rate -0.833 "
+            "(Holm p=0.00195).")
     assert data["verdict"]["paragraph"].endswith(note)
 
     shown = elizon_eval("show", "g.json", cwd=pytester.path)
@@ -84,9 +85,9 @@ def test_a_run_the_variant_gate_failed_is_shown_verified_and_overridden_as_faile
     plain = elizon_eval("verify", "g.json", "--public-key", public, cwd=pytester.path)
     assert plain.returncode == 0, plain.stderr
     assert "signature valid, by " in plain.stdout
-    gate = ("EVALUATION_GATE_FAILED: a variant significantly worse than its reference "
-            "(--elizon-fail-on-regression): small of pkg against large: pass_rate -0.833 "
-            "(Holm p=0.00195)\n")
+    gate = ("EVALUATION_GATE_FAILED: the variant gate against the reference "
+            "(--elizon-fail-on-regression): small in pkg/eval/suite.yaml against large: "
+            "pass_rate -0.833 (Holm p=0.00195)\n")
     required = elizon_eval("verify", "g.json", "--public-key", public, "--require-pass",
                            cwd=pytester.path)
     assert (required.returncode, required.stderr) == (1, gate)
@@ -94,9 +95,9 @@ def test_a_run_the_variant_gate_failed_is_shown_verified_and_overridden_as_faile
     seen = elizon_eval("acknowledge", "g.json", "--acknowledge-evaluation", "--by", "ann",
                        cwd=pytester.path)
     assert seen.returncode == 0, seen.stderr
-    assert ("MUST-PASS GATE: FAILED — a variant significantly worse than its reference "
-            "(--elizon-fail-on-regression): small of pkg against large: pass_rate -0.833 "
-            "(Holm p=0.00195)") in seen.stdout.splitlines()
+    assert ("MUST-PASS GATE: FAILED — the variant gate against the reference "
+            "(--elizon-fail-on-regression): small in pkg/eval/suite.yaml against large: "
+            "pass_rate -0.833 (Holm p=0.00195)") in seen.stdout.splitlines()
     ack = json.loads((pytester.path / "g.json.ack.json").read_text("utf-8"))
     assert ack["verdict_seen"]["pass"] is False
 
@@ -177,8 +178,8 @@ def test_diff_fails_on_regression_as_the_variants_gates_would(
     same = elizon_eval("diff", "g.json", "g.json", "--fail-on-regression", cwd=pytester.path)
     assert same.returncode == 1, same.stderr
     assert same.stdout.splitlines()[-1] == (
-        "--fail-on-regression fails the run: 1 significant drop of a variant against its "
-        "reference: small pass_rate -0.833 against large (Holm p=0.00195).")
+        "--fail-on-regression fails the run on 1 variant result against the reference: "
+        "small in pkg/eval/suite.yaml against large: pass_rate -0.833 (Holm p=0.00195).")
     assert elizon_eval("diff", "g.json", "g.json", cwd=pytester.path).returncode == 0
 
 
@@ -221,10 +222,14 @@ def test_merged_shards_of_a_gated_run_fail_as_the_whole_run_does(
     gated_package(packages, WORSE)
     whole = run(pytester, "all.json", "--elizon-fail-on-regression")
     assert whole["verdict"]["pass"] is False
-    # each shard alone compares nothing: small has no reference case beside it
+    # a shard of small alone has no reference case to compare with: its failed cases are
+    # gated case by case again (never a silent pass); large's shard passes
     for name, chosen in (("l.json", "large"), ("s.json", "small")):
         shard = run(pytester, name, "--elizon-fail-on-regression", "-k", chosen)
-        assert shard["verdict"]["pass"] is True
+        assert shard["verdict"]["pass"] is (chosen == "large")
+    assert "small in pkg/eval/suite.yaml against large: 10 failed cases its comparison " \
+        "cannot judge (large did not run its cases): gated case by case" in \
+        json.loads((pytester.path / "s.json").read_text("utf-8"))["verdict"]["paragraph"]
     done = elizon_eval("merge", "l.json", "s.json", "-o", "m.json", cwd=pytester.path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0] == "merged 24 cases of 1 suites from 2 shards: FAIL"
@@ -234,9 +239,9 @@ def test_merged_shards_of_a_gated_run_fail_as_the_whole_run_does(
     assert untimed(merged["variants"][0]) == untimed(whole["variants"][0])
     verified = elizon_eval("verify", "m.json", "--require-pass", cwd=pytester.path)
     assert verified.returncode == 1
-    assert verified.stderr.startswith("EVALUATION_GATE_FAILED: a variant significantly worse "
-                                      "than its reference (--elizon-fail-on-regression): "
-                                      "small of pkg against large: pass_rate -0.833")
+    assert verified.stderr.startswith("EVALUATION_GATE_FAILED: the variant gate against the "
+                                      "reference (--elizon-fail-on-regression): small in "
+                                      "pkg/eval/suite.yaml against large: pass_rate -0.833")
 
 
 def test_history_records_and_lists_each_variant_apart(

@@ -174,6 +174,15 @@ class CallableEntry:
         if self.params:
             extra = {**self.params, **extra}
         args, kwargs = _arguments(self._signature, case_input, extra, self._passing)
+        if self.params and not args and isinstance(case_input, Mapping):
+            # a case's input key and a variant's param, both keywords: neither may
+            # silently replace the other (docs/format.md#variants)
+            clash = sorted(str(key) for key in case_input if key in self.params)
+            if clash:
+                return EntryCall(error=ErrorInfo("EntryConfigError", (
+                    f"the case's input {clash[0]!r} is also a param of its variant "
+                    f"({self.description}): both are keyword arguments of the entry point, "
+                    "and neither may replace the other; rename one")))
         tally = Tally()
         call = attempts(lambda: call_with_deadline(self.fn, args, kwargs, deadline,
                                                    answer_of, self.description),

@@ -164,7 +164,7 @@ class SuiteFile(_ShowsElizonErrors, pytest.File):
             if marker not in registered:  # registered, so --strict-markers accepts tags
                 self.config.addinivalue_line("markers", marker)
         settings = session.of(self.config).settings
-        variants = planning.variants_of(self.package, settings)
+        variants = planning.variants_of(self.package, settings, index.display)
         if variants:  # its cases run once per variant; the reference named first
             ordered = sorted(variants, key=lambda v: not v.reference)
             info = dataclasses.replace(
@@ -392,7 +392,7 @@ class CaseItem(compat.FixtureItem):
         self.result = result
         if running.settings.record is not None:
             self.recording = planning.recording_of(self.identity, self.case, plan, run,
-                                                   self.secrets)
+                                                   self.secrets, self.variant)
         return result
 
     def _variant_record(self, result: CaseResult) -> CaseResult:
@@ -409,8 +409,8 @@ class CaseItem(compat.FixtureItem):
             elif not variant.reference and session.of(self.config).settings.fail_on_regression:
                 # gated by its comparison with the reference instead, case by case
                 # advisory (docs/contract.md#variant-comparison)
-                changes["advisory"] = (f"variant {variant.name} is gated by a significant "
-                                       "drop against its reference (--elizon-fail-on-regression)")
+                changes["advisory"] = outcomes.GATED_BY_COMPARISON.format(
+                    variant=variant.name)
         return dataclasses.replace(result, **changes) if changes else result
 
     def history_key(self) -> tuple[str, str]:

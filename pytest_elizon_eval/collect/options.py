@@ -17,6 +17,7 @@ import importlib.util
 import keyword
 import math
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +35,7 @@ from ..run.concurrency import MAX_CONCURRENCY
 from ..run.deadlines import DEFAULT_MAX_HUNG
 from ..run.grade_cache import CACHE_MODES, DEFAULT_MAX_ENTRIES, GradeCache
 from ..run.retrying import RetryPolicy
+from ..text import without_userinfo
 
 if TYPE_CHECKING:  # types only: imported when a run signs or attests its results
     from ..trust.attestation import Secret
@@ -778,6 +780,10 @@ def resolve(config: pytest.Config) -> Settings:
     ), _junitxml(config))
 
 
+#: ``module.path:attribute``, what ``--elizon-variant NAME=SPEC`` takes.
+_PYTHON_SPEC = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
+
+
 def _variants(config: pytest.Config) -> dict[str, Any]:
     """``--elizon-variant``: names selected and variants added (docs/format.md#variants)."""
     selected: list[str] = []
@@ -785,14 +791,16 @@ def _variants(config: pytest.Config) -> dict[str, Any]:
     for given in config.getoption("elizon_variant") or ():
         name, sep, spec = given.partition("=")
         name, spec = name.strip(), spec.strip()
+        shown = without_userinfo(given)  # an error never shows a URL's password
         if not VARIANT_NAME.fullmatch(name):
             raise pytest.UsageError(
-                f"--elizon-variant {given!r}: {name!r} is not a variant name (1-64 letters, "
-                "digits, '_', '.' or '-', starting with a letter or digit)")
-        if sep and ":" not in spec:
+                f"--elizon-variant {shown!r}: {without_userinfo(name)!r} is not a variant name "
+                "(1-64 letters, digits, '_', '.' or '-', starting with a letter or digit)")
+        if sep and not _PYTHON_SPEC.fullmatch(spec):
             raise pytest.UsageError(
-                f"--elizon-variant {given!r}: give NAME=module:function, the entry point of "
-                "the variant it adds")
+                f"--elizon-variant {name}=…: give NAME=module.path:function, the Python entry "
+                "point of the variant it adds (a command or URL entry goes in elizon.yaml's "
+                "variants:)")
         if sep:
             if name in added:
                 raise pytest.UsageError(f"--elizon-variant adds {name!r} twice")

@@ -166,13 +166,14 @@ class SnapshotCases:
             return
         if isinstance(file, ElizonError):
             raise ElizonError(file.code, file.messages)
-        bad = file.bad.get(item.case.id)
+        # a case's pin per variant: its node id's name (docs/format.md#variants)
+        bad = file.bad.get(item.name)
         if bad is not None and not self.update:  # an update run writes the entry again
             raise ElizonError(errors.ELIZON_SNAPSHOT_INVALID, [bad])
         state.file, state.suite = file, shared
         # --elizon-resume: a changed pin re-runs the case, and an update run runs every
         # snapshot case (a case taken from the store would write nothing)
-        item.history_extra["snapshot"] = file.raw.get(item.case.id)
+        item.history_extra["snapshot"] = file.raw.get(item.name)
         item.resumable = item.resumable and not self.update
 
     def pytest_elizon_case_checks(self, item: CaseItem, run: CaseRun) -> CaseChecks | None:
@@ -181,7 +182,7 @@ class SnapshotCases:
         if state is None or file is None or item.plan is None:
             return None
         compared = snapshots.compare(
-            file, item.case.id, [_text(a) for a in run.attempts], recorded_input(item.case),
+            file, item.name, [_text(a) for a in run.attempts], recorded_input(item.case),
             item.plan.entry_description, update=self.update, secrets=item.secrets)
         state.write = compared.write
         return CaseChecks(assertions=(compared.assertion,), snapshot=compared.record)

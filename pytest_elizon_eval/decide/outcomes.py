@@ -60,6 +60,7 @@ if TYPE_CHECKING:  # types only: reports and elizon-eval read results without th
 __all__ = [
     "ERROR",
     "FAILED",
+    "GATED_BY_COMPARISON",
     "HISTORY_KEY_ATTR",
     "INCONCLUSIVE",
     "OUTPUT_KEPT",
@@ -392,6 +393,13 @@ def crashed(identity: CaseIdentity, message: str) -> CaseResult:
     return CaseResult(nodeid=identity.nodeid, case_id=identity.case_id, line=identity.line,
                       suite=identity.suite, variant=identity.variant, outcome=ERROR,
                       error=ErrorInfo(WORKER_CRASH, message))
+
+
+#: Why a failed case of a variant does not fail the run by itself under
+#: ``--elizon-fail-on-regression``: its comparison with the reference gates it
+#: (docs/contract.md#variant-comparison).
+GATED_BY_COMPARISON = ("variant {variant} is gated by its comparison with the reference "
+                       "(--elizon-fail-on-regression)")
 
 
 def blocks(result: CaseResult) -> bool:

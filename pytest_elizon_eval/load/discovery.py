@@ -179,9 +179,12 @@ class PackageIndex:
         """Who the case ``nodeid`` is, from the files alone (line 1 and a must-pass suite of
         its own if they cannot be read: the case is still reported)."""
         path_text, _, case_id = nodeid.rpartition("::")
+        variant = None
+        if case_id.endswith("]") and "[" in case_id:  # case[variant] (docs/format.md#variants)
+            case_id, _, variant = case_id[:-1].partition("[")
         path = self.rootpath / path_text
         fallback = CaseIdentity(nodeid, case_id, 1, SuiteInfo(path_text, "", "must-pass",
-                                                              False, key=path_text))
+                                                              False, key=path_text), variant)
         try:
             owner = self.owner(path)
             if owner is None:
@@ -193,5 +196,5 @@ class PackageIndex:
             return fallback
         for case, line in zip(loaded.cases, loaded.lines, strict=True):
             if case.id == case_id:
-                return CaseIdentity(nodeid, case_id, line, info)
-        return CaseIdentity(nodeid, case_id, 1, info)
+                return CaseIdentity(nodeid, case_id, line, info, variant)
+        return CaseIdentity(nodeid, case_id, 1, info, variant)

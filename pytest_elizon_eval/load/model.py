@@ -639,6 +639,15 @@ class Price(_Strict):
     cache_write: float | None = Field(None, alias="cacheWrite", ge=0, le=MAX_PRICE)
 
 
+def _non_finite(value: object) -> float | None:
+    """The first number in ``value`` (mappings and lists walked) that is not finite."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return value
+    parts = value.values() if isinstance(value, dict) else value \
+        if isinstance(value, list) else ()
+    return next((bad for part in parts if (bad := _non_finite(part)) is not None), None)
+
+
 def check_variant_name(value: str) -> str:
     if not VARIANT_NAME.fullmatch(value):
         raise ValueError(
@@ -668,10 +677,14 @@ class VariantSpec(_Strict):
     @field_validator("params")
     @classmethod
     def _param_names(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
-        for key in value or {}:
+        for key, given in (value or {}).items():
             if not isinstance(key, str) or not key.isidentifier():
                 raise ValueError(f"params key {key!r} is not a Python identifier; an entry "
                                  "point receives each as a keyword argument")
+            bad = _non_finite(given)
+            if bad is not None:  # docs/format.md#numbers-are-finite
+                raise ValueError(f"params.{key}: must hold finite numbers, found "
+                                 f"{_describe(bad)}")
         return value
 
     _body_template = field_validator("body")(_checked_body)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,8 +44,8 @@ if TYPE_CHECKING:
     from ..agreement import LabelRow
     from .suite_cache import SuiteCache
 
-__all__ = ["DEFAULT_VARIANT", "LoadedSuite", "Package", "SuiteSpec", "Variant", "load_manifest",
-           "load_suite", "run_variants", "standalone"]
+__all__ = ["DEFAULT_VARIANT", "LoadedSuite", "Package", "SuiteSpec", "Variant", "checked_pins",
+           "load_manifest", "load_suite", "run_variants", "standalone"]
 
 MANIFEST_NAME = "elizon.yaml"
 
@@ -322,8 +323,31 @@ def run_variants(package: Package, selected: tuple[str, ...],
         found.append(Variant(name, entry=spec, where=f"--elizon-variant {name}={spec}"))
     if not found:
         return ()
-    reference = next((v for v in found if v.reference), found[0])
+    # the one the others are gated against never is advisory (docs/format.md#variants)
+    reference = next((v for v in found if v.reference), None) \
+        or next((v for v in found if not v.advisory), found[0])
     return tuple(replace(v, reference=v is reference) for v in found)
+
+
+def checked_pins(package: Package, variants: tuple[Variant, ...],
+                 display: Callable[[Path], str]) -> None:
+    """Every prompt version a variant pins is in the package's registry
+    (docs/format.md#prompts), or ElizonError at the variant's line naming what there is."""
+    pinned = [(v, name, version) for v in variants for name, version in v.prompts.items()]
+    if not pinned:
+        return
+    from .prompts import load_registry  # deferred: only a package whose variants pin some
+
+    registry = load_registry(package.folder, display)
+    problems = []
+    for variant, name, version in pinned:
+        try:
+            registry.prompt(name).version(version)
+        except ElizonError as exc:
+            problems.append(f"{variant.where}: variant {variant.name} pins {name}@{version}: "
+                            + "; ".join(exc.lines))
+    if problems:
+        raise ElizonError(errors.ELIZON_MANIFEST_INVALID, problems)
 
 
 def _variants(manifest: Manifest, lines: tuple[int, ...], display: str
@@ -342,6 +366,10 @@ def _variants(manifest: Manifest, lines: tuple[int, ...], display: str
         seen[spec.name] = line
         if spec.reference:
             references.append(line)
+            if spec.gate == "advisory":
+                problems.append(Problem(line, f"variant {spec.name!r} is the reference and "
+                                              "advisory: the others are gated against it, so "
+                                              "it is gated itself; drop one of the two"))
         made.append(Variant(spec.name, dict(spec.params or {}), dict(spec.prompts or {}),
                             spec.reference, spec.gate == "advisory", spec.entry, spec.model,
                             spec.body, f"{display}:{line}" if line else display))

@@ -14,10 +14,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..decide.comparison import Comparison, Difference, compare
+from ..decide.comparison import BETTER, WITHIN_NOISE, WORSE, Comparison, compare
 from ..decide.outcomes import (
     ERROR,
     FAILED,
+    GATED_BY_COMPARISON,
     INCONCLUSIVE,
     PASSED,
     TIMEOUT,
@@ -247,6 +248,23 @@ class SuiteSummary:
         return rows
 
 
+@dataclass(frozen=True)
+class VariantGateFailure:
+    """A variant result ``--elizon-fail-on-regression`` fails the run on: a significant
+    drop (its metric, change and Holm p), or failed cases its comparison cannot judge
+    (``metric`` None)."""
+
+    package: str
+    suite: str
+    variant: str
+    reference: str
+    metric: str | None
+    change: float | None
+    adjusted_p: float | None
+    #: In words: ``pass_rate -0.833 (Holm p=0.00195)``, or why it could not be judged.
+    reason: str
+
+
 class Aggregate:
     """The run's case results, by node id (a re-run case keeps its last result)."""
 
@@ -314,7 +332,13 @@ class Aggregate:
         return list(self._suites)
 
     def _grouped(self) -> list[SuiteSummary]:
-        known = {r.suite.path: r.suite for r in self._results.values() if r.suite.package}
+        known: dict[str, SuiteInfo] = {}
+        for r in self._results.values():
+            # the fullest record of each suite: a crashed worker's case knows only what the
+            # files say, not the variants the session ran (docs/format.md#variants)
+            if r.suite.package and (r.suite.path not in known or (
+                    r.suite.variants and not known[r.suite.path].variants)):
+                known[r.suite.path] = r.suite
         by_path: dict[str, SuiteSummary] = {}
         # probes share their manifest line: the node id orders them the same in every run
         for result in sorted(self._results.values(),
@@ -346,27 +370,58 @@ class Aggregate:
                                  package=package))
         return found
 
-    def variant_regressions(self) -> list[tuple[Comparison, Difference]]:
-        """The variants significantly worse than their reference, not advisory, of a
-        package with a must-pass suite: what ``--elizon-fail-on-regression`` fails the run
-        on (docs/contract.md#variant-comparison)."""
-        gated = {s.info.package for s in self.suites() if s.info.variants and not s.info.advisory}
-        return [(c, d) for c in self.variant_comparisons() if c.package in gated
-                for d in c.differences if d.verdict == "worse"
-                and not next(v.advisory for v in c.variants if v.name == d.variant)]
+    def variant_regressions(self) -> list[VariantGateFailure]:
+        """What ``--elizon-fail-on-regression`` fails the run on among the variants
+        (docs/contract.md#variant-comparison), suite by suite, in must-pass suites only, for
+        every variant neither advisory nor the reference: one significantly worse than the
+        reference on the suite's cases; and, gated case by case again, one whose failed
+        cases the comparison cannot judge (the reference did not run them, or too few
+        cases to tell) — never a silent pass."""
+        found: list[VariantGateFailure] = []
+        for summary in self.suites():
+            info = summary.info
+            if not info.variants or info.advisory:
+                continue
+            reference = info.variants[0]  # collection names the reference first
+            advisory = set(info.advisory_variants or ())
+            compared = compare(summary.results, list(info.variants), reference, advisory,
+                               confidence=self.confidence, alpha=self.alpha,
+                               package=info.package)
+            for variant in compared.variants:
+                if variant.reference or variant.advisory:
+                    continue
+                rows = [d for d in compared.differences if d.variant == variant.name]
+                worse = [d for d in rows if d.verdict == WORSE]
+                found += [VariantGateFailure(
+                    info.package, info.path, variant.name, reference, d.metric, d.change,
+                    d.adjusted_p, f"{d.metric} {d.change:+.3g} (Holm p={d.adjusted_p:.3g})")
+                    for d in worse]
+                judged = any(d.metric == "pass_rate" and d.verdict in (BETTER, WITHIN_NOISE)
+                             for d in rows)
+                gated = GATED_BY_COMPARISON.format(variant=variant.name)
+                failed = sum(1 for r in summary.results if r.variant == variant.name
+                             and r.outcome != PASSED and r.advisory == gated)
+                if not worse and not judged and failed:
+                    why = ("too few cases to tell" if any(d.metric == "pass_rate"
+                                                          for d in rows)
+                           else f"{reference} did not run its cases")
+                    found.append(VariantGateFailure(
+                        info.package, info.path, variant.name, reference, None, None, None,
+                        f"{failed} failed case{'s' if failed != 1 else ''} its comparison "
+                        f"cannot judge ({why}): gated case by case"))
+        return found
 
     def variant_note(self) -> str:
-        """The sentence that says the run failed on its worse variants; else empty."""
+        """The sentence that says the run failed on its variants; else empty."""
         if not self.gate_variants:
             return ""
         found = self.variant_regressions()
         if not found:
             return ""
-        named = ", ".join(f"{d.variant} {d.metric} {d.change:+.3g} against {c.reference} "
-                          f"(Holm p={d.adjusted_p:.3g})" for c, d in found)
-        return (f"--elizon-fail-on-regression fails the run: {len(found)} significant "
-                f"drop{'s' if len(found) != 1 else ''} of a variant against its reference: "
-                f"{named}.")
+        named = "; ".join(f"{f.variant} in {f.suite} against {f.reference}: {f.reason}"
+                          for f in found)
+        return (f"--elizon-fail-on-regression fails the run on {len(found)} variant "
+                f"result{'s' if len(found) != 1 else ''} against the reference: {named}.")
 
     @property
     def passed(self) -> bool:

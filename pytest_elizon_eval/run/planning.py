@@ -22,7 +22,14 @@ from ..decide.results_data import JudgeRecord
 from ..errors import EVALUATION_SUITE_INVALID, ElizonError
 from ..history.resume import case_sha256 as case_sha256
 from ..history.resume import stored_result as stored_result
-from ..load.packages import LoadedSuite, Package, SuiteSpec, Variant, run_variants
+from ..load.packages import (
+    LoadedSuite,
+    Package,
+    SuiteSpec,
+    Variant,
+    checked_pins,
+    run_variants,
+)
 from ..load.runtime import Case, RepeatUntil, UrlEntry
 from ..redteam import pack as redteam
 from ..sequential import DEFAULT_INDIFFERENCE, Sprt
@@ -119,9 +126,13 @@ def sources(kind: Kind, context: SuiteContext, settings: Settings, fixture_value
     return found
 
 
-def variants_of(package: Package, settings: Settings) -> tuple[Variant, ...]:
-    """The variants ``package``'s cases run under this session (docs/format.md#variants)."""
-    return run_variants(package, settings.variants_selected, settings.variants_added)
+def variants_of(package: Package, settings: Settings, display: Callable[[Path], str]
+                ) -> tuple[Variant, ...]:
+    """The variants ``package``'s cases run under this session, each prompt version they
+    pin checked (docs/format.md#variants); ``display`` names a path in messages."""
+    found = run_variants(package, settings.variants_selected, settings.variants_added)
+    checked_pins(package, found, display)
+    return found
 
 
 def variant_key(variant: Variant) -> str:
@@ -159,9 +170,11 @@ def uses_checks_fixture(case: Case) -> bool:
     return checks.uses_fixture(case)
 
 
-def recorded_input(case: Case) -> object:
-    """What a cassette checks has not changed: the input, or every turn's input."""
-    return {"turns": case.inputs} if case.conversation else case.input
+def recorded_input(case: Case, variant: Variant | None = None) -> object:
+    """What a cassette checks has not changed: the input, or every turn's input, and what
+    the case's variant changes (its params, prompts, entry: docs/format.md#variants)."""
+    given = {"turns": case.inputs} if case.conversation else case.input
+    return given if variant is None else {"input": given, "variant": variant_key(variant)}
 
 
 def plan_case(case: Case, context: SuiteContext, settings: Settings, binder: Binder,
@@ -187,7 +200,7 @@ def plan_case(case: Case, context: SuiteContext, settings: Settings, binder: Bin
         try:
             replay, recorded_limit = settings.replay.answers(
                 context.key, cassette_case(case.id, variant.name if variant else None),
-                recorded_input(case), runs, at_most=rule is not None)
+                recorded_input(case, variant), runs, at_most=rule is not None)
         except CassetteMiss as exc:
             raise ElizonError(exc.code, [str(exc)]) from None
         if recorded_limit is not None:
@@ -324,10 +337,12 @@ def cassette_case(case_id: str, variant: str | None) -> str:
 
 
 def recording_of(identity: CaseIdentity, case: Case, plan: CasePlan, run: CaseRun,
-                 secrets: Sequence[str] = ()) -> dict[str, Any]:
+                 secrets: Sequence[str] = (), variant: Variant | None = None
+                 ) -> dict[str, Any]:
     """The case's cassette entry (``--elizon-record``), every declared secret in it a
     placeholder, so the cassette can be committed (docs/contract.md#record-and-replay)."""
     return cassette_secrets.scrub(recording(
-        identity.suite.key, cassette_case(case.id, identity.variant), recorded_input(case),
+        identity.suite.key, cassette_case(case.id, identity.variant),
+        recorded_input(case, variant),
         [list(a.entry_calls) for a in run.attempts], plan.timeout_s,
         conversation=case.conversation), secrets)

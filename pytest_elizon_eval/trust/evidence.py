@@ -24,10 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..decide.comparison import Comparison, Difference
 from ..decide.results_data import case_of_file
 from ..reporting import results
-from ..reporting.aggregate import Aggregate
+from ..reporting.aggregate import Aggregate, VariantGateFailure
 from ..reporting.regression import CaseChange, Regression, verdict
 from ..reporting.significance import SignificantChange
 from . import provenance, signing
@@ -244,24 +243,20 @@ def regression_words(rows: Sequence[SignificantChange]) -> str:
                      for r in rows)
 
 
-def failed_variants(document: Document) -> list[tuple[Comparison, Difference]]:
-    """The variants significantly worse than their reference that failed the run (the
-    variant gate of ``--elizon-fail-on-regression``, ``verdict.variant_gate``), recomputed
-    from the cases as the run did (docs/contract.md#variant-comparison): they fail the
-    must-pass gate as a failed suite does; empty when the gate was off or held."""
+def failed_variants(document: Document) -> list[VariantGateFailure]:
+    """The variant results that failed the run (the variant gate of
+    ``--elizon-fail-on-regression``, ``verdict.variant_gate``), recomputed from the cases as
+    the run did (docs/contract.md#variant-comparison): they fail the must-pass gate as a
+    failed suite does; empty when the gate was off or held."""
     aggregate = document.aggregate
     return aggregate.variant_regressions() if aggregate.gate_variants else []
 
 
-def variant_words(rows: Sequence[tuple[Comparison, Difference]]) -> str:
-    """How verify, acknowledge and override name them: ``small of pkg against large:
-    pass_rate -0.833 (Holm p=0.00195)``, one variant's metrics together."""
-    named: dict[tuple[str, str, str], list[str]] = {}
-    for compared, d in rows:
-        named.setdefault((d.variant, compared.package, compared.reference), []).append(
-            f"{d.metric} {d.change:+.3g} (Holm p={d.adjusted_p:.3g})")
-    return "; ".join(f"{variant} of {package} against {reference}: {', '.join(said)}"
-                     for (variant, package, reference), said in named.items())
+def variant_words(rows: Sequence[VariantGateFailure]) -> str:
+    """How verify, acknowledge and override name them: ``small in pkg/eval/s.yaml against
+    large: pass_rate -0.833 (Holm p=0.00195)``."""
+    return "; ".join(f"{f.variant} in {f.suite} against {f.reference}: {f.reason}"
+                     for f in rows)
 
 
 def replace_file(path: Path, text: str) -> None:

@@ -98,10 +98,11 @@ def make(document: Document, *, approver: str, reason: str, at: str,
                                     "change": r.change, "adjusted_p": r.adjusted_p}
                                    for r in regressed]} if regressed else {}),
         # the variants significantly worse than their reference it failed the run on
-        **({"failed_variants": [{"package": c.package, "variant": d.variant,
-                                 "reference": c.reference, "metric": d.metric,
-                                 "change": d.change, "adjusted_p": d.adjusted_p}
-                                for c, d in worse]} if worse else {}),
+        **({"failed_variants": [{"package": f.package, "suite": f.suite,
+                                 "variant": f.variant, "reference": f.reference,
+                                 "metric": f.metric, "change": f.change,
+                                 "adjusted_p": f.adjusted_p, "reason": f.reason}
+                                for f in worse]} if worse else {}),
         # what was run, so the override says on its own what it approved
         "provenance": {"created": document.data["created"],
                        "plugin": found.get("plugin"), "started": found.get("started"),
