@@ -544,3 +544,25 @@ def test_replay_of_a_changed_variant_is_stale(packages: Packages,
     replayed = pytester.runpytest("pkg", "--elizon-replay=cassette.json", "-v")
     replayed.stdout.fnmatch_lines(["*greets[[]large[]] PASSED*", "*greets[[]small[]] ERROR*"])
     assert "ELIZON_CASSETTE_STALE" in replayed.stdout.str()
+
+
+def test_each_variant_pins_its_own_snapshot(packages: Packages,
+                                            pytester: pytest.Pytester) -> None:
+    packages.write("pkg/elizon.yaml", "name: pkg\nentry: app:answer\nvariants:\n" + TWO
+                   + "evaluation:\n  suite: ./eval/suite.yaml\n")
+    packages.write("pkg/eval/suite.yaml", "cases:\n  - id: greets\n    input: hello\n"
+                   "    expect: {snapshot: true}\n")
+    packages.write("pkg/app.py", APP)
+    pytester.runpytest("pkg", "--elizon-snapshot-update").assert_outcomes(passed=2)
+    pinned = (pytester.path / "pkg/eval/__snapshots__/suite.snap.yaml").read_text("utf-8")
+    assert "greets[large]:" in pinned
+    assert "greets[small]:" in pinned
+    assert "hello from large" in pinned
+    assert "hello from small" in pinned
+    # each variant is compared with its own pin: both pass, and a changed one fails alone
+    pytester.runpytest("pkg").assert_outcomes(passed=2)
+    packages.write("pkg/app.py", APP.replace('f"{text} from {model}"',
+                                             'f"{text} from {model}" if model == "large" '
+                                             'else "changed"'))
+    result = pytester.runpytest("pkg", "-v")
+    result.stdout.fnmatch_lines(["*greets[[]large[]] PASSED*", "*greets[[]small[]] FAILED*"])
