@@ -264,6 +264,10 @@ def test_the_comparison_reaches_the_terminal_markdown_html_and_results(
     assert data["suites"][0]["variants"] == ["large", "small"]
     summary = (pytester.path / "summary.md").read_text("utf-8")
     assert "## Variants of package pkg" in summary
+    # the suite's section pools no interval over the variants' runs
+    assert "Run under 2 variants: each is compared with large in *Variants of package " \
+        "pkg*." in summary
+    assert "95% Wilson, 4 cases" not in summary
     assert "| pkg/eval/suite.yaml | knows-size | passed | failed |" in summary
     page = (pytester.path / "report.html").read_text("utf-8")
     assert 'class="variants-matrix"' in page

@@ -130,9 +130,15 @@ def render(aggregate: Aggregate, regression: Regression | None = None,
                        f"{'s' if summary.teardown_errors != 1 else ''}")
         doc.add(f"## {_VERDICT[summary.verdict]} {cell(info.path)}\n\n"
                 f"Package **{cell(info.package)}**, gate **{gate}**: {counts}.\n")
-        said = summary_sentences(summary.intervals(), summary.detectable_drop(), format_metric)
+        # one interval over every variant's runs says nothing: each variant has its row
+        # in the comparison above (docs/contract.md#variant-comparison)
+        said = [] if info.variants else summary_sentences(
+            summary.intervals(), summary.detectable_drop(), format_metric)
         if said:
             doc.add(cell(" · ".join(said)) + "\n")
+        elif info.variants:
+            doc.add(f"Run under {len(info.variants)} variants: each is compared with "
+                    f"{cell(info.variants[0])} in *Variants of package {cell(info.package)}*.\n")
         other_cases = dataset_note(info)
         if other_cases:  # docs/format.md#dataset-hash
             doc.add(f"⚠️ {cell(other_cases)}\n")
