@@ -212,8 +212,10 @@ def _gate_line(document: Document) -> tuple[str, dict[str, bool]]:
     failing = [s for s in suites if s.verdict == "fail"]
     if failing:
         names = ", ".join(safe(s.info.path) for s in failing)
+        worse = evidence.failed_variants(document)  # why, when the variant gate failed it
+        why = f"; {_VARIANT_GATE}: {safe(evidence.variant_words(worse))}" if worse else ""
         return (f"MUST-PASS GATE: FAILED — {len(failing)} of {len(gated)} must-pass "
-                f"suite{'s' if len(gated) != 1 else ''} did not pass: {names}",
+                f"suite{'s' if len(gated) != 1 else ''} did not pass: {names}{why}",
                 {"red": True, "bold": True})
     regressed = evidence.failed_regressions(document.data)
     if regressed:  # the cases passed; --elizon-fail-on-regression failed the run

@@ -66,13 +66,13 @@ def test_a_run_the_variant_gate_failed_is_shown_verified_and_overridden_as_faile
     gated_package(packages, WORSE)
     data = run(pytester, "g.json", "--elizon-fail-on-regression",
                f"--elizon-sign-key={keys / 'elizon-eval.key'}")
-    # its cases pass the suite's gate (small's failures are advisory): only the variant
-    # gate fails it, and the file says that gate was on
-    assert data["suites"][0]["verdict"] == "advisory"
+    # small's failures are advisory case by case: the variant gate fails the suite, and
+    # the file says that gate was on
+    assert data["suites"][0]["verdict"] == "fail"
     assert data["verdict"]["pass"] is False
     assert data["verdict"]["variant_gate"] is True
     note = ("--elizon-fail-on-regression fails the run on 1 variant result against the "
-            "reference: small in pkg/eval/suite.yaml against large: pass_rate -0.833 "
+            "reference: small of pkg against large: pass_rate -0.833 "
             "(Holm p=0.00195).")
     assert data["verdict"]["paragraph"].endswith(note)
 
@@ -85,9 +85,9 @@ def test_a_run_the_variant_gate_failed_is_shown_verified_and_overridden_as_faile
     plain = elizon_eval("verify", "g.json", "--public-key", public, cwd=pytester.path)
     assert plain.returncode == 0, plain.stderr
     assert "signature valid, by " in plain.stdout
-    gate = ("EVALUATION_GATE_FAILED: the variant gate against the reference "
-            "(--elizon-fail-on-regression): small in pkg/eval/suite.yaml against large: "
-            "pass_rate -0.833 (Holm p=0.00195)\n")
+    gate = ("EVALUATION_GATE_FAILED: pkg/eval/suite.yaml (must-pass) passed 14 of 24; the "
+            "variant gate against the reference (--elizon-fail-on-regression): small of pkg "
+            "against large: pass_rate -0.833 (Holm p=0.00195)\n")
     required = elizon_eval("verify", "g.json", "--public-key", public, "--require-pass",
                            cwd=pytester.path)
     assert (required.returncode, required.stderr) == (1, gate)
@@ -95,8 +95,9 @@ def test_a_run_the_variant_gate_failed_is_shown_verified_and_overridden_as_faile
     seen = elizon_eval("acknowledge", "g.json", "--acknowledge-evaluation", "--by", "ann",
                        cwd=pytester.path)
     assert seen.returncode == 0, seen.stderr
-    assert ("MUST-PASS GATE: FAILED — the variant gate against the reference "
-            "(--elizon-fail-on-regression): small in pkg/eval/suite.yaml against large: "
+    assert ("MUST-PASS GATE: FAILED — 1 of 1 must-pass suite did not pass: "
+            "pkg/eval/suite.yaml; the variant gate against the reference "
+            "(--elizon-fail-on-regression): small of pkg against large: "
             "pass_rate -0.833 (Holm p=0.00195)") in seen.stdout.splitlines()
     ack = json.loads((pytester.path / "g.json.ack.json").read_text("utf-8"))
     assert ack["verdict_seen"]["pass"] is False
@@ -106,7 +107,9 @@ def test_a_run_the_variant_gate_failed_is_shown_verified_and_overridden_as_faile
                            str(keys / "elizon-eval.key"), cwd=pytester.path)
     assert approved.returncode == 0, approved.stderr
     made = json.loads((pytester.path / "g.json.override.json").read_text("utf-8"))
-    assert made["failed_suites"] == []
+    # the suite the gate failed, and why: the variant's drop
+    assert made["failed_suites"] == [{"path": "pkg/eval/suite.yaml", "gate": "must-pass",
+                                      "passed": 14, "cases": 24}]
     assert [(v["package"], v["variant"], v["reference"], v["metric"])
             for v in made["failed_variants"]] == [("pkg", "small", "large", "pass_rate")]
     honoured = elizon_eval("verify", "g.json", "--require-pass", "--approver-key", public,
@@ -179,7 +182,7 @@ def test_diff_fails_on_regression_as_the_variants_gates_would(
     assert same.returncode == 1, same.stderr
     assert same.stdout.splitlines()[-1] == (
         "--fail-on-regression fails the run on 1 variant result against the reference: "
-        "small in pkg/eval/suite.yaml against large: pass_rate -0.833 (Holm p=0.00195).")
+        "small of pkg against large: pass_rate -0.833 (Holm p=0.00195).")
     assert elizon_eval("diff", "g.json", "g.json", cwd=pytester.path).returncode == 0
 
 
@@ -227,8 +230,8 @@ def test_merged_shards_of_a_gated_run_fail_as_the_whole_run_does(
     for name, chosen in (("l.json", "large"), ("s.json", "small")):
         shard = run(pytester, name, "--elizon-fail-on-regression", "-k", chosen)
         assert shard["verdict"]["pass"] is (chosen == "large")
-    assert "small in pkg/eval/suite.yaml against large: 10 failed cases its comparison " \
-        "cannot judge (large did not run its cases): gated case by case" in \
+    assert "small of pkg against large: 10 failed cases (q0, q1, q2, q3, q4, … 5 more) " \
+        "large did not run: gated case by case" in \
         json.loads((pytester.path / "s.json").read_text("utf-8"))["verdict"]["paragraph"]
     done = elizon_eval("merge", "l.json", "s.json", "-o", "m.json", cwd=pytester.path)
     assert done.returncode == 0, done.stderr
@@ -239,9 +242,10 @@ def test_merged_shards_of_a_gated_run_fail_as_the_whole_run_does(
     assert untimed(merged["variants"][0]) == untimed(whole["variants"][0])
     verified = elizon_eval("verify", "m.json", "--require-pass", cwd=pytester.path)
     assert verified.returncode == 1
-    assert verified.stderr.startswith("EVALUATION_GATE_FAILED: the variant gate against the "
-                                      "reference (--elizon-fail-on-regression): small in "
-                                      "pkg/eval/suite.yaml against large: pass_rate -0.833")
+    assert verified.stderr.startswith(
+        "EVALUATION_GATE_FAILED: pkg/eval/suite.yaml (must-pass) passed 14 of 24; the variant "
+        "gate against the reference (--elizon-fail-on-regression): small of pkg against "
+        "large: pass_rate -0.833")
 
 
 def test_history_records_and_lists_each_variant_apart(

@@ -374,6 +374,12 @@ class CaseItem(compat.FixtureItem):
                                         *self.history_key()) \
             if self.resumable and running.resumable else None
         if stored is not None:  # --elizon-resume: finished by the run this one continues
+            variant = self.variant
+            if variant is not None and (stored.advisory or "").startswith(
+                    f"variant {variant.name} is "):
+                # how its variant is gated is this session's to say (its gate, the flag)
+                stored = dataclasses.replace(stored, advisory=None)
+            stored = self._variant_record(stored)
             self.result = stored
             return stored
         scheduler = running.scheduler

@@ -35,7 +35,6 @@ from ..run.concurrency import MAX_CONCURRENCY
 from ..run.deadlines import DEFAULT_MAX_HUNG
 from ..run.grade_cache import CACHE_MODES, DEFAULT_MAX_ENTRIES, GradeCache
 from ..run.retrying import RetryPolicy
-from ..text import without_userinfo
 
 if TYPE_CHECKING:  # types only: imported when a run signs or attests its results
     from ..trust.attestation import Secret
@@ -791,11 +790,11 @@ def _variants(config: pytest.Config) -> dict[str, Any]:
     for given in config.getoption("elizon_variant") or ():
         name, sep, spec = given.partition("=")
         name, spec = name.strip(), spec.strip()
-        shown = without_userinfo(given)  # an error never shows a URL's password
         if not VARIANT_NAME.fullmatch(name):
+            # what was given is never shown: it may hold a URL's password or a token
             raise pytest.UsageError(
-                f"--elizon-variant {shown!r}: {without_userinfo(name)!r} is not a variant name "
-                "(1-64 letters, digits, '_', '.' or '-', starting with a letter or digit)")
+                "--elizon-variant: what comes before '=' (or the whole value) is not a variant "
+                "name: 1-64 letters, digits, '_', '.' or '-', starting with a letter or digit")
         if sep and not _PYTHON_SPEC.fullmatch(spec):
             raise pytest.UsageError(
                 f"--elizon-variant {name}=…: give NAME=module.path:function, the Python entry "

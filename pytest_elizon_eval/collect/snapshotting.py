@@ -27,6 +27,7 @@ from .. import errors
 from ..decide import outcomes
 from ..errors import ElizonError
 from ..load.discovery import matches
+from ..load.packages import run_variants
 from ..run import snapshots
 from ..run.planning import CaseChecks, recorded_input
 from ..run.running import Attempt, CaseRun
@@ -125,7 +126,13 @@ class SnapshotCases:
             unused: list[str] = []
             if isinstance(file, snapshots.SnapshotFile) and file.raw:
                 loaded, _ = index.suite(suite.path, suite.package, suite.spec)
-                pinned = {c.id for c in loaded.cases if c.expect and c.expect.snapshot}
+                # a case's pin per variant, of every variant the package has, run or not
+                # (docs/format.md#variants): a selection never makes a pin unused
+                added = session.of(self.config).settings.variants_added
+                names = [v.name for v in run_variants(suite.package, (), added)]
+                pinned = {f"{c.id}[{n}]" if names else c.id
+                          for c in loaded.cases if c.expect and c.expect.snapshot
+                          for n in names or [""]}
                 unused = sorted(k for k in file.raw if k not in pinned)
             found = self._suites[suite.path] = (file, unused)
         return found

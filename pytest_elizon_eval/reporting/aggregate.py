@@ -10,7 +10,7 @@ of truth every reporter renders.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -133,6 +133,8 @@ class SuiteSummary:
     alpha: float = 0.05
     _intervals: tuple[int, dict[str, MetricInterval]] | None = field(
         default=None, init=False, repr=False, compare=False)
+    #: Its variants failed ``--elizon-fail-on-regression``'s gate (set by the Aggregate).
+    gate_failed: bool = field(default=False, compare=False)
 
     def intervals(self) -> dict[str, MetricInterval]:
         """An interval for each rate and mean metric measured, task metrics included
@@ -171,7 +173,11 @@ class SuiteSummary:
         """``pass``, ``fail`` (a case fails the run: see :func:`~.outcomes.blocks`) or
         ``advisory`` (an advisory suite with failures or timeouts, which do not). A suite
         whose only cases not passed are inconclusive under ``elizon_inconclusive = pass``
-        passes: the ini says so for every gate (docs/contract.md#repeat-runs)."""
+        passes: the ini says so for every gate (docs/contract.md#repeat-runs). A must-pass
+        suite whose variants failed ``--elizon-fail-on-regression``'s gate fails
+        (``gate_failed``, docs/contract.md#variant-comparison)."""
+        if self.gate_failed:
+            return "fail"
         if all((r.outcome == PASSED or inconclusive_passes(r)) and r.teardown_error is None
                for r in self.results):  # a teardown's error fails the run: never a pass
             return "pass"
@@ -254,8 +260,8 @@ class VariantGateFailure:
     drop (its metric, change and Holm p), or failed cases its comparison cannot judge
     (``metric`` None)."""
 
+    #: The comparison's package (``pkg``, or ``pkg (advisory suites)``).
     package: str
-    suite: str
     variant: str
     reference: str
     metric: str | None
@@ -263,6 +269,13 @@ class VariantGateFailure:
     adjusted_p: float | None
     #: In words: ``pass_rate -0.833 (Holm p=0.00195)``, or why it could not be judged.
     reason: str
+
+
+def _cases(results: Sequence[CaseResult]) -> str:
+    """``3 failed cases`` (``(c0, c1, c2)`` named, the first few)."""
+    ids = [r.case_id for r in results]
+    shown = ", ".join(ids[:5]) + (f", … {len(ids) - 5} more" if len(ids) > 5 else "")
+    return f"{len(ids)} failed case{'s' if len(ids) != 1 else ''} ({shown})"
 
 
 class Aggregate:
@@ -279,9 +292,9 @@ class Aggregate:
         self.framework: str | None = None
         #: ``failed, overridden by NAME: REASON`` when a view shows an override of the gate.
         self.override_note: str | None = None
-        #: ``--elizon-fail-on-regression``: a variant significantly worse than its
-        #: reference fails the run (docs/contract.md#variant-comparison).
-        self.gate_variants = False
+        self._gate_variants = False
+        #: The variant comparisons of the suites last built: (comparison, gated, suites).
+        self._compared: list[tuple[Comparison, bool, list[SuiteSummary]]] | None = None
 
     def add(self, data: Mapping[str, Any]) -> None:
         """Add a case's result from its report's data (an xdist worker's)."""
@@ -324,11 +337,28 @@ class Aggregate:
     def __len__(self) -> int:
         return len(self._results)
 
+    @property
+    def gate_variants(self) -> bool:
+        """``--elizon-fail-on-regression``: variants are gated by their comparison with
+        the reference (docs/contract.md#variant-comparison)."""
+        return self._gate_variants
+
+    @gate_variants.setter
+    def gate_variants(self, on: bool) -> None:
+        self._gate_variants = on
+        self._suites = None  # the suites' verdicts depend on it
+
     def suites(self) -> list[SuiteSummary]:
         """One summary per suite, ordered by suite path; cases in file order (built once per
         set of results: every reporter asks, some more than once)."""
         if self._suites is None:
             self._suites = self._grouped()
+            self._compared = None
+            if self._gate_variants:  # a must-pass suite of a variant the gate failed
+                failed = {(f.package, f.variant) for f in self.variant_regressions()}
+                for summary in self._suites:
+                    summary.gate_failed = not summary.info.advisory and any(
+                        (summary.info.package, r.variant) in failed for r in summary.results)
         return list(self._suites)
 
     def _grouped(self) -> list[SuiteSummary]:
@@ -351,64 +381,86 @@ class Aggregate:
                                                        alpha=self.alpha)).results.append(result)
         return [by_path[p] for p in sorted(by_path)]
 
-    def variant_comparisons(self) -> list[Comparison]:
-        """One comparison per package whose cases ran under variants, its reference first
-        (docs/contract.md#variant-comparison)."""
-        by_package: dict[str, list[SuiteSummary]] = {}
-        for summary in self.suites():
+    def _comparisons(self) -> list[tuple[Comparison, bool, list[SuiteSummary]]]:
+        """Per package whose cases ran under variants: one comparison of its must-pass
+        suites' cases (what the gate decides on) and one of its advisory suites' (never
+        gated), each with whether it is gated and its suites."""
+        if self._suites is None:
+            self.suites()  # builds them (and their gate, which asks for these)
+        if self._compared is not None:
+            return self._compared
+        assert self._suites is not None
+        groups: dict[tuple[str, bool], list[SuiteSummary]] = {}
+        for summary in self._suites:
             if summary.info.variants:
-                by_package.setdefault(summary.info.package, []).append(summary)
-        found: list[Comparison] = []
-        for package, summaries in sorted(by_package.items()):
+                key = (summary.info.package, not summary.info.advisory)
+                groups.setdefault(key, []).append(summary)
+        found: list[tuple[Comparison, bool, list[SuiteSummary]]] = []
+        for (package, gated), summaries in sorted(groups.items(),
+                                                   key=lambda g: (g[0][0], not g[0][1])):
             names: list[str] = []
             advisory: set[str] = set()
             for summary in summaries:
                 names += [n for n in summary.info.variants or () if n not in names]
                 advisory.update(summary.info.advisory_variants or ())
-            found.append(compare([r for s in summaries for r in s.results], names, names[0],
-                                 advisory, confidence=self.confidence, alpha=self.alpha,
-                                 package=package))
+            # a package with both kinds of suite names the advisory ones' comparison apart
+            label = package if gated or (package, True) not in groups \
+                else f"{package} (advisory suites)"
+            found.append((compare([r for s in summaries for r in s.results], names, names[0],
+                                  advisory, confidence=self.confidence, alpha=self.alpha,
+                                  package=label), gated, summaries))
+        self._compared = found
         return found
+
+    def variant_comparisons(self) -> list[Comparison]:
+        """The comparisons every report shows: per package whose cases ran under variants,
+        one of its must-pass suites and one of its advisory suites, the reference first
+        (docs/contract.md#variant-comparison)."""
+        return [compared for compared, _, _ in self._comparisons()]
 
     def variant_regressions(self) -> list[VariantGateFailure]:
         """What ``--elizon-fail-on-regression`` fails the run on among the variants
-        (docs/contract.md#variant-comparison), suite by suite, in must-pass suites only, for
-        every variant neither advisory nor the reference: one significantly worse than the
-        reference on the suite's cases; and, gated case by case again, one whose failed
-        cases the comparison cannot judge (the reference did not run them, or too few
-        cases to tell) — never a silent pass."""
+        (docs/contract.md#variant-comparison), decided on the comparison of a package's
+        must-pass suites that the reports show, for each variant neither advisory nor the
+        reference: a significant drop against the reference; and its failed cases the
+        comparison could not judge, gated case by case again — those the reference did not
+        run, and every one when there are too few cases to tell. Never a silent pass."""
         found: list[VariantGateFailure] = []
-        for summary in self.suites():
-            info = summary.info
-            if not info.variants or info.advisory:
+        for compared, gated, summaries in self._comparisons():
+            if not gated:
                 continue
-            reference = info.variants[0]  # collection names the reference first
-            advisory = set(info.advisory_variants or ())
-            compared = compare(summary.results, list(info.variants), reference, advisory,
-                               confidence=self.confidence, alpha=self.alpha,
-                               package=info.package)
+            reference = compared.reference
+            results = [r for s in summaries for r in s.results]
+            # the cases the reference ran: what a variant's case is paired with
+            paired = {(r.suite.path, r.case_id) for r in results
+                      if r.variant == reference and r.outcome != ERROR}
             for variant in compared.variants:
                 if variant.reference or variant.advisory:
                     continue
                 rows = [d for d in compared.differences if d.variant == variant.name]
                 worse = [d for d in rows if d.verdict == WORSE]
                 found += [VariantGateFailure(
-                    info.package, info.path, variant.name, reference, d.metric, d.change,
+                    compared.package, variant.name, reference, d.metric, d.change,
                     d.adjusted_p, f"{d.metric} {d.change:+.3g} (Holm p={d.adjusted_p:.3g})")
                     for d in worse]
+                gated_name = GATED_BY_COMPARISON.format(variant=variant.name)
+                # its cases that would fail the run but for the gate
+                held = [r for r in results if r.variant == variant.name
+                        and r.advisory == gated_name and blocks(replace(r, advisory=None))]
                 judged = any(d.metric == "pass_rate" and d.verdict in (BETTER, WITHIN_NOISE)
                              for d in rows)
-                gated = GATED_BY_COMPARISON.format(variant=variant.name)
-                failed = sum(1 for r in summary.results if r.variant == variant.name
-                             and r.outcome != PASSED and r.advisory == gated)
-                if not worse and not judged and failed:
-                    why = ("too few cases to tell" if any(d.metric == "pass_rate"
-                                                          for d in rows)
-                           else f"{reference} did not run its cases")
+                unpaired = [r for r in held if (r.suite.path, r.case_id) not in paired]
+                if worse:
+                    continue
+                if unpaired:
                     found.append(VariantGateFailure(
-                        info.package, info.path, variant.name, reference, None, None, None,
-                        f"{failed} failed case{'s' if failed != 1 else ''} its comparison "
-                        f"cannot judge ({why}): gated case by case"))
+                        compared.package, variant.name, reference, None, None, None,
+                        _cases(unpaired) + f" {reference} did not run: gated case by case"))
+                elif held and not judged:
+                    found.append(VariantGateFailure(
+                        compared.package, variant.name, reference, None, None, None,
+                        _cases(held) + " its comparison cannot judge (too few cases to "
+                        "tell): gated case by case"))
         return found
 
     def variant_note(self) -> str:
@@ -418,7 +470,7 @@ class Aggregate:
         found = self.variant_regressions()
         if not found:
             return ""
-        named = "; ".join(f"{f.variant} in {f.suite} against {f.reference}: {f.reason}"
+        named = "; ".join(f"{f.variant} of {f.package} against {f.reference}: {f.reason}"
                           for f in found)
         return (f"--elizon-fail-on-regression fails the run on {len(found)} variant "
                 f"result{'s' if len(found) != 1 else ''} against the reference: {named}.")

@@ -217,6 +217,17 @@ def plan_case(case: Case, context: SuiteContext, settings: Settings, binder: Bin
             if variant is not None:
                 entry = binder.variant_entry(entry, variant)
             last[:] = [(given, settings, binder, entry, variant)]
+        taken = getattr(entry, "params", None)
+        if taken:  # a case never runs with a param in place of its input: it is an error
+            for given_input in case.inputs if case.conversation else [case.input]:
+                clash = sorted(str(k) for k in given_input if k in taken) \
+                    if isinstance(given_input, Mapping) else []
+                if clash:
+                    raise ElizonError(ENTRY.invalid, [
+                        f"{context.display}: case {case.id}: its input {clash[0]!r} is also "
+                        f"a param of variant {variant.name if variant else ''} "
+                        f"({variant.where if variant else ''}): both are keyword arguments "
+                        "of the entry point, and neither may replace the other; rename one"])
     judge = None
     if judged:
         try:

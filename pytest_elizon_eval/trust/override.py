@@ -98,7 +98,7 @@ def make(document: Document, *, approver: str, reason: str, at: str,
                                     "change": r.change, "adjusted_p": r.adjusted_p}
                                    for r in regressed]} if regressed else {}),
         # the variants significantly worse than their reference it failed the run on
-        **({"failed_variants": [{"package": f.package, "suite": f.suite,
+        **({"failed_variants": [{"package": f.package,
                                  "variant": f.variant, "reference": f.reference,
                                  "metric": f.metric, "change": f.change,
                                  "adjusted_p": f.adjusted_p, "reason": f.reason}
