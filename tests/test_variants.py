@@ -655,3 +655,28 @@ def test_an_invalid_variant_option_never_shows_what_was_given(
         result = pytester.runpytest("pkg", "--elizon-variant", given)
         assert result.ret == pytest.ExitCode.USAGE_ERROR
         assert "s3cretpw" not in result.stdout.str() + result.stderr.str()
+
+
+def test_two_packages_of_one_name_are_each_compared_with_their_own_reference(
+        packages: Packages, pytester: pytest.Pytester) -> None:
+    """A third review: pooled by name, p2's failing non-reference variant was compared
+    against p1's reference (its own name) and passed."""
+    suite = "cases:\n" + "".join(f"  - id: c{i}\n    input: q{i}\n    expect: {{contains: "
+                                 f"[ok]}}\n" for i in range(12))
+    for folder, variants, app in (
+            ("p1", "  - name: large\n    params: {model: large}\n  - name: small\n"
+                   "    params: {model: small}\n",
+             "def answer(text, model=None):\n    return text + ' ok'\n"),
+            ("p2", "  - name: large\n    params: {model: large}\n  - name: small\n"
+                   "    reference: true\n    params: {model: small}\n",
+             "def answer(text, model=None):\n    return text + ' ok' if model == 'small' "
+             "else 'bad'\n")):
+        packages.write(f"{folder}/elizon.yaml", f"name: pkg\nentry: app:answer\nvariants:\n"
+                       f"{variants}evaluation:\n  suite: ./eval/suite.yaml\n")
+        packages.write(f"{folder}/eval/suite.yaml", suite)
+        packages.write(f"{folder}/app.py", app)  # each package's own app module
+    result = pytester.runpytest("p1", "p2", "--elizon-fail-on-regression",
+                                "-p", "no:randomly")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    result.stdout.fnmatch_lines(["*large of pkg (p2/eval/suite.yaml) against small: pass_rate "
+                                 "-1*"])

@@ -390,22 +390,28 @@ class Aggregate:
         if self._compared is not None:
             return self._compared
         assert self._suites is not None
-        groups: dict[tuple[str, bool], list[SuiteSummary]] = {}
+        # by package name and its variants (the reference first): two packages of one name
+        # (nothing makes names unique) are compared apart unless they declare the same
+        # variants, each against its own reference
+        groups: dict[tuple[str, tuple[str, ...], bool], list[SuiteSummary]] = {}
         for summary in self._suites:
             if summary.info.variants:
-                key = (summary.info.package, not summary.info.advisory)
+                key = (summary.info.package, tuple(summary.info.variants),
+                       not summary.info.advisory)
                 groups.setdefault(key, []).append(summary)
         found: list[tuple[Comparison, bool, list[SuiteSummary]]] = []
-        for (package, gated), summaries in sorted(groups.items(),
-                                                   key=lambda g: (g[0][0], not g[0][1])):
-            names: list[str] = []
+        for (package, names_of, gated), summaries in sorted(
+                groups.items(), key=lambda g: (g[0][0], not g[0][2], g[1][0].info.path)):
+            names = list(names_of)
             advisory: set[str] = set()
             for summary in summaries:
-                names += [n for n in summary.info.variants or () if n not in names]
                 advisory.update(summary.info.advisory_variants or ())
-            # a package with both kinds of suite names the advisory ones' comparison apart
-            label = package if gated or (package, True) not in groups \
-                else f"{package} (advisory suites)"
+            # a package with both kinds of suite names the advisory ones' comparison apart,
+            # and a name shared by packages of other variants names its first suite
+            label = package if gated or not any(
+                k[0] == package and k[2] for k in groups) else f"{package} (advisory suites)"
+            if sum(1 for k in groups if k[0] == package and k[2] == gated) > 1:
+                label += f" ({summaries[0].info.path})"
             found.append((compare([r for s in summaries for r in s.results], names, names[0],
                                   advisory, confidence=self.confidence, alpha=self.alpha,
                                   package=label), gated, summaries))
