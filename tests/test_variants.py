@@ -680,3 +680,16 @@ def test_two_packages_of_one_name_are_each_compared_with_their_own_reference(
     assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
     result.stdout.fnmatch_lines(["*large of pkg (p2/eval/suite.yaml) against small: pass_rate "
                                  "-1*"])
+
+
+def test_a_model_for_a_service_that_is_not_openai_never_shows_its_url(
+        packages: Packages, pytester: pytest.Pytester) -> None:
+    variant_package(packages, "  - name: a\n    model: m\n",
+                    entry="{url: 'http://bob:hunter2@127.0.0.1:9/answer', "
+                          "headers: {X-Key: sekrit-123}}")
+    result = pytester.runpytest("pkg")
+    assert result.parseoutcomes() == {"errors": 2}
+    result.stdout.fnmatch_lines(["*gives model/body*binds an HTTP entry whose output is not "
+                                 "openai; give the variant params instead*"])
+    assert "hunter2" not in result.stdout.str()
+    assert "sekrit-123" not in result.stdout.str()

@@ -30,9 +30,10 @@ from ..load.packages import (
     checked_pins,
     run_variants,
 )
-from ..load.runtime import Case, RepeatUntil, UrlEntry
+from ..load.runtime import Case, CommandEntry, RepeatUntil, UrlEntry
 from ..redteam import pack as redteam
 from ..sequential import DEFAULT_INDIFFERENCE, Sprt
+from ..text import without_userinfo
 from . import alignment, cassette_secrets, checks
 from .assertions import AssertionResult
 from .calls import ErrorInfo, Usage
@@ -152,11 +153,16 @@ def variant_request(source: Source, variant: Variant, output: str) -> Source:
     if value is None:
         return source
     if not isinstance(value, UrlEntry) or (value.output or output) != "openai":
+        # named by its kind: an entry's URL, headers or environment may hold secrets
+        bound = ("an HTTP entry whose output is not openai" if isinstance(value, UrlEntry)
+                 else "a command entry" if isinstance(value, CommandEntry)
+                 else f"{without_userinfo(value)!r}" if isinstance(value, str)
+                 else f"a Python callable ({getattr(value, '__qualname__', type(value).__name__)})"
+                 if callable(value) else "a mapping")
         raise ElizonError(ENTRY.invalid, [
             f"variant {variant.name} ({variant.where}) gives model/body, which set the "
-            f"request of an output: openai URL entry, but {source.where} binds "
-            f"{value!r}; give the variant params instead (keyword arguments of a Python "
-            "entry point)"])
+            f"request of an output: openai URL entry, but {source.where} binds {bound}; "
+            "give the variant params instead (keyword arguments of a Python entry point)"])
     body = {**(value.body or {}), **(variant.body or {})}
     if variant.model is not None:
         body.pop("model", None)
