@@ -680,6 +680,8 @@ def test_two_packages_of_one_name_are_each_compared_with_their_own_reference(
     assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
     result.stdout.fnmatch_lines(["*large of pkg (p2/eval/suite.yaml) against small: pass_rate "
                                  "-1*"])
+    # its suite says so too (its comparison's label names it, not its package's name)
+    result.stdout.fnmatch_lines(["p2/eval/suite.yaml [[]pkg, must-pass[]]: *— FAIL"])
 
 
 def test_a_model_for_a_service_that_is_not_openai_never_shows_its_url(

@@ -356,9 +356,10 @@ class Aggregate:
             self._compared = None
             if self._gate_variants:  # a must-pass suite of a variant the gate failed
                 failed = {(f.package, f.variant) for f in self.variant_regressions()}
-                for summary in self._suites:
-                    summary.gate_failed = not summary.info.advisory and any(
-                        (summary.info.package, r.variant) in failed for r in summary.results)
+                for compared, gated, summaries in self._comparisons():
+                    for summary in summaries:  # by its comparison: names may repeat
+                        summary.gate_failed = gated and any(
+                            (compared.package, r.variant) in failed for r in summary.results)
         return list(self._suites)
 
     def _grouped(self) -> list[SuiteSummary]:
