@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import html
 import json
 import math
 import re
@@ -50,11 +49,13 @@ from ..decide.wording import case_name
 from ..decide.wording_noise import repeat_text, tags
 from ..measures.rendering import html_section as measures_html
 from ..run.assertions import AssertionResult
-from ..text import cap, visible
+from ..text import cap
 from . import html_glance as glance
 from . import judges, snapshot_reports, trend, variants
 from .aggregate import Aggregate, BaselineRow, SuiteSummary, format_delta, format_metric
 from .compliance import html_part as compliance_part
+from .escaping import category
+from .escaping import html_text as _esc
 from .intervals import comparison_text, interval_cell, summary_sentences
 from .regression import CHANGES, Regression, dataset_note
 from .regression import verdict as run_verdict
@@ -206,21 +207,6 @@ try{navigator.clipboard.writeText(n).then(done,show);}catch(err){show();}
 apply();
 })();
 """
-
-
-def category(result: CaseResult) -> str:
-    """What a case counts as on the page: its outcome, or ``advisory`` for a case of an
-    advisory suite that did not pass and so does not fail the run."""
-    if result.outcome != PASSED and not blocks(result) \
-            and (result.outcome != INCONCLUSIVE or result.suite.advisory):
-        return "advisory"
-    return result.outcome
-
-
-def _esc(text: str) -> str:
-    """Untrusted text as HTML text or attribute value: visible (bidirectional controls
-    escaped too, as in every report), and nothing in it is markup."""
-    return html.escape(visible(text), quote=True)
 
 
 def _capped(text: str, limit: int) -> str:

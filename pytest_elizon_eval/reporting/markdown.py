@@ -23,6 +23,7 @@ from ..measures.rendering import markdown_lines as measures_markdown
 from ..text import cap, visible
 from . import compliance, judges, repeats, security, snapshot_reports, variants
 from .aggregate import Aggregate, SuiteSummary, format_delta, format_metric
+from .escaping import cell
 from .intervals import comparison_text, interval_cell, summary_sentences
 from .regression import Regression, dataset_note, shown_verdict
 from .regression import verdict as run_verdict
@@ -35,12 +36,6 @@ LIMIT_BYTES = 1024 * 1024 - 16 * 1024
 #: Characters of one case's output shown in its <details>.
 OUTPUT_SHOWN = 4000
 _VERDICT = {"pass": "✅", "fail": "❌", "advisory": "⚠️"}
-
-
-def cell(text: str) -> str:
-    """Text that stays inside one table cell and renders as text."""
-    text = html.escape(visible(text, keep_newlines=False), quote=False)
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")
 
 
 def _fence(text: str) -> str:

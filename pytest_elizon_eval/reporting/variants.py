@@ -16,8 +16,7 @@ tests/test_variant_rendering.py checks that they agree. No pytest import here.
 
 from __future__ import annotations
 
-import html as html_text
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ..decide.comparison import (
     BETTER,
@@ -28,8 +27,11 @@ from ..decide.comparison import (
     Difference,
     VariantSummary,
 )
-from ..decide.outcomes import INCONCLUSIVE, PASSED, CaseResult, blocks, outcome_name
+from ..decide.outcomes import CaseResult, outcome_name
 from ..text import defuse, visible
+from .escaping import category
+from .escaping import cell as _cell
+from .escaping import html_text as _esc
 from .usage_text import dollars
 
 __all__ = ["CSS", "MARKDOWN_DISAGREEMENTS", "MATRIX_ROWS", "TERMINAL_DISAGREEMENTS",
@@ -186,23 +188,23 @@ def terminal_lines(comparison: Comparison, verbose: bool = False) -> list[str]:
 
 # -- markdown ---------------------------------------------------------------------------------
 
-def _cell(text: str) -> str:
-    """Text that stays inside one markdown table cell and renders as text: the rule of
-    :func:`.markdown.cell` (not imported: that module may import this one)."""
-    text = html_text.escape(visible(text, keep_newlines=False), quote=False)
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")
-
-
-def _verdicts(comparison: Comparison, summary: VariantSummary) -> str:
-    if summary.reference:
-        return "—"
+def _said(comparison: Comparison, summary: VariantSummary,
+          verdict: Callable[[Difference], str]) -> list[str]:
+    """Each metric's verdict against the reference, ``verdict`` naming it, with its p."""
     said = []
     for metric in ("pass_rate", "judge_score"):
         d = _of(comparison, summary.name, metric)
         if d is not None:
             p = "" if d.verdict == TOO_FEW else f" (p = {_p(d.adjusted_p)})"
-            said.append(f"{metric}: {d.verdict}{p}")
-    return "; ".join(said) or "not compared"
+            said.append(f"{metric}{verdict(d)}{p}")
+    return said
+
+
+def _verdicts(comparison: Comparison, summary: VariantSummary) -> str:
+    if summary.reference:
+        return "—"
+    return "; ".join(_said(comparison, summary, lambda d: f": {d.verdict}")) \
+        or "not compared"
 
 
 def _value_cell(value: float | None, low: float | None, high: float | None) -> str:
@@ -258,21 +260,6 @@ def markdown(comparison: Comparison) -> str:
 
 # -- HTML -------------------------------------------------------------------------------------
 
-def _esc(text: str) -> str:
-    """User text as HTML text or attribute value: the rule of the page's own escaping
-    (:func:`.html._esc`: visible, then nothing in it is markup)."""
-    return html_text.escape(visible(text), quote=True)
-
-
-def category(result: CaseResult) -> str:
-    """A case's outcome class on the page: :func:`.html.category`'s rule (``advisory``
-    for one that did not pass and does not fail the run), restated, not imported."""
-    if result.outcome != PASSED and not blocks(result) \
-            and (result.outcome != INCONCLUSIVE or result.suite.advisory):
-        return "advisory"
-    return result.outcome
-
-
 def _badge(cls: str, text: str) -> str:
     return f'<span class="b {cls}">{_esc(text)}</span>'
 
@@ -280,13 +267,9 @@ def _badge(cls: str, text: str) -> str:
 def _html_verdicts(comparison: Comparison, summary: VariantSummary) -> str:
     if summary.reference:
         return "reference"
-    said = []
-    for metric in ("pass_rate", "judge_score"):
-        d = _of(comparison, summary.name, metric)
-        if d is not None:
-            p = "" if d.verdict == TOO_FEW else f" (p = {_p(d.adjusted_p)})"
-            said.append(f"{metric} {_badge(_BADGE[d.verdict], d.verdict)}{p}")
-    return "<br>".join(said) or "not compared"
+    return "<br>".join(_said(comparison, summary,
+                             lambda d: f" {_badge(_BADGE[d.verdict], d.verdict)}")) \
+        or "not compared"
 
 
 def _summary_table(comparison: Comparison) -> str:
